@@ -1,0 +1,120 @@
+//! The CPU backend's "sparse texture": a two-level directory from tile page to the address
+//! of its 64 KiB of texel data. The top level has one pointer per 1024 pages (0.008 B per
+//! virtual page); a 8 KiB block of tile pointers is allocated the first time one of its
+//! pages becomes resident.
+
+use std::sync::atomic::{AtomicPtr, Ordering};
+
+const BLOCK_PAGES: usize = 1024;
+type Block = [AtomicPtr<u8>; BLOCK_PAGES];
+
+/// Page → tile data address, readable without locks from any sampling thread.
+pub struct TileDirectory {
+    blocks: Box<[AtomicPtr<Block>]>,
+}
+
+impl TileDirectory {
+    /// A directory for `num_pages` pages.
+    pub fn new(num_pages: u32) -> Self {
+        let n = (num_pages as usize).div_ceil(BLOCK_PAGES);
+        TileDirectory {
+            blocks: (0..n).map(|_| AtomicPtr::new(std::ptr::null_mut())).collect(),
+        }
+    }
+
+    /// The tile data of `page`, or null. Only meaningful after the page's residence bit was
+    /// seen set (the bit's release/acquire pair orders the pointer store before this load).
+    #[inline]
+    pub fn get(&self, page: u32) -> *const u8 {
+        let Some(top) = self.blocks.get(page as usize / BLOCK_PAGES) else {
+            return std::ptr::null();
+        };
+        let block = top.load(Ordering::Acquire);
+        if block.is_null() {
+            return std::ptr::null();
+        }
+        // SAFETY: blocks are allocated once, never freed before `self` drops, and only
+        // handed out as shared references to atomics.
+        unsafe { (*block)[page as usize % BLOCK_PAGES].load(Ordering::Acquire) }
+    }
+
+    /// Record where `page`'s data lives (null to forget it). Callers serialise stores under
+    /// the loader's lock; loads may run concurrently.
+    pub fn set(&self, page: u32, data: *const u8) {
+        let top = &self.blocks[page as usize / BLOCK_PAGES];
+        let mut block = top.load(Ordering::Acquire);
+        if block.is_null() {
+            if data.is_null() {
+                return;
+            }
+            let fresh: Box<Block> = Box::new(std::array::from_fn(|_| AtomicPtr::new(std::ptr::null_mut())));
+            let fresh = Box::into_raw(fresh);
+            match top.compare_exchange(std::ptr::null_mut(), fresh, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => block = fresh,
+                Err(existing) => {
+                    // SAFETY: `fresh` came from Box::into_raw above and was never shared.
+                    drop(unsafe { Box::from_raw(fresh) });
+                    block = existing;
+                }
+            }
+        }
+        // SAFETY: as in `get`.
+        unsafe { (*block)[page as usize % BLOCK_PAGES].store(data as *mut u8, Ordering::Release) };
+    }
+
+    /// Bytes held by the directory (top level and allocated blocks).
+    pub fn bookkeeping_bytes(&self) -> u64 {
+        let blocks = self.blocks.iter().filter(|b| !b.load(Ordering::Relaxed).is_null()).count();
+        (self.blocks.len() * 8 + blocks * std::mem::size_of::<Block>()) as u64
+    }
+}
+
+impl Drop for TileDirectory {
+    fn drop(&mut self) {
+        for b in self.blocks.iter() {
+            let p = b.swap(std::ptr::null_mut(), Ordering::Relaxed);
+            if !p.is_null() {
+                // SAFETY: every non-null block pointer came from Box::into_raw in `set`, and
+                // `&mut self` means no reader remains.
+                drop(unsafe { Box::from_raw(p) });
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pages_map_to_their_data_and_blocks_appear_lazily() {
+        let d = TileDirectory::new(1 << 20);
+        let data = [1u8, 2, 3];
+        assert!(d.get(5000).is_null());
+        assert_eq!(d.bookkeeping_bytes(), 1024 * 8);
+        d.set(5000, data.as_ptr());
+        assert_eq!(d.get(5000), data.as_ptr());
+        assert!(d.get(5001).is_null());
+        assert!(d.get(u32::MAX).is_null());
+        d.set(5000, std::ptr::null());
+        assert!(d.get(5000).is_null());
+        d.set(9_000_00, std::ptr::null()); // no block allocated for a clear
+        assert_eq!(d.bookkeeping_bytes(), 1024 * 8 + 8 * 1024);
+    }
+
+    #[test]
+    fn concurrent_first_stores_to_one_block_keep_both() {
+        let d = TileDirectory::new(4096);
+        let a = [0u8; 4];
+        std::thread::scope(|s| {
+            for i in 0..8u32 {
+                let d = &d;
+                let p = a.as_ptr();
+                s.spawn(move || d.set(i, unsafe { p.add(i as usize % 4) }));
+            }
+        });
+        for i in 0..8u32 {
+            assert_eq!(d.get(i), unsafe { a.as_ptr().add(i as usize % 4) });
+        }
+    }
+}

@@ -1,0 +1,25 @@
+//! Newtype ids: textures and pages are never confused with plain integers.
+
+use serde::Serialize;
+
+/// A texture handed out by [`crate::Loader::create_texture`]. It is also the id of the
+/// texture's sampler page (see [`crate::paging::PageLayout`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[repr(transparent)]
+pub struct TextureId(pub u32);
+
+/// A page of the virtual page space.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[repr(transparent)]
+pub struct PageId(pub u32);
+
+impl PageId {
+    /// The page's index as `usize`.
+    #[inline]
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// Bytes of one tile: every tile page holds exactly this much texel data.
+pub const TILE_BYTES: usize = 64 * 1024;

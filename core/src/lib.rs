@@ -1,0 +1,50 @@
+//! # demandtex
+//!
+//! Demand-loaded, paged textures. A [`Loader`] keeps a page table of every texture tile;
+//! samplers record which tiles a launch needs (a miss records a request), the loader reads
+//! just those tiles between launches, and stale tiles are evicted to stay within a memory
+//! budget. The multi-pass cycle:
+//!
+//! ```
+//! use demandtex::{Loader, LoaderOptions, TextureDesc, TextureId};
+//! use demandtex::sources::Checkerboard;
+//! use demandtex::textures::TexelFormat;
+//! use std::sync::Arc;
+//!
+//! let loader = Loader::new(LoaderOptions { num_pages: 1 << 20, ..Default::default() }).unwrap();
+//! let tex = loader
+//!     .create_texture(Arc::new(Checkerboard::new(4096, 4096, 16, TexelFormat::RGBA8)), TextureDesc::default())
+//!     .unwrap();
+//! loop {
+//!     let launch = loader.launch_prepare();
+//!     let s = launch.tex2d_grad(tex, 0.3, 0.7, [1.0 / 512.0, 0.0], [0.0, 1.0 / 512.0], &Default::default());
+//!     if s.resident {
+//!         break;
+//!     }
+//!     loader.process_requests(launch).wait();
+//! }
+//! ```
+
+pub mod backend;
+pub mod error;
+pub mod ids;
+mod launch;
+mod loader;
+pub mod memory;
+pub mod options;
+pub mod paging;
+pub mod requests;
+pub mod sampling;
+pub mod sources;
+pub mod stats;
+pub mod textures;
+
+pub use error::{Error, Result};
+pub use ids::{PageId, TextureId, TILE_BYTES};
+pub use launch::Launch;
+pub use loader::Loader;
+pub use options::LoaderOptions;
+pub use requests::Ticket;
+pub use sampling::{Sample, SampleOptions};
+pub use stats::Stats;
+pub use textures::TextureDesc;

@@ -1,0 +1,1 @@
+//! Memory: the tile pool, budget, epochs and eviction.

@@ -1,0 +1,66 @@
+//! Loader options, with the defaults a production renderer would start from.
+
+use crate::error::{Error, Result};
+
+/// How a [`crate::Loader`] is set up. Sizes are in pages and bytes, never "MB".
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct LoaderOptions {
+    /// Pages in the virtual page space (default 2^26: 4 TiB of 64 KiB tiles).
+    pub num_pages: u32,
+    /// Pages with a 64-bit page-table entry: samplers, base colours, user resources
+    /// (default 2^18; must hold `2 × max_textures`).
+    pub page_table_entries: u32,
+    /// Most textures (default 2^16).
+    pub max_textures: u32,
+    /// Texture memory budget in bytes: tiles and mip tails (default 2 GiB).
+    pub max_texture_memory: u64,
+    /// Most fills started by one `process_requests`; the rest are deferred to the next
+    /// launch and counted (default 8192).
+    pub max_requests_per_launch: usize,
+    /// Evict stale tiles when memory is needed (default true). Without eviction, requests
+    /// beyond the budget are deferred.
+    pub eviction: bool,
+    /// Fill threads (0 = one per core).
+    pub fill_threads: usize,
+    /// Pages must go unused for about 2^(threshold-1) launches before they may be staged
+    /// (default 1: unused in the last launch).
+    pub lru_threshold: u8,
+}
+
+impl Default for LoaderOptions {
+    fn default() -> Self {
+        LoaderOptions {
+            num_pages: 1 << 26,
+            page_table_entries: 1 << 18,
+            max_textures: 1 << 16,
+            max_texture_memory: 2 << 30,
+            max_requests_per_launch: 8192,
+            eviction: true,
+            fill_threads: 0,
+            lru_threshold: 1,
+        }
+    }
+}
+
+impl LoaderOptions {
+    /// Check the options for consistency.
+    pub fn validate(&self) -> Result<()> {
+        crate::paging::PageLayout::new(self.max_textures, self.page_table_entries, self.num_pages)?;
+        if self.num_pages > 1 << 31 {
+            return Err(Error::InvalidArgument(format!(
+                "num_pages {} exceeds 2^31",
+                self.num_pages
+            )));
+        }
+        if self.max_requests_per_launch == 0 {
+            return Err(Error::InvalidArgument("max_requests_per_launch must be at least 1".into()));
+        }
+        if !(1..=crate::paging::MAX_LRU_AGE).contains(&self.lru_threshold) {
+            return Err(Error::InvalidArgument(format!(
+                "lru_threshold {} (1..=14)",
+                self.lru_threshold
+            )));
+        }
+        Ok(())
+    }
+}

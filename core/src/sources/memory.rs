@@ -1,0 +1,3 @@
+//! In-memory images (placeholder; being written).
+/// An image held in memory.
+pub struct InMemoryImage;

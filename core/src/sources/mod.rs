@@ -1,0 +1,121 @@
+//! Image sources: where texel data comes from. A source describes its image once
+//! ([`ImageSource::open`]) and then produces any tile on request, from many threads at once.
+
+pub mod memory;
+pub mod procedural;
+
+pub use memory::InMemoryImage;
+pub use procedural::{Checkerboard, Mandelbrot, Noise};
+
+use crate::textures::{TexelFormat, TileRegion};
+
+/// What a source reports about its image.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ImageInfo {
+    /// Level-0 width in texels.
+    pub width: u32,
+    /// Level-0 height in texels.
+    pub height: u32,
+    /// Texel format of the data the source writes.
+    pub format: TexelFormat,
+    /// Mip levels the source can produce (1 for none; at most the full chain).
+    pub num_levels: u32,
+}
+
+/// The answer to a read: done, or "not yet" (the request is deferred to a later launch,
+/// as OTK's `ImageSource` does for rate-limited or streaming sources).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Readiness {
+    /// The destination was filled.
+    Ready,
+    /// Nothing was written; ask again at a later launch.
+    NotYet,
+}
+
+/// A failure of a source, in its own words. The loader adds which texture it was.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SourceError(pub String);
+
+impl std::fmt::Display for SourceError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for SourceError {}
+
+impl From<String> for SourceError {
+    fn from(s: String) -> Self {
+        SourceError(s)
+    }
+}
+
+impl From<&str> for SourceError {
+    fn from(s: &str) -> Self {
+        SourceError(s.to_owned())
+    }
+}
+
+/// One level of a mip tail read: the whole level's region and where its packed rows go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MipTailLevel {
+    /// The whole level.
+    pub region: TileRegion,
+    /// Byte offset of the level in the tail buffer.
+    pub offset: usize,
+    /// Bytes per row (width × texel bytes).
+    pub row_bytes: usize,
+}
+
+/// A thread-safe, random-access producer of texel data.
+///
+/// The loader calls [`open`](ImageSource::open) once, then reads tiles from many worker
+/// threads at once. Texels are written row-major in the format `open` reported, with rows
+/// `row_bytes` apart; a read never writes outside `region.width × region.height` texels.
+pub trait ImageSource: Send + Sync {
+    /// A short description for messages: a file path or the procedural kind and size.
+    fn name(&self) -> String;
+
+    /// Describe the image. Called once per texture, before any read.
+    fn open(&self) -> Result<ImageInfo, SourceError>;
+
+    /// Write the texels of `region` into `dest` (rows `row_bytes` apart).
+    fn read_region(
+        &self,
+        region: TileRegion,
+        dest: &mut [u8],
+        row_bytes: usize,
+    ) -> Result<Readiness, SourceError>;
+
+    /// Write one tile. The default reads the region; sources with native tiles override it.
+    fn read_tile(
+        &self,
+        region: TileRegion,
+        dest: &mut [u8],
+        row_bytes: usize,
+    ) -> Result<Readiness, SourceError> {
+        self.read_region(region, dest, row_bytes)
+    }
+
+    /// Write every level of the mip tail, each at its own offset in `dest` with packed rows.
+    /// The default reads each level as a region; a "not yet" from any level defers the tail.
+    fn read_mip_tail(&self, levels: &[MipTailLevel], dest: &mut [u8]) -> Result<Readiness, SourceError> {
+        for l in levels {
+            let bytes = l.row_bytes * l.region.height as usize;
+            let end = l.offset + bytes;
+            if end > dest.len() {
+                return Err(SourceError(format!("mip tail level {} overruns the tail buffer", l.region.level)));
+            }
+            if self.read_region(l.region, &mut dest[l.offset..end], l.row_bytes)? == Readiness::NotYet {
+                return Ok(Readiness::NotYet);
+            }
+        }
+        Ok(Readiness::Ready)
+    }
+
+    /// The texture's average colour, if the source knows it cheaply. `None` (the default)
+    /// lets the loader use the 1×1 level of the mip tail.
+    fn read_base_color(&self) -> Result<Option<[f32; 4]>, SourceError> {
+        Ok(None)
+    }
+}

@@ -1,0 +1,7 @@
+//! Procedural sources (placeholder; being written).
+/// Checkerboard.
+pub struct Checkerboard;
+/// Noise.
+pub struct Noise;
+/// Mandelbrot.
+pub struct Mandelbrot;

@@ -1,0 +1,47 @@
+//! `Stats`: one serialisable snapshot of everything the loader counts.
+
+use serde::Serialize;
+
+/// A snapshot of a loader's counters. Totals are since creation.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Stats {
+    /// Level-0 texel bytes of the textures opened so far (their virtual size).
+    pub virtual_bytes: u64,
+    /// Textures created.
+    pub textures: u64,
+    /// Textures whose source failed (they sample as their fallback colour).
+    pub failed_textures: u64,
+    /// Distinct pages requested, summed over launches (a page missed by many lookups in one
+    /// launch counts once).
+    pub requests: u64,
+    /// Requests that could not be served in their launch (over the per-launch maximum, no
+    /// memory free, or a source that said "not yet") and were carried to the next.
+    pub requests_deferred: u64,
+    /// Tiles read from sources into the pool.
+    pub tiles_filled: u64,
+    /// Mip tails read (one per opened texture).
+    pub mip_tails_filled: u64,
+    /// Texel bytes written by sources (tiles and mip tails).
+    pub bytes_read: u64,
+    /// Reads that failed.
+    pub read_errors: u64,
+    /// Staged pages requested again and restored without a read.
+    pub second_chance_restores: u64,
+    /// Pages made non-resident to free memory (staged).
+    pub pages_staged: u64,
+    /// Staged tiles whose memory was reused or freed: they must be read again if needed.
+    pub evictions: u64,
+    /// Bytes of texture memory held now: tiles (resident, staged, being filled, free for
+    /// reuse) and mip tails.
+    pub resident_bytes: u64,
+    /// Highest `resident_bytes` seen.
+    pub peak_resident_bytes: u64,
+    /// The texture memory budget.
+    pub budget_bytes: u64,
+    /// Bytes of page bookkeeping: bits, LRU ages, entries, tile directory.
+    pub bookkeeping_bytes: u64,
+    /// Seconds spent in fills, summed over fill threads.
+    pub fill_seconds: f64,
+    /// Launches prepared.
+    pub launches: u64,
+}

@@ -1,0 +1,12 @@
+//! Textures: texel formats, sampling descriptors, tile indexing and the device-visible
+//! sampler record. Pure data and arithmetic; nothing here touches pages or memory.
+
+pub mod desc;
+pub mod format;
+pub mod layout;
+pub mod sampler;
+
+pub use desc::{AddressMode, FilterMode, MipFilter, TextureDesc, DEFAULT_FALLBACK_COLOR, MAX_ANISOTROPY};
+pub use format::{TexelFormat, TexelType};
+pub use layout::{full_mip_levels, LevelLayout, PageContent, TextureLayout, TileRegion, MAX_LEVELS, MAX_TEXTURE_SIZE};
+pub use sampler::{SamplerLevel, TextureSampler, SAMPLER_FLAG_FAILED};
