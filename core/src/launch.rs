@@ -1,38 +1,64 @@
-//! `Launch`: one launch's view of the loader (TEMPORARY SKELETON — being implemented).
+//! `Launch`: one launch's view of the loader — what samplers read while it lives.
 
 use crate::ids::TextureId;
 use crate::paging::DeviceContext;
+use crate::requests::engine::Engine;
 use crate::sampling::{CpuView, Sample, SampleOptions};
+use std::sync::Arc;
 
-/// One launch: what samplers read while it lives. Mappings pushed before it was prepared are
-/// visible; tile memory it can see is not reused until it is dropped (or consumed by
-/// [`crate::Loader::process_requests`]). Share it by reference among sampling threads.
+/// One launch. Mappings published before it was prepared are visible to it; tile memory it
+/// can see is not reused until it is dropped or handed to
+/// [`crate::Loader::process_requests`]. It is `Sync`: share `&Launch` among sampling threads.
 pub struct Launch {
-    pub(crate) _private: (),
+    pub(crate) engine: Arc<Engine>,
+    epoch: u64,
+    launch_num: u32,
 }
 
 impl Launch {
+    pub(crate) fn new(engine: Arc<Engine>, launch_num: u32, epoch: u64) -> Launch {
+        Launch {
+            engine,
+            epoch,
+            launch_num,
+        }
+    }
+
     /// The page layer and tiles as the CPU samplers read them.
+    #[inline]
     pub fn view(&self) -> CpuView<'_> {
-        todo!()
+        // SAFETY: the engine publishes only valid sampler records, mip tails and tile
+        // buffers (RawBox / TileBuffer allocations it owns), never writes them while
+        // visible, and reuses or frees tile memory only once every launch that could see
+        // it — this one included, through its epoch pin — has ended. Sampler records and
+        // mip tails live as long as the engine, which `self` keeps alive.
+        unsafe { CpuView::new(&self.engine.pages, &self.engine.tiles) }
     }
-    /// The `#[repr(C)]` context over this launch's page arrays.
+
+    /// The `#[repr(C)]` context over this launch's page arrays (valid while `self` lives).
     pub fn device_context(&self) -> DeviceContext {
-        todo!()
+        self.engine.pages.device_context(self.launch_num, self.engine.options.eviction)
     }
+
     /// This launch's number (1 for the first).
     pub fn launch_num(&self) -> u32 {
-        todo!()
+        self.launch_num
     }
+
     /// Sample level 0.
+    #[inline]
     pub fn tex2d(&self, texture: TextureId, s: f32, t: f32, options: &SampleOptions) -> Sample {
         crate::sampling::tex2d(self.view(), texture, s, t, options)
     }
+
     /// Sample at an explicit level of detail.
+    #[inline]
     pub fn tex2d_lod(&self, texture: TextureId, s: f32, t: f32, lod: f32, options: &SampleOptions) -> Sample {
         crate::sampling::tex2d_lod(self.view(), texture, s, t, lod, options)
     }
-    /// Sample with screen-space gradients of (s, t).
+
+    /// Sample with the screen-space gradients of (s, t) (ray differentials).
+    #[inline]
     pub fn tex2d_grad(
         &self,
         texture: TextureId,
@@ -43,5 +69,17 @@ impl Launch {
         options: &SampleOptions,
     ) -> Sample {
         crate::sampling::tex2d_grad(self.view(), texture, s, t, ddx, ddy, options)
+    }
+}
+
+impl Drop for Launch {
+    fn drop(&mut self) {
+        self.engine.epochs.unpin(self.epoch);
+    }
+}
+
+impl std::fmt::Debug for Launch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Launch({})", self.launch_num)
     }
 }

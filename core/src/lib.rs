@@ -30,6 +30,7 @@ pub mod error;
 pub mod ids;
 mod launch;
 mod loader;
+pub mod resources;
 pub mod memory;
 pub mod options;
 pub mod paging;

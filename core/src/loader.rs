@@ -1,47 +1,97 @@
-//! `Loader` (TEMPORARY SKELETON — being implemented).
+//! `Loader`: the public face of the engine — create textures, run the multi-pass cycle,
+//! change the budget, read statistics.
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::ids::TextureId;
 use crate::launch::Launch;
 use crate::options::LoaderOptions;
-use crate::requests::Ticket;
+use crate::requests::engine::Engine;
+use crate::requests::{process, Ticket};
+use crate::resources::TextureState;
 use crate::sources::ImageSource;
 use crate::stats::Stats;
-use crate::textures::TextureDesc;
+use crate::textures::{TextureDesc, TextureLayout};
 use std::sync::Arc;
 
-/// The demand loader.
+/// A demand loader: one page table, tile pool and fill pool. `Send + Sync`; cheap to clone
+/// (clones share the loader).
+///
+/// The multi-pass cycle: [`launch_prepare`](Self::launch_prepare) → sample through the
+/// [`Launch`] → [`process_requests`](Self::process_requests) → [`Ticket::wait`] → repeat.
+/// A launch whose lookups were all resident needs nothing more.
+#[derive(Clone)]
 pub struct Loader {
-    _private: (),
+    engine: Arc<Engine>,
 }
 
 impl Loader {
-    /// A loader with `options`.
+    /// A loader with `options` (see [`LoaderOptions`] for defaults).
     pub fn new(options: LoaderOptions) -> Result<Loader> {
-        let _ = options;
-        todo!()
+        Ok(Loader {
+            engine: Engine::new(options)?,
+        })
     }
-    /// Register a texture; nothing is read until a launch samples it.
+
+    /// The options the loader was created with (the budget may have changed since; see
+    /// [`Stats::budget_bytes`]).
+    pub fn options(&self) -> &LoaderOptions {
+        &self.engine.options
+    }
+
+    /// Register a texture. Nothing is opened or read until a launch samples it.
     pub fn create_texture(&self, source: Arc<dyn ImageSource>, desc: TextureDesc) -> Result<TextureId> {
-        let _ = (source, desc);
-        todo!()
+        self.engine.create_texture(source, desc)
     }
-    /// Publish finished fills and start a launch.
+
+    /// Publish the fills finished since the last launch and start a new launch.
     pub fn launch_prepare(&self) -> Launch {
-        todo!()
+        let (launch_num, epoch) = self.engine.launch_prepare();
+        Launch::new(self.engine.clone(), launch_num, epoch)
     }
-    /// Pull the launch's requests and start filling them.
+
+    /// Pull the requests `launch` recorded, and start filling them on the fill threads.
+    /// The launch ends here (its tile memory may be reused). A launch of another loader is
+    /// an error, reported in the log, with an empty ticket.
     pub fn process_requests(&self, launch: Launch) -> Ticket {
-        let _ = launch;
-        todo!()
+        if !Arc::ptr_eq(&launch.engine, &self.engine) {
+            tracing::error!("process_requests got a launch of another loader");
+            return Ticket::done();
+        }
+        let launch_num = launch.launch_num();
+        drop(launch);
+        process::process_requests(&self.engine, launch_num)
     }
-    /// Change the texture memory budget.
+
+    /// Change the texture memory budget. Shrinking evicts the oldest tiles; memory that a
+    /// live launch or a running fill may still use is freed when they finish. Fails if the
+    /// budget cannot hold the non-evictable mip tails.
     pub fn set_max_texture_memory(&self, bytes: u64) -> Result<()> {
-        let _ = bytes;
-        todo!()
+        self.engine.set_max_texture_memory(bytes)
     }
+
     /// A statistics snapshot.
     pub fn stats(&self) -> Stats {
-        todo!()
+        self.engine.stats()
+    }
+
+    /// Why a texture failed, if it did.
+    pub fn texture_error(&self, texture: TextureId) -> Option<Error> {
+        let host = self.engine.host.lock();
+        match &host.resources.get(texture)?.state {
+            TextureState::Failed(e) => Some(e.clone()),
+            _ => None,
+        }
+    }
+
+    /// A texture's tile layout, once it has been opened.
+    pub fn texture_layout(&self, texture: TextureId) -> Option<TextureLayout> {
+        let host = self.engine.host.lock();
+        host.resources.get(texture)?.layout.clone()
+    }
+}
+
+impl std::fmt::Debug for Loader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Loader").field("options", &self.engine.options).finish()
     }
 }

@@ -109,8 +109,8 @@ mod tests {
         std::thread::scope(|s| {
             for i in 0..8u32 {
                 let d = &d;
-                let p = a.as_ptr();
-                s.spawn(move || d.set(i, unsafe { p.add(i as usize % 4) }));
+                let base = a.as_ptr() as usize;
+                s.spawn(move || d.set(i, (base + i as usize % 4) as *const u8));
             }
         });
         for i in 0..8u32 {

@@ -1,22 +1,10 @@
-//! Requests: pulling a launch's requests, routing them, filling them on a worker pool.
+//! Requests: pulling a launch's requests, routing them to resources, making room, and
+//! filling them on a worker pool; a [`Ticket`] tracks each batch.
 
-/// A batch of fills started by `process_requests` (TEMPORARY SKELETON).
-#[derive(Clone)]
-pub struct Ticket {
-    _private: (),
-}
+pub(crate) mod engine;
+pub(crate) mod fill;
+pub(crate) mod host_state;
+pub(crate) mod process;
+mod ticket;
 
-impl Ticket {
-    /// Block until every task of the batch has finished.
-    pub fn wait(&self) {
-        todo!()
-    }
-    /// Tasks in the batch.
-    pub fn tasks_total(&self) -> usize {
-        todo!()
-    }
-    /// Tasks not finished yet.
-    pub fn tasks_remaining(&self) -> usize {
-        todo!()
-    }
-}
+pub use ticket::Ticket;

@@ -1,0 +1,167 @@
+//! `TilePool`: texture memory within a byte budget. Tiles come as [`TileBuffer`]s; mip
+//! tails as byte reservations. `allocated_bytes` counts every byte held — tiles resident,
+//! staged, being filled or free for reuse, and mip tails — and never passes the budget
+//! when memory is taken; a shrink of the budget frees what it can at once.
+
+use super::tile_buffer::TileBuffer;
+use crate::ids::TILE_BYTES;
+
+const TILE: u64 = TILE_BYTES as u64;
+
+/// Budgeted texture memory.
+#[derive(Debug)]
+pub struct TilePool {
+    budget_bytes: u64,
+    allocated_bytes: u64,
+    peak_bytes: u64,
+    non_evictable_bytes: u64,
+    free: Vec<TileBuffer>,
+}
+
+impl TilePool {
+    /// An empty pool with a budget.
+    pub fn new(budget_bytes: u64) -> Self {
+        TilePool {
+            budget_bytes,
+            allocated_bytes: 0,
+            peak_bytes: 0,
+            non_evictable_bytes: 0,
+            free: Vec::new(),
+        }
+    }
+
+    /// The budget.
+    pub fn budget_bytes(&self) -> u64 {
+        self.budget_bytes
+    }
+
+    /// Bytes held now.
+    pub fn allocated_bytes(&self) -> u64 {
+        self.allocated_bytes
+    }
+
+    /// Most bytes ever held.
+    pub fn peak_bytes(&self) -> u64 {
+        self.peak_bytes
+    }
+
+    /// Bytes that can never be evicted (mip tails).
+    pub fn non_evictable_bytes(&self) -> u64 {
+        self.non_evictable_bytes
+    }
+
+    /// Bytes over the budget (after a shrink that could not free everything yet).
+    pub fn excess_bytes(&self) -> u64 {
+        self.allocated_bytes.saturating_sub(self.budget_bytes)
+    }
+
+    /// Tiles obtainable without evicting anything.
+    pub fn available_tiles(&self) -> usize {
+        self.free.len() + (self.budget_bytes.saturating_sub(self.allocated_bytes) / TILE) as usize
+    }
+
+    /// A tile buffer from the free list, or a new one if the budget allows.
+    pub fn take(&mut self) -> Option<TileBuffer> {
+        if let Some(b) = self.free.pop() {
+            return Some(b);
+        }
+        if self.allocated_bytes + TILE <= self.budget_bytes {
+            self.grow(TILE);
+            Some(TileBuffer::new())
+        } else {
+            None
+        }
+    }
+
+    /// Return a buffer nobody can see any more: kept for reuse, or freed if over budget.
+    pub fn give_back(&mut self, buffer: TileBuffer) {
+        if self.allocated_bytes > self.budget_bytes {
+            self.free_buffer(buffer);
+        } else {
+            self.free.push(buffer);
+        }
+    }
+
+    /// Free a buffer's memory.
+    pub fn free_buffer(&mut self, buffer: TileBuffer) {
+        drop(buffer);
+        self.allocated_bytes -= TILE;
+    }
+
+    /// Reserve non-evictable bytes (a mip tail). False if the budget does not allow it.
+    pub fn reserve(&mut self, bytes: u64) -> bool {
+        self.trim_free_list_for(bytes);
+        if self.allocated_bytes + bytes > self.budget_bytes {
+            return false;
+        }
+        self.grow(bytes);
+        self.non_evictable_bytes += bytes;
+        true
+    }
+
+    /// Release bytes taken by [`reserve`](Self::reserve).
+    pub fn release(&mut self, bytes: u64) {
+        self.allocated_bytes -= bytes;
+        self.non_evictable_bytes -= bytes;
+    }
+
+    /// Set the budget. Free buffers beyond it are dropped at once.
+    pub fn set_budget(&mut self, bytes: u64) {
+        self.budget_bytes = bytes;
+        self.trim_free_list_for(0);
+    }
+
+    /// Drop free buffers until `extra` more bytes fit, or the free list is empty.
+    fn trim_free_list_for(&mut self, extra: u64) {
+        while self.allocated_bytes + extra > self.budget_bytes {
+            match self.free.pop() {
+                Some(b) => self.free_buffer(b),
+                None => break,
+            }
+        }
+    }
+
+    fn grow(&mut self, bytes: u64) {
+        self.allocated_bytes += bytes;
+        self.peak_bytes = self.peak_bytes.max(self.allocated_bytes);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn never_allocates_past_the_budget() {
+        let mut p = TilePool::new(3 * TILE + 100);
+        let a = p.take().unwrap();
+        let b = p.take().unwrap();
+        let c = p.take().unwrap();
+        assert!(p.take().is_none());
+        assert_eq!(p.allocated_bytes(), 3 * TILE);
+        assert!(!p.reserve(200));
+        assert!(p.reserve(100));
+        p.give_back(a);
+        assert_eq!(p.available_tiles(), 1);
+        assert!(p.take().is_some());
+        assert_eq!(p.peak_bytes(), 3 * TILE + 100);
+        drop((b, c));
+    }
+
+    #[test]
+    fn shrinking_drops_free_buffers_and_reserve_reclaims_them() {
+        let mut p = TilePool::new(4 * TILE);
+        let bufs: Vec<_> = (0..4).map(|_| p.take().unwrap()).collect();
+        for b in bufs {
+            p.give_back(b);
+        }
+        assert_eq!(p.allocated_bytes(), 4 * TILE);
+        assert!(p.reserve(TILE), "a free buffer makes room");
+        assert_eq!(p.allocated_bytes(), 4 * TILE);
+        p.set_budget(2 * TILE);
+        assert_eq!(p.allocated_bytes(), 2 * TILE);
+        assert_eq!(p.non_evictable_bytes(), TILE);
+        p.release(TILE);
+        assert_eq!(p.allocated_bytes(), TILE);
+    }
+}

@@ -1,0 +1,143 @@
+//! `Engine`: the state one loader shares between its API, its launches and its fill
+//! workers — the page table and tile directory that samplers read without locks, the epoch
+//! tracker, the host state behind one mutex, and the fill thread pool.
+
+use super::host_state::{HostState, Pending};
+use crate::backend::cpu::TileDirectory;
+use crate::error::{Error, Result};
+use crate::ids::TextureId;
+use crate::memory::Epochs;
+use crate::options::LoaderOptions;
+use crate::paging::{PageLayout, PageMapping, PageSpace, PageTable, NON_EVICTABLE};
+use crate::sources::ImageSource;
+use crate::stats::Stats;
+use crate::textures::TextureDesc;
+use parking_lot::Mutex;
+use std::sync::Arc;
+
+/// Shared loader internals.
+pub(crate) struct Engine {
+    pub options: LoaderOptions,
+    pub layout: PageLayout,
+    pub pages: PageTable,
+    pub tiles: TileDirectory,
+    pub epochs: Epochs,
+    pub host: Mutex<HostState>,
+    pub workers: rayon::ThreadPool,
+}
+
+impl Engine {
+    pub fn new(options: LoaderOptions) -> Result<Arc<Engine>> {
+        options.validate()?;
+        let layout = PageLayout::new(options.max_textures, options.page_table_entries, options.num_pages)?;
+        let threads = match options.fill_threads {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            n => n,
+        };
+        let workers = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("demandtex-fill-{i}"))
+            .panic_handler(|_| tracing::error!("a demandtex fill task panicked outside its guard"))
+            .build()
+            .map_err(|e| Error::Internal(format!("cannot start fill threads: {e}")))?;
+        let budget = options.max_texture_memory;
+        Ok(Arc::new(Engine {
+            layout,
+            pages: PageTable::new(layout),
+            tiles: TileDirectory::new(layout.num_pages),
+            epochs: Epochs::new(),
+            host: Mutex::new(HostState::new(PageSpace::new(layout), budget)),
+            workers,
+            options,
+        }))
+    }
+
+    pub fn create_texture(&self, source: Arc<dyn ImageSource>, desc: TextureDesc) -> Result<TextureId> {
+        if !(1..=crate::textures::MAX_ANISOTROPY).contains(&desc.max_anisotropy) {
+            return Err(Error::InvalidArgument(format!(
+                "max_anisotropy {} (1..={})",
+                desc.max_anisotropy,
+                crate::textures::MAX_ANISOTROPY
+            )));
+        }
+        let mut host = self.host.lock();
+        if host.resources.len() >= self.layout.max_textures as usize {
+            return Err(Error::InvalidArgument(format!(
+                "too many textures (max_textures = {})",
+                self.layout.max_textures
+            )));
+        }
+        let id = host.resources.add_texture(source, desc);
+        // An earlier lookup of this id (before it existed) published the unknown-texture
+        // fallback; forget it so the texture is opened when next sampled.
+        for page in [self.layout.sampler_page(id), self.layout.base_color_page(id)] {
+            self.pages.invalidate(page.0);
+        }
+        Ok(id)
+    }
+
+    /// Publish pending mappings, clear reference bits, advance the launch counter and pin
+    /// the epoch. Returns `(launch_num, epoch)`.
+    pub fn launch_prepare(&self) -> (u32, u64) {
+        let mut host = self.host.lock();
+        for p in std::mem::take(&mut host.pending) {
+            match p {
+                Pending::Tile { page, buffer } => {
+                    self.tiles.set(page, buffer.as_ptr());
+                    self.pages.push_mapping(PageMapping { page, lru: 0, entry: 0 });
+                    host.resident.insert(page, buffer);
+                    host.in_flight.remove(&page);
+                }
+                Pending::Entry { page, entry } => {
+                    self.pages.push_mapping(PageMapping {
+                        page,
+                        lru: NON_EVICTABLE as u32,
+                        entry,
+                    });
+                    host.in_flight.remove(&page);
+                }
+                Pending::Resident { page } => {
+                    self.pages.push_mapping(PageMapping {
+                        page,
+                        lru: NON_EVICTABLE as u32,
+                        entry: 0,
+                    });
+                }
+            }
+        }
+        self.pages.clear_references(host.space.end_page());
+        host.launch_num = host.launch_num.wrapping_add(1);
+        host.counters.launches += 1;
+        let launch_num = host.launch_num;
+        let epoch = self.epochs.pin();
+        (launch_num, epoch)
+    }
+
+    pub fn stats(&self) -> Stats {
+        let host = self.host.lock();
+        host.stats(self.pages.bookkeeping_bytes() + self.tiles.bookkeeping_bytes())
+    }
+
+    /// Change the budget. Memory no launch or fill is using is freed at once (staging the
+    /// oldest resident tiles if needed); the rest as soon as those launches end.
+    pub fn set_max_texture_memory(&self, bytes: u64) -> Result<()> {
+        let mut host = self.host.lock();
+        let needed = host.pool.non_evictable_bytes();
+        if bytes < needed {
+            return Err(Error::BudgetTooSmall {
+                budget_bytes: bytes,
+                needed_bytes: needed,
+            });
+        }
+        host.pool.set_budget(bytes);
+        let excess_tiles = host.pool.excess_bytes().div_ceil(crate::TILE_BYTES as u64) as usize;
+        if excess_tiles > 0 {
+            let mut by_age: Vec<(u8, u32)> = host.resident.keys().map(|&p| (self.pages.lru_age(p), p)).collect();
+            by_age.sort_unstable_by(|a, b| b.cmp(a));
+            let victims: Vec<u32> = by_age.iter().take(excess_tiles).map(|&(_, p)| p).collect();
+            super::process::stage_pages(self, &mut host, &victims);
+            super::process::free_reclaimable(self, &mut host);
+        }
+        Ok(())
+    }
+}

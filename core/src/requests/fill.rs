@@ -1,0 +1,326 @@
+//! Fill tasks, run on the worker pool: open a texture (sampler, base colour, mip tail) or
+//! read one tile. Each ends in a result under the host lock: published, deferred ("not
+//! yet", no memory), or the texture marked failed. Panics in sources are contained.
+
+use super::engine::Engine;
+use super::host_state::{HostState, Pending};
+use super::ticket::TaskGuard;
+use crate::error::Error;
+use crate::ids::TextureId;
+use crate::memory::{RawBox, TileBuffer};
+use crate::paging::{encode_base_color, NO_BASE_COLOR};
+use crate::resources::TextureState;
+use crate::sources::{ImageSource, MipTailLevel, Readiness, SourceError};
+use crate::textures::{TextureLayout, TextureSampler, TileRegion};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// One tile to read.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct TileJob {
+    pub page: u32,
+    pub texture: TextureId,
+    pub level: u32,
+    pub tile_x: u32,
+    pub tile_y: u32,
+}
+
+/// A tile read ready to run: everything it needs, taken under the lock.
+pub(crate) struct TileTask {
+    job: TileJob,
+    source: Arc<dyn ImageSource>,
+    region: TileRegion,
+    row_bytes: usize,
+    full_tile: bool,
+    texel_bytes: usize,
+    buffer: TileBuffer,
+    guard: TaskGuard,
+}
+
+/// Gather what a tile read needs. `None` (buffer returned) if the texture went away.
+pub(crate) fn prepare_tile(
+    _engine: &Engine,
+    host: &mut HostState,
+    job: TileJob,
+    buffer: TileBuffer,
+    guard: TaskGuard,
+) -> Option<TileTask> {
+    let record = host.resources.get(job.texture);
+    let layout = record.and_then(|r| r.layout.as_ref());
+    let (Some(record), Some(layout)) = (record, layout) else {
+        host.pool.give_back(buffer);
+        host.in_flight.remove(&job.page);
+        return None;
+    };
+    let region = layout.tile_region(job.level, job.tile_x, job.tile_y);
+    let texel_bytes = layout.format.texel_bytes();
+    Some(TileTask {
+        job,
+        source: record.source.clone(),
+        region,
+        row_bytes: layout.tile_width as usize * texel_bytes,
+        full_tile: region.width == layout.tile_width && region.height == layout.tile_height,
+        texel_bytes,
+        buffer,
+        guard,
+    })
+}
+
+impl TileTask {
+    /// Read the tile and record the outcome.
+    pub(crate) fn run(mut self, engine: &Engine) {
+        let _guard = self.guard;
+        let start = Instant::now();
+        let dest = self.buffer.as_mut_slice();
+        if !self.full_tile {
+            // Edge tiles: texels past the image are never sampled; keep them defined.
+            dest.fill(0);
+        }
+        let source = &self.source;
+        let (region, row_bytes) = (self.region, self.row_bytes);
+        let outcome = contain(|| source.read_tile(region, dest, row_bytes));
+        let job = self.job;
+        let mut host = engine.host.lock();
+        host.counters.fill_seconds += start.elapsed().as_secs_f64();
+        let failed = matches!(
+            host.resources.get(job.texture).map(|r| &r.state),
+            Some(TextureState::Failed(_))
+        );
+        match outcome {
+            Ok(Readiness::Ready) if !failed => {
+                host.counters.tiles_filled += 1;
+                host.counters.bytes_read += (region.width as usize * region.height as usize * self.texel_bytes) as u64;
+                host.pending.push(Pending::Tile {
+                    page: job.page,
+                    buffer: self.buffer,
+                });
+            }
+            Ok(Readiness::Ready) => {
+                host.pool.give_back(self.buffer);
+                host.in_flight.remove(&job.page);
+            }
+            Ok(Readiness::NotYet) => {
+                host.pool.give_back(self.buffer);
+                host.in_flight.remove(&job.page);
+                host.defer(job.page);
+            }
+            Err(e) => {
+                host.pool.give_back(self.buffer);
+                host.in_flight.remove(&job.page);
+                host.counters.read_errors += 1;
+                let msg = format!("reading level {} tile ({}, {}): {e}", region.level, job.tile_x, job.tile_y);
+                fail_texture(engine, &mut host, job.texture, msg);
+            }
+        }
+    }
+}
+
+/// Open a texture, read its mip tail and base colour, and publish its sampler.
+pub(crate) fn init_texture(engine: &Engine, texture: TextureId) {
+    let start = Instant::now();
+    let (source, desc) = {
+        let host = engine.host.lock();
+        match host.resources.get(texture) {
+            Some(r) => (r.source.clone(), r.desc),
+            None => return,
+        }
+    };
+    let opened = contain(|| source.open()).map_err(|e| format!("opening: {e}"));
+    let layout = opened.and_then(|info| {
+        TextureLayout::new(info.width, info.height, info.num_levels, info.format).map_err(|e| e.to_string())
+    });
+    let layout = match layout {
+        Ok(l) => l,
+        Err(msg) => return fail_texture(engine, &mut engine.host.lock(), texture, msg),
+    };
+
+    let start_page = {
+        let mut host = engine.host.lock();
+        match reserve(engine, &mut host, texture, &source, &layout) {
+            Reserve::Ok(p) => p,
+            Reserve::Later => return,
+            Reserve::Fail(msg) => return fail_texture(engine, &mut host, texture, msg),
+        }
+    };
+
+    let tail_bytes = layout.mip_tail_bytes as usize;
+    let mut tail = vec![0u8; tail_bytes].into_boxed_slice();
+    let levels = tail_levels(&layout);
+    let read = if levels.is_empty() {
+        Ok(Readiness::Ready)
+    } else {
+        contain(|| source.read_mip_tail(&levels, &mut tail))
+    };
+    let base = match &read {
+        Ok(Readiness::Ready) => contain(|| source.read_base_color()).map(|c| match c {
+            Some(c) => encode_base_color(c),
+            None => base_color_from_tail(&layout, &tail),
+        }),
+        Ok(Readiness::NotYet) => Ok(NO_BASE_COLOR),
+        Err(e) => Err(e.clone()),
+    };
+
+    let mut host = engine.host.lock();
+    host.counters.fill_seconds += start.elapsed().as_secs_f64();
+    match (read, base) {
+        (Ok(Readiness::Ready), Ok(base)) => {
+            let mut sampler = TextureSampler::new(&layout, &desc, start_page);
+            let tail = RawBox::new(tail);
+            if tail_bytes > 0 {
+                sampler.mip_tail_data = tail.as_ptr() as *const u8 as u64;
+            }
+            let sampler = RawBox::new(Box::new(sampler));
+            let sampler_entry = sampler.as_ptr() as u64;
+            let level0 = layout.level0_bytes();
+            let record = host.resources.get_mut(texture).expect("texture exists");
+            record.sampler = Some(sampler);
+            record.mip_tail = Some(tail);
+            record.state = TextureState::Ready;
+            host.counters.mip_tails_filled += 1;
+            host.counters.bytes_read += tail_bytes as u64;
+            host.counters.virtual_bytes += level0;
+            host.pending.push(Pending::Entry {
+                page: engine.layout.sampler_page(texture).0,
+                entry: sampler_entry,
+            });
+            host.pending.push(Pending::Entry {
+                page: engine.layout.base_color_page(texture).0,
+                entry: base,
+            });
+            host.pending.push(Pending::Resident { page: start_page });
+        }
+        (Ok(Readiness::NotYet), _) => {
+            host.pool.release(layout.mip_tail_bytes);
+            host.in_flight.remove(&engine.layout.sampler_page(texture).0);
+            host.in_flight.remove(&engine.layout.base_color_page(texture).0);
+            host.defer(engine.layout.sampler_page(texture).0);
+        }
+        (Err(e), _) | (_, Err(e)) => {
+            host.pool.release(layout.mip_tail_bytes);
+            host.counters.read_errors += 1;
+            fail_texture(engine, &mut host, texture, format!("reading the mip tail: {e}"));
+        }
+    }
+}
+
+enum Reserve {
+    Ok(u32),
+    Later,
+    Fail(String),
+}
+
+/// Reserve the texture's page range (once) and its mip tail's bytes.
+fn reserve(
+    engine: &Engine,
+    host: &mut HostState,
+    texture: TextureId,
+    source: &Arc<dyn ImageSource>,
+    layout: &TextureLayout,
+) -> Reserve {
+    let existing = host.resources.get(texture).and_then(|r| r.start_page);
+    let start = match existing {
+        Some(p) => p,
+        None => match host.space.allocate_tiles(layout.num_pages, &source.name()) {
+            Ok(p) => {
+                host.resources.add_tile_range(texture, p, layout.num_pages);
+                p
+            }
+            Err(e) => return Reserve::Fail(e.to_string()),
+        },
+    };
+    if let Some(r) = host.resources.get_mut(texture) {
+        r.start_page = Some(start);
+        r.layout = Some(layout.clone());
+    }
+    let bytes = layout.mip_tail_bytes;
+    if host.pool.reserve(bytes) {
+        return Reserve::Ok(start);
+    }
+    let budget = host.pool.budget_bytes();
+    if host.pool.non_evictable_bytes() + bytes > budget {
+        return Reserve::Fail(
+            Error::BudgetTooSmall {
+                budget_bytes: budget,
+                needed_bytes: host.pool.non_evictable_bytes() + bytes,
+            }
+            .to_string(),
+        );
+    }
+    // Room can be made by evicting tiles: ask the next process_requests for it.
+    host.wanted_bytes += bytes;
+    host.in_flight.remove(&engine.layout.sampler_page(texture).0);
+    host.in_flight.remove(&engine.layout.base_color_page(texture).0);
+    host.defer(engine.layout.sampler_page(texture).0);
+    Reserve::Later
+}
+
+/// The tail levels with their offsets in the packed tail buffer.
+fn tail_levels(layout: &TextureLayout) -> Vec<MipTailLevel> {
+    let texel_bytes = layout.format.texel_bytes();
+    (layout.mip_tail_first_level..layout.num_levels())
+        .map(|level| {
+            let l = &layout.levels[level as usize];
+            MipTailLevel {
+                region: layout.level_region(level),
+                offset: l.offset as usize,
+                row_bytes: l.width as usize * texel_bytes,
+            }
+        })
+        .collect()
+}
+
+/// The base colour: the 1×1 level if the chain reaches it (it is then in the tail).
+fn base_color_from_tail(layout: &TextureLayout, tail: &[u8]) -> u64 {
+    let last = layout.levels.last().expect("at least one level");
+    if last.width != 1 || last.height != 1 || !layout.in_mip_tail(layout.num_levels() - 1) {
+        return NO_BASE_COLOR;
+    }
+    let at = last.offset as usize;
+    encode_base_color(layout.format.decode(&tail[at..at + layout.format.texel_bytes()]))
+}
+
+/// Mark a texture failed: log why, and publish a null sampler and the fallback colour so
+/// every later lookup resolves to it.
+pub(crate) fn fail_texture(engine: &Engine, host: &mut HostState, texture: TextureId, message: String) {
+    let Some(record) = host.resources.get_mut(texture) else {
+        return;
+    };
+    if matches!(record.state, TextureState::Failed(_)) {
+        return;
+    }
+    let source_name = record.source.name();
+    let error = Error::Source {
+        texture,
+        source_name,
+        message,
+    };
+    tracing::error!(texture = texture.0, "{error}");
+    let fallback = record.desc.fallback_color;
+    record.state = TextureState::Failed(error);
+    host.counters.failed_textures += 1;
+    let sampler = engine.layout.sampler_page(texture).0;
+    let base = engine.layout.base_color_page(texture).0;
+    host.in_flight.insert(sampler);
+    host.in_flight.insert(base);
+    host.pending.push(Pending::Entry { page: sampler, entry: 0 });
+    host.pending.push(Pending::Entry {
+        page: base,
+        entry: encode_base_color(fallback),
+    });
+}
+
+/// Run source code, turning a panic into an error.
+fn contain<T>(f: impl FnOnce() -> Result<T, SourceError>) -> Result<T, SourceError> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            Err(SourceError(format!("the source panicked: {what}")))
+        }
+    }
+}

@@ -1,0 +1,196 @@
+//! `process_requests`: pull a launch's requests, route each page, restore staged pages
+//! (second chance), make room by staging stale tiles, take buffers, and start the fills.
+//! Nothing is dropped: work beyond the per-launch maximum or the memory available is
+//! deferred to the next launch and counted.
+
+use super::engine::Engine;
+use super::fill::{self, TileJob};
+use super::host_state::{HostState, Pending};
+use super::ticket::Ticket;
+use crate::ids::{PageId, TextureId, TILE_BYTES};
+use crate::memory::TileBuffer;
+use crate::paging::{encode_base_color, StalePage};
+use crate::resources::Route;
+use crate::textures::DEFAULT_FALLBACK_COLOR;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+/// Pull and start serving the requests of launch `launch_num` (whose pin is released).
+pub(crate) fn process_requests(engine: &Arc<Engine>, launch_num: u32) -> Ticket {
+    let mut host = engine.host.lock();
+    let mut pull = std::mem::take(&mut host.pull);
+    engine
+        .pages
+        .pull(host.space.end_page(), launch_num, engine.options.lru_threshold, &mut pull);
+    host.counters.requests += pull.requested.len() as u64;
+
+    // Deferred requests and new ones, ascending: samplers first, then each texture's
+    // coarse levels before its fine ones.
+    let mut candidates: BTreeSet<u32> = std::mem::take(&mut host.deferred);
+    candidates.extend(pull.requested.iter().copied());
+
+    let max = engine.options.max_requests_per_launch;
+    let mut inits: Vec<TextureId> = Vec::new();
+    let mut tiles: Vec<TileJob> = Vec::new();
+    for page in candidates {
+        if host.in_flight.contains(&page) || engine.pages.is_resident(page) {
+            continue;
+        }
+        if let Some(buffer) = host.staged.restore(page) {
+            host.counters.second_chance_restores += 1;
+            host.in_flight.insert(page);
+            host.pending.push(Pending::Tile { page, buffer });
+            continue;
+        }
+        if inits.len() + tiles.len() >= max {
+            host.defer(page);
+            continue;
+        }
+        match host.resources.route(&engine.layout, PageId(page)) {
+            Route::InitTexture(t) => {
+                host.in_flight.insert(engine.layout.sampler_page(t).0);
+                host.in_flight.insert(engine.layout.base_color_page(t).0);
+                inits.push(t);
+            }
+            Route::Tile {
+                texture,
+                level,
+                tile_x,
+                tile_y,
+            } => {
+                host.in_flight.insert(page);
+                tiles.push(TileJob {
+                    page,
+                    texture,
+                    level,
+                    tile_x,
+                    tile_y,
+                });
+            }
+            Route::UnknownTexture(t) => publish_unknown_texture(engine, &mut host, t),
+            // A failed texture's sampler entry is (or is about to be) 0: nothing to read.
+            Route::Failed(_) => {}
+            Route::Unowned => {
+                host.counters.unowned_requests += 1;
+                tracing::warn!(page, "request for a page no resource owns");
+            }
+        }
+    }
+
+    let wanted_tiles = host.wanted_bytes.div_ceil(TILE_BYTES as u64) as usize;
+    host.wanted_bytes = 0;
+    if engine.options.eviction {
+        let excess_tiles = host.pool.excess_bytes().div_ceil(TILE_BYTES as u64) as usize;
+        make_room(engine, &mut host, tiles.len() + wanted_tiles + excess_tiles, &pull.stale);
+    }
+    free_reclaimable(engine, &mut host);
+
+    let mut jobs = Vec::with_capacity(tiles.len());
+    for job in tiles {
+        match take_buffer(engine, &mut host) {
+            Some(buffer) => jobs.push((job, buffer)),
+            None => {
+                host.in_flight.remove(&job.page);
+                host.defer(job.page);
+            }
+        }
+    }
+    host.pull = pull;
+    let ticket = Ticket::new(inits.len() + jobs.len());
+    let tile_tasks: Vec<_> = jobs
+        .into_iter()
+        .filter_map(|(job, buffer)| fill::prepare_tile(engine, &mut host, job, buffer, ticket.task()))
+        .collect();
+    drop(host);
+
+    for t in inits {
+        let engine = engine.clone();
+        let guard = ticket.task();
+        engine.clone().workers.spawn(move || {
+            let _guard = guard;
+            fill::init_texture(&engine, t);
+        });
+    }
+    for task in tile_tasks {
+        let engine = engine.clone();
+        engine.clone().workers.spawn(move || task.run(&engine));
+    }
+    ticket
+}
+
+/// Stage stale tiles (oldest first) until `needed` buffers can be had.
+fn make_room(engine: &Engine, host: &mut HostState, needed: usize, stale: &[StalePage]) {
+    let available = host.pool.available_tiles() + host.staged.len();
+    if available >= needed {
+        return;
+    }
+    let mut victims: Vec<StalePage> = stale
+        .iter()
+        .copied()
+        .filter(|s| host.resident.contains_key(&s.page))
+        .collect();
+    victims.sort_by(|a, b| b.age.cmp(&a.age).then(a.page.cmp(&b.page)));
+    let pages: Vec<u32> = victims.iter().take(needed - available).map(|s| s.page).collect();
+    stage_pages(engine, host, &pages);
+}
+
+/// Make resident tiles non-resident, keeping their data for a second chance.
+pub(crate) fn stage_pages(engine: &Engine, host: &mut HostState, pages: &[u32]) {
+    let mut staged = Vec::with_capacity(pages.len());
+    for &page in pages {
+        if let Some(buffer) = host.resident.remove(&page) {
+            engine.pages.invalidate(page);
+            staged.push((page, buffer));
+        }
+    }
+    if staged.is_empty() {
+        return;
+    }
+    // The stamp is taken after the residence bits were cleared: launches pinned later
+    // cannot see these tiles.
+    let stamp = engine.epochs.retire_stamp();
+    host.counters.pages_staged += staged.len() as u64;
+    for (page, buffer) in staged {
+        host.staged.stage(page, buffer, stamp);
+    }
+}
+
+/// A buffer for a fill: free memory first, then the oldest reclaimable staged tile.
+fn take_buffer(engine: &Engine, host: &mut HostState) -> Option<TileBuffer> {
+    if host.pool.excess_bytes() == 0 {
+        if let Some(b) = host.pool.take() {
+            return Some(b);
+        }
+    }
+    let (page, buffer) = host.staged.reclaim_oldest(&engine.epochs)?;
+    engine.tiles.set(page, std::ptr::null());
+    host.counters.evictions += 1;
+    Some(buffer)
+}
+
+/// Free staged tiles no launch can see while the pool is over its budget.
+pub(crate) fn free_reclaimable(engine: &Engine, host: &mut HostState) {
+    while host.pool.excess_bytes() > 0 {
+        let Some((page, buffer)) = host.staged.reclaim_oldest(&engine.epochs) else {
+            break;
+        };
+        engine.tiles.set(page, std::ptr::null());
+        host.counters.evictions += 1;
+        host.pool.free_buffer(buffer);
+    }
+}
+
+/// A sampler lookup of an id no texture has: publish the default fallback colour so the
+/// lookup resolves (and stop it from being requested every launch).
+fn publish_unknown_texture(engine: &Engine, host: &mut HostState, texture: TextureId) {
+    tracing::warn!(texture = texture.0, "lookup of an unknown texture id: returning the fallback colour");
+    let sampler = engine.layout.sampler_page(texture).0;
+    let base = engine.layout.base_color_page(texture).0;
+    host.in_flight.insert(sampler);
+    host.in_flight.insert(base);
+    host.pending.push(Pending::Entry { page: sampler, entry: 0 });
+    host.pending.push(Pending::Entry {
+        page: base,
+        entry: encode_base_color(DEFAULT_FALLBACK_COLOR),
+    });
+}

@@ -1,0 +1,194 @@
+//! Test fixtures shared by the integration tests: image sources with a distinct value per
+//! texel (so a wrong tile shows), sources that fail or defer, and a multi-pass driver.
+
+#![allow(dead_code)]
+
+use demandtex::sources::{ImageInfo, ImageSource, Readiness, SourceError};
+use demandtex::textures::{full_mip_levels, TexelFormat, TileRegion};
+use demandtex::{Loader, SampleOptions, TextureId};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::collections::HashMap;
+
+/// Every texel of every level has its own value, a hash of (seed, level, x, y).
+pub struct PatternSource {
+    pub width: u32,
+    pub height: u32,
+    pub format: TexelFormat,
+    pub seed: u32,
+    pub reads: AtomicUsize,
+}
+
+impl PatternSource {
+    pub fn new(width: u32, height: u32, format: TexelFormat, seed: u32) -> Self {
+        PatternSource {
+            width,
+            height,
+            format,
+            seed,
+            reads: AtomicUsize::new(0),
+        }
+    }
+
+    pub fn texel(&self, level: u32, x: u32, y: u32) -> [f32; 4] {
+        let mut h = self.seed ^ level.wrapping_mul(0x9E37_79B9) ^ x.wrapping_mul(0x85EB_CA6B) ^ y.wrapping_mul(0xC2B2_AE35);
+        let mut c = [0.0; 4];
+        for v in c.iter_mut() {
+            h ^= h >> 15;
+            h = h.wrapping_mul(0x2C1B_3C6D);
+            h ^= h >> 12;
+            *v = (h & 0xFF) as f32 / 255.0;
+        }
+        c
+    }
+}
+
+impl ImageSource for PatternSource {
+    fn name(&self) -> String {
+        format!("pattern {}×{}", self.width, self.height)
+    }
+    fn open(&self) -> Result<ImageInfo, SourceError> {
+        Ok(ImageInfo {
+            width: self.width,
+            height: self.height,
+            format: self.format,
+            num_levels: full_mip_levels(self.width, self.height),
+        })
+    }
+    fn read_region(&self, r: TileRegion, dest: &mut [u8], row_bytes: usize) -> Result<Readiness, SourceError> {
+        self.reads.fetch_add(1, Ordering::Relaxed);
+        let tb = self.format.texel_bytes();
+        for y in 0..r.height {
+            for x in 0..r.width {
+                let at = y as usize * row_bytes + x as usize * tb;
+                self.format.encode(self.texel(r.level, r.x + x, r.y + y), &mut dest[at..at + tb]);
+            }
+        }
+        Ok(Readiness::Ready)
+    }
+}
+
+/// How a [`FaultySource`] misbehaves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fault {
+    FailOpen,
+    PanicOpen,
+    /// Fail reads of tiles at this level.
+    FailTilesAtLevel(u32),
+    /// Panic reading tiles at this level.
+    PanicTilesAtLevel(u32),
+    /// Answer "not yet" to the first N reads of each region.
+    NotYet(usize),
+    /// Claim an absurd size.
+    HugeSize,
+}
+
+pub struct FaultySource {
+    pub inner: PatternSource,
+    pub fault: Fault,
+    pub attempts: Mutex<HashMap<(u32, u32, u32), usize>>,
+}
+
+impl FaultySource {
+    pub fn new(inner: PatternSource, fault: Fault) -> Self {
+        FaultySource {
+            inner,
+            fault,
+            attempts: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+impl ImageSource for FaultySource {
+    fn name(&self) -> String {
+        format!("faulty ({:?})", self.fault)
+    }
+    fn open(&self) -> Result<ImageInfo, SourceError> {
+        match self.fault {
+            Fault::FailOpen => Err("cannot open: no such file".into()),
+            Fault::PanicOpen => panic!("source exploded while opening"),
+            Fault::HugeSize => Ok(ImageInfo {
+                width: 1 << 20,
+                height: 3,
+                ..self.inner.open()?
+            }),
+            _ => self.inner.open(),
+        }
+    }
+    fn read_region(&self, r: TileRegion, dest: &mut [u8], row_bytes: usize) -> Result<Readiness, SourceError> {
+        match self.fault {
+            Fault::FailTilesAtLevel(l) if l == r.level && r.width > 1 => return Err("checksum mismatch in tile".into()),
+            Fault::PanicTilesAtLevel(l) if l == r.level && r.width > 1 => panic!("decoder bug"),
+            Fault::NotYet(n) => {
+                let mut a = self.attempts.lock().unwrap();
+                let k = a.entry((r.level, r.x, r.y)).or_default();
+                *k += 1;
+                if *k <= n {
+                    return Ok(Readiness::NotYet);
+                }
+            }
+            _ => {}
+        }
+        self.inner.read_region(r, dest, row_bytes)
+    }
+}
+
+/// One lookup of a test render.
+#[derive(Clone, Copy, Debug)]
+pub struct Query {
+    pub texture: TextureId,
+    pub s: f32,
+    pub t: f32,
+    pub ddx: [f32; 2],
+    pub ddy: [f32; 2],
+}
+
+/// The outcome of a multi-pass render of a query list.
+pub struct Render {
+    pub values: Vec<[f32; 4]>,
+    pub converged: bool,
+    pub launches: usize,
+    /// Highest resident bytes seen after any launch or fill.
+    pub peak_resident_bytes: u64,
+}
+
+/// Run launches until every query was resident once (keeping the value it had then), or
+/// `max_launches`. `threads` sampling threads split the queries.
+pub fn render(loader: &Loader, queries: &[Query], threads: usize, max_launches: usize) -> Render {
+    let mut values = vec![[0.0f32; 4]; queries.len()];
+    let mut done = vec![false; queries.len()];
+    let mut launches = 0;
+    let mut peak = 0;
+    let opts = SampleOptions::default();
+    while launches < max_launches && done.iter().any(|d| !d) {
+        let launch = loader.launch_prepare();
+        launches += 1;
+        let chunk = queries.len().div_ceil(threads.max(1)).max(1);
+        std::thread::scope(|s| {
+            for ((q, v), d) in queries.chunks(chunk).zip(values.chunks_mut(chunk)).zip(done.chunks_mut(chunk)) {
+                let launch = &launch;
+                s.spawn(move || {
+                    for i in 0..q.len() {
+                        if d[i] {
+                            continue;
+                        }
+                        let r = launch.tex2d_grad(q[i].texture, q[i].s, q[i].t, q[i].ddx, q[i].ddy, &opts);
+                        if r.resident {
+                            v[i] = r.value;
+                            d[i] = true;
+                        }
+                    }
+                });
+            }
+        });
+        let ticket = loader.process_requests(launch);
+        ticket.wait();
+        peak = peak.max(loader.stats().peak_resident_bytes);
+    }
+    Render {
+        values,
+        converged: done.iter().all(|&d| d),
+        launches,
+        peak_resident_bytes: peak,
+    }
+}
