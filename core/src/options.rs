@@ -25,6 +25,10 @@ pub struct LoaderOptions {
     /// Pages must go unused for about 2^(threshold-1) launches before they may be staged
     /// (default 1: unused in the last launch).
     pub lru_threshold: u8,
+    /// When memory is tight, stale tiles are staged (made non-resident, data kept) beyond
+    /// what the launch needs, up to this fraction of the budget, so that a staged tile
+    /// requested again is restored without a read (default 1/16).
+    pub staged_reserve: f32,
 }
 
 impl Default for LoaderOptions {
@@ -38,6 +42,7 @@ impl Default for LoaderOptions {
             eviction: true,
             fill_threads: 0,
             lru_threshold: 1,
+            staged_reserve: 0.0625,
         }
     }
 }
@@ -59,6 +64,12 @@ impl LoaderOptions {
             return Err(Error::InvalidArgument(format!(
                 "lru_threshold {} (1..=14)",
                 self.lru_threshold
+            )));
+        }
+        if !(0.0..=1.0).contains(&self.staged_reserve) {
+            return Err(Error::InvalidArgument(format!(
+                "staged_reserve {} (0..=1)",
+                self.staged_reserve
             )));
         }
         Ok(())

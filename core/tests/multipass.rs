@@ -171,7 +171,10 @@ fn a_staged_page_requested_again_is_restored_without_a_read() {
     let restored = s.second_chance_restores - restores_before;
     let reads = src.reads.load(std::sync::atomic::Ordering::Relaxed) - reads_before;
     assert!(restored > 0, "{s:?}");
-    assert_eq!(reads as u64 + restored, 48, "every tile of `a` is either restored or read once");
+    // Each tile of `a` is still resident, restored from staging, or read again — never
+    // both restored and read.
+    assert!(reads as u64 + restored <= 48, "reads {reads} + restores {restored}");
+    assert!((reads as u64) < 48, "some of `a` survived: {reads}");
 }
 
 #[test]

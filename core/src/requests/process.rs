@@ -118,10 +118,18 @@ pub(crate) fn process_requests(engine: &Arc<Engine>, launch_num: u32) -> Ticket 
     ticket
 }
 
-/// Stage stale tiles (oldest first) until `needed` buffers can be had.
+/// Stage stale tiles (oldest first) when free memory cannot cover `needed` buffers, keeping
+/// a reserve of staged tiles beyond the need so that recently evicted tiles get a second
+/// chance instead of a reread.
 fn make_room(engine: &Engine, host: &mut HostState, needed: usize, stale: &[StalePage]) {
-    let available = host.pool.available_tiles() + host.staged.len();
-    if available >= needed {
+    let free = host.pool.available_tiles();
+    if free >= needed {
+        return;
+    }
+    let budget_tiles = (host.pool.budget_bytes() / TILE_BYTES as u64) as f64;
+    let reserve = (budget_tiles * engine.options.staged_reserve as f64) as usize;
+    let want_staged = needed - free + reserve;
+    if host.staged.len() >= want_staged {
         return;
     }
     let mut victims: Vec<StalePage> = stale
@@ -130,7 +138,8 @@ fn make_room(engine: &Engine, host: &mut HostState, needed: usize, stale: &[Stal
         .filter(|s| host.resident.contains_key(&s.page))
         .collect();
     victims.sort_by(|a, b| b.age.cmp(&a.age).then(a.page.cmp(&b.page)));
-    let pages: Vec<u32> = victims.iter().take(needed - available).map(|s| s.page).collect();
+    let count = want_staged - host.staged.len();
+    let pages: Vec<u32> = victims.iter().take(count).map(|s| s.page).collect();
     stage_pages(engine, host, &pages);
 }
 
