@@ -98,7 +98,7 @@ mod tests {
         assert!(d.get(u32::MAX).is_null());
         d.set(5000, std::ptr::null());
         assert!(d.get(5000).is_null());
-        d.set(9_000_00, std::ptr::null()); // no block allocated for a clear
+        d.set(900_000, std::ptr::null()); // no block allocated for a clear
         assert_eq!(d.bookkeeping_bytes(), 1024 * 8 + 8 * 1024);
     }
 

@@ -1,9 +1,62 @@
 //! CPU samplers over the page layer, with the semantics of the CUDA device API: every
 //! lookup records the pages its footprint touches (misses become requests at the next
 //! `process_requests`), and returns the filtered value plus whether it was resident.
+//!
+//! # Semantics
+//!
+//! [`tex2d`] samples level 0, [`tex2d_lod`] an explicit level of detail (isotropic), and
+//! [`tex2d_grad`] the footprint of screen-space gradients `ddx`, `ddy` of (s, t). In order:
+//!
+//! 1. **Unknown texture** (`id ≥ max_textures`): [`DEFAULT_FALLBACK_COLOR`], resident;
+//!    nothing is requested.
+//! 2. **Base-colour shortcut** (as OTK): when the footprint covers the whole texture
+//!    (`min(|ddx|², |ddy|²) ≥ 1` in UV), or any input is NaN or infinite, only the
+//!    base-colour page is read: a colour → that colour, resident; page not resident →
+//!    zeros, non-resident. A texture without a base colour is sampled normally at its
+//!    coarsest level, or, for non-finite inputs, gives its sampler's `fallback_color`.
+//! 3. **Sampler page.** Not resident → the miss value (below), non-resident. Entry 0 (a
+//!    degenerate texture) → the base colour, resident ([`DEFAULT_FALLBACK_COLOR`] if the
+//!    texture has none). A failed texture → its `fallback_color`, resident.
+//! 4. **Level of detail** from the gradients in level-0 texels,
+//!    `dx = (ddx.s · width, ddx.t · height)`, likewise `dy`. Isotropic (`max_anisotropy`
+//!    1): `lod = log2(max(|dx|, |dy|))`. Anisotropic: `n = min(ceil(major / minor),
+//!    max_anisotropy)` probes spread evenly along the major gradient (at
+//!    `((i + 0.5) / n − 0.5) ×` that gradient) and averaged, at
+//!    `lod = log2(max(major / n, minor))`. The lod is clamped to `[0, levels − 1]`.
+//! 5. **Filtering.** Linear mip filtering blends levels `floor(lod)` and the next by the
+//!    fraction (the next level is not touched when its weight is 0); point mip filtering
+//!    reads the nearest level. Within a level, texel `i` has its centre at
+//!    `(i + 0.5) / width`; bilinear reads the 2×2 texels around the point, point filtering
+//!    the texel containing it. Address modes per axis: wrap, clamp, mirror (period two
+//!    widths), border (texels outside are transparent black and touch no page). Texels
+//!    with weight 0 are not read.
+//! 6. **Pages.** Every page the footprint needs is recorded (reference bit), even after a
+//!    miss was found, so one launch requests all of a lookup's tiles; each distinct page of
+//!    a bilinear footprint is resolved once; levels in the mip tail touch the texture's
+//!    mip-tail page. Missing tiles are never read.
+//! 7. **Misses.** With [`SampleOptions::fallback_to_coarser`], the first level coarser
+//!    than the finest level read whose whole footprint is resident (tested without
+//!    recording requests) stands in, reported resident. Otherwise — or if there is none —
+//!    the value is the base colour if its page is resident, else zeros, non-resident.
+//!
+//! The hot path allocates nothing, takes no lock and makes no dynamic call per texel: one
+//! dispatch on the texel format per lookup selects a filter specialised for it.
+
+mod address;
+mod fetch;
+mod filter;
+mod lod;
+mod resolve;
+#[cfg(test)]
+mod tests;
+mod texel;
 
 use crate::backend::cpu::TileDirectory;
+use crate::ids::TextureId;
 use crate::paging::PageTable;
+use crate::textures::DEFAULT_FALLBACK_COLOR;
+use lod::Footprint;
+use resolve::BaseColor;
 
 /// What a sampler reads: the page layer and the CPU tile directory of one loader.
 /// [`crate::Launch::view`] hands one out; building one by hand is `unsafe`.
@@ -56,17 +109,132 @@ pub struct Sample {
     pub resident: bool,
 }
 
-/// Sample level 0 (placeholder; being written).
-pub fn tex2d(view: CpuView<'_>, texture: crate::TextureId, s: f32, t: f32, options: &SampleOptions) -> Sample {
+/// The answer for a texture id outside the page layout.
+const UNKNOWN_TEXTURE: Sample = Sample {
+    value: DEFAULT_FALLBACK_COLOR,
+    resident: true,
+};
+
+/// Sample level 0 of `texture` at (s, t): [`tex2d_lod`] at lod 0.
+#[inline]
+pub fn tex2d(
+    view: CpuView<'_>,
+    texture: TextureId,
+    s: f32,
+    t: f32,
+    options: &SampleOptions,
+) -> Sample {
     tex2d_lod(view, texture, s, t, 0.0, options)
 }
-/// Sample at a level of detail (placeholder; being written).
-pub fn tex2d_lod(view: CpuView<'_>, texture: crate::TextureId, s: f32, t: f32, lod: f32, options: &SampleOptions) -> Sample {
-    let _ = (view, texture, s, t, lod, options);
-    todo!()
+
+/// Sample `texture` at (s, t) and an explicit level of detail (isotropic; see the module
+/// documentation for misses, fallbacks and bad input).
+#[inline]
+pub fn tex2d_lod(
+    view: CpuView<'_>,
+    texture: TextureId,
+    s: f32,
+    t: f32,
+    lod: f32,
+    options: &SampleOptions,
+) -> Sample {
+    if texture.0 >= view.pages().layout().max_textures {
+        return UNKNOWN_TEXTURE;
+    }
+    if !(s.is_finite() && t.is_finite() && lod.is_finite()) {
+        return non_finite(view, texture);
+    }
+    match resolve::sampler(view, texture) {
+        Ok(sampler) => filter::sample(
+            view,
+            texture,
+            sampler,
+            s,
+            t,
+            &Footprint::isotropic(lod),
+            options,
+        ),
+        Err(sample) => sample,
+    }
 }
-/// Sample with gradients (placeholder; being written).
-pub fn tex2d_grad(view: CpuView<'_>, texture: crate::TextureId, s: f32, t: f32, ddx: [f32; 2], ddy: [f32; 2], options: &SampleOptions) -> Sample {
-    let _ = (view, texture, s, t, ddx, ddy, options);
-    todo!()
+
+/// Sample `texture` at (s, t) over the footprint of the screen-space gradients `ddx` =
+/// ∂(s, t)/∂x and `ddy` = ∂(s, t)/∂y (trilinear, anisotropic up to the texture's
+/// `max_anisotropy`; see the module documentation).
+#[inline]
+pub fn tex2d_grad(
+    view: CpuView<'_>,
+    texture: TextureId,
+    s: f32,
+    t: f32,
+    ddx: [f32; 2],
+    ddy: [f32; 2],
+    options: &SampleOptions,
+) -> Sample {
+    if texture.0 >= view.pages().layout().max_textures {
+        return UNKNOWN_TEXTURE;
+    }
+    if ![s, t, ddx[0], ddx[1], ddy[0], ddy[1]]
+        .iter()
+        .all(|v| v.is_finite())
+    {
+        return non_finite(view, texture);
+    }
+    let len2 = |g: [f32; 2]| g[0] * g[0] + g[1] * g[1];
+    let whole_texture = len2(ddx).min(len2(ddy)) >= 1.0;
+    if whole_texture {
+        match resolve::base_color(view, texture) {
+            BaseColor::Color(value) => {
+                return Sample {
+                    value,
+                    resident: true,
+                }
+            }
+            BaseColor::NotResident => {
+                return Sample {
+                    value: [0.0; 4],
+                    resident: false,
+                }
+            }
+            BaseColor::Absent => {}
+        }
+    }
+    let sampler = match resolve::sampler(view, texture) {
+        Ok(sampler) => sampler,
+        Err(sample) => return sample,
+    };
+    let footprint = if whole_texture {
+        Footprint::isotropic(f32::INFINITY) // the coarsest level
+    } else {
+        Footprint::from_gradients(
+            ddx,
+            ddy,
+            sampler.width,
+            sampler.height,
+            sampler.max_anisotropy,
+        )
+    };
+    filter::sample(view, texture, sampler, s, t, &footprint, options)
+}
+
+/// A lookup with a NaN or infinite input: the base colour, else the sampler's fallback.
+#[cold]
+fn non_finite(view: CpuView<'_>, texture: TextureId) -> Sample {
+    match resolve::base_color(view, texture) {
+        BaseColor::Color(value) => Sample {
+            value,
+            resident: true,
+        },
+        BaseColor::NotResident => Sample {
+            value: [0.0; 4],
+            resident: false,
+        },
+        BaseColor::Absent => match resolve::sampler(view, texture) {
+            Ok(sampler) => Sample {
+                value: sampler.fallback_color,
+                resident: true,
+            },
+            Err(sample) => sample,
+        },
+    }
 }

@@ -3,9 +3,10 @@
 
 pub mod memory;
 pub mod procedural;
+mod region;
 
 pub use memory::InMemoryImage;
-pub use procedural::{Checkerboard, Mandelbrot, Noise};
+pub use procedural::{Checkerboard, Mandelbrot, Noise, LEVEL_COLORS};
 
 use crate::textures::{TexelFormat, TileRegion};
 
@@ -99,14 +100,23 @@ pub trait ImageSource: Send + Sync {
 
     /// Write every level of the mip tail, each at its own offset in `dest` with packed rows.
     /// The default reads each level as a region; a "not yet" from any level defers the tail.
-    fn read_mip_tail(&self, levels: &[MipTailLevel], dest: &mut [u8]) -> Result<Readiness, SourceError> {
+    fn read_mip_tail(
+        &self,
+        levels: &[MipTailLevel],
+        dest: &mut [u8],
+    ) -> Result<Readiness, SourceError> {
         for l in levels {
             let bytes = l.row_bytes * l.region.height as usize;
             let end = l.offset + bytes;
             if end > dest.len() {
-                return Err(SourceError(format!("mip tail level {} overruns the tail buffer", l.region.level)));
+                return Err(SourceError(format!(
+                    "mip tail level {} overruns the tail buffer",
+                    l.region.level
+                )));
             }
-            if self.read_region(l.region, &mut dest[l.offset..end], l.row_bytes)? == Readiness::NotYet {
+            if self.read_region(l.region, &mut dest[l.offset..end], l.row_bytes)?
+                == Readiness::NotYet
+            {
                 return Ok(Readiness::NotYet);
             }
         }

@@ -1,0 +1,169 @@
+//! From a normalised coordinate to the (at most two) texel indices a filter reads along one
+//! axis, with their weights, after the address mode (wrap, clamp, mirror, border).
+//!
+//! Texel `i` of a level `n` texels wide has its centre at `(i + 0.5) / n`. Integer texel
+//! coordinates are `i64` and coordinates are first clamped to ±2^40 texels, so huge
+//! inputs (1e30, ±inf after scaling) can neither overflow nor panic; past 2^24 texels an
+//! `f32` coordinate has no fractional part left anyway.
+
+use crate::textures::AddressMode;
+
+/// Coordinates are clamped to ±this many texels before conversion to integers.
+const MAX_TEXEL_COORD: f32 = (1u64 << 40) as f32;
+
+/// The texels one axis of a filter reads, with their weights. A texel with weight 0 is not
+/// read and touches no page: the second texel of point filtering, one exactly on a texel
+/// centre, or one outside a border-mode texture (transparent black contributes nothing).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Axis {
+    /// Texel indices within `[0, size)` (0 where the weight is 0).
+    pub index: [u32; 2],
+    /// Weights: `1 − frac` and `frac`, or 0 for texels outside a border.
+    pub weight: [f32; 2],
+}
+
+/// Map integer texel coordinate `i` into `[0, size)` by `mode`; `None` outside a border.
+#[inline]
+pub(crate) fn address(i: i64, size: u32, mode: AddressMode) -> Option<u32> {
+    let n = size as i64;
+    debug_assert!(n >= 1);
+    if (0..n).contains(&i) {
+        return Some(i as u32);
+    }
+    match mode {
+        AddressMode::Wrap => Some(i.rem_euclid(n) as u32),
+        AddressMode::Clamp => Some(i.clamp(0, n - 1) as u32),
+        AddressMode::Mirror => {
+            let m = i.rem_euclid(2 * n);
+            Some(if m < n { m } else { 2 * n - 1 - m } as u32)
+        }
+        AddressMode::Border => None,
+    }
+}
+
+/// Clamp a texel-space coordinate to a range where integer conversion is exact and
+/// `+ 1` cannot overflow; NaN (never produced from finite inputs) becomes 0.
+#[inline]
+fn sanitise(x: f32) -> f32 {
+    if x.is_nan() {
+        0.0
+    } else {
+        x.clamp(-MAX_TEXEL_COORD, MAX_TEXEL_COORD)
+    }
+}
+
+/// `floor(x)` as an integer, and `x − floor(x)`, for `|x| ≤ 2^40`. Exact (truncating an
+/// `f32` gives an integer the `f32` can hold), and free of the libm call `f32::floor`
+/// compiles to on baseline x86-64.
+#[inline(always)]
+pub(crate) fn floor(x: f32) -> (i64, f32) {
+    let t = x as i64;
+    let i = t - ((t as f32) > x) as i64;
+    (i, x - i as f32)
+}
+
+/// The texels and weights for normalised coordinate `coord` on an axis `size` texels long.
+/// `linear`: the two texels around `coord` (bilinear), else the one containing it (point).
+#[inline(always)]
+pub(crate) fn axis(coord: f32, size: u32, linear: bool, mode: AddressMode) -> Axis {
+    let texel = |i: i64, weight: f32| match address(i, size, mode) {
+        Some(i) => (i, weight),
+        None => (0, 0.0),
+    };
+    if linear {
+        let (i0, frac) = floor(sanitise(coord * size as f32 - 0.5));
+        let (a, wa) = texel(i0, 1.0 - frac);
+        let (b, wb) = texel(i0 + 1, frac);
+        Axis {
+            index: [a, b],
+            weight: [wa, wb],
+        }
+    } else {
+        let (i, w) = texel(floor(sanitise(coord * size as f32)).0, 1.0);
+        Axis {
+            index: [i, 0],
+            weight: [w, 0.0],
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use AddressMode::*;
+
+    #[test]
+    fn modes_map_outside_indices_like_cuda() {
+        let n = 4;
+        let wrap: Vec<_> = (-5..9).map(|i| address(i, n, Wrap).unwrap()).collect();
+        assert_eq!(wrap, [3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0]);
+        let clamp: Vec<_> = (-2..6).map(|i| address(i, n, Clamp).unwrap()).collect();
+        assert_eq!(clamp, [0, 0, 0, 1, 2, 3, 3, 3]);
+        let mirror: Vec<_> = (-5..13).map(|i| address(i, n, Mirror).unwrap()).collect();
+        assert_eq!(
+            mirror,
+            [3, 3, 2, 1, 0, 0, 1, 2, 3, 3, 2, 1, 0, 0, 1, 2, 3, 3]
+        );
+        assert_eq!(address(-1, n, Border), None);
+        assert_eq!(address(4, n, Border), None);
+        assert_eq!(address(3, n, Border), Some(3));
+        for mode in [Wrap, Clamp, Mirror] {
+            assert_eq!(address(5, 1, mode), Some(0));
+            assert_eq!(address(i64::MIN / 2, 1, mode), Some(0));
+        }
+    }
+
+    #[test]
+    fn floor_matches_f32_floor() {
+        let xs = [
+            0.0, -0.0, 0.5, -0.5, 1.0, -1.0, 2.75, -2.75, 1e-30, -1e-30, 8388607.5, -8388608.5,
+            1e12, -1e12,
+        ];
+        for x in xs {
+            let (i, f) = floor(x);
+            assert_eq!(i as f32, x.floor(), "{x}");
+            assert_eq!(f, x - x.floor(), "{x}");
+        }
+    }
+
+    #[test]
+    fn bilinear_weights_follow_texel_centres() {
+        // 4 texels: centres at 0.125, 0.375, ...
+        let a = axis(0.125, 4, true, Clamp);
+        assert_eq!((a.index, a.weight), ([0, 1], [1.0, 0.0]));
+        let a = axis(0.25, 4, true, Clamp);
+        assert_eq!((a.index, a.weight), ([0, 1], [0.5, 0.5]));
+        // Across the wrap seam: between texel 3 and texel 0.
+        let a = axis(0.0, 4, true, Wrap);
+        assert_eq!((a.index, a.weight), ([3, 0], [0.5, 0.5]));
+        // Outside a border: weight 0.
+        let a = axis(0.0, 4, true, Border);
+        assert_eq!((a.index, a.weight), ([0, 0], [0.0, 0.5]));
+        assert_eq!(axis(-0.5, 4, false, Border).weight, [0.0, 0.0]);
+        let p = axis(0.99, 4, false, Wrap);
+        assert_eq!((p.index, p.weight), ([3, 0], [1.0, 0.0]));
+        assert_eq!(axis(1.0, 4, false, Wrap).index[0], 0);
+        assert_eq!(axis(1.0, 4, false, Clamp).index[0], 3);
+    }
+
+    #[test]
+    fn huge_and_odd_coordinates_never_overflow() {
+        for c in [
+            1e30,
+            -1e30,
+            f32::MAX,
+            f32::MIN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::NAN,
+        ] {
+            for mode in [Wrap, Clamp, Mirror, Border] {
+                for linear in [false, true] {
+                    let a = axis(c, 65536, linear, mode);
+                    assert!(a.weight.iter().all(|w| w.is_finite()), "{c} {mode:?}");
+                    assert!(a.index.iter().all(|&i| i < 65536));
+                }
+            }
+        }
+    }
+}

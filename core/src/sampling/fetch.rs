@@ -1,0 +1,274 @@
+//! Page-resolved texel fetch: one bilinear (or point) footprint at one mip level. Finds the
+//! pages its texels live on (tiles of a tiled level, or the mip-tail page), resolves each
+//! distinct page once, and adds the weighted texels to an accumulator only if every page
+//! is resident. Missing tiles are never read.
+
+use super::address::{axis, Axis};
+use super::texel::Texel;
+use super::CpuView;
+use crate::backend::cpu::TileDirectory;
+use crate::paging::PageTable;
+use crate::textures::{AddressMode, FilterMode, SamplerLevel, TextureSampler};
+use crate::TILE_BYTES;
+use std::marker::PhantomData;
+
+/// How a lookup touches pages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Touch {
+    /// Record a use of every page (misses become requests): the footprint proper.
+    Record,
+    /// Only test residence (fallback to coarser levels must not request them).
+    Peek,
+}
+
+/// A filtered value being summed, and whether every page it needed was resident. After
+/// the first miss the value is meaningless and nothing more is read; pages are still
+/// touched.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Accum {
+    /// Weighted sum of the texels read so far.
+    pub value: [f32; 4],
+    /// No page was missing so far.
+    pub resident: bool,
+}
+
+impl Accum {
+    /// Nothing summed, nothing missing.
+    #[inline]
+    pub fn new() -> Accum {
+        Accum {
+            value: [0.0; 4],
+            resident: true,
+        }
+    }
+}
+
+/// Fetches footprints of one texture with texel format `D`.
+pub(crate) struct Fetch<'a, D> {
+    pages: &'a PageTable,
+    tiles: &'a TileDirectory,
+    sampler: &'a TextureSampler,
+    address: [AddressMode; 2],
+    linear: bool,
+    touch: Touch,
+    tile_shift: [u32; 2],
+    _texel: PhantomData<D>,
+}
+
+impl<'a, D: Texel> Fetch<'a, D> {
+    /// A fetcher for `sampler`, which must be well formed (see `resolve::is_well_formed`:
+    /// power-of-two tile sides, `D` its format, levels within `MAX_LEVELS`).
+    #[inline]
+    pub fn new(view: CpuView<'a>, sampler: &'a TextureSampler, touch: Touch) -> Self {
+        debug_assert!(
+            sampler.tile_width.is_power_of_two() && sampler.tile_height.is_power_of_two()
+        );
+        debug_assert_eq!(sampler.texel_bytes as usize, D::BYTES);
+        Fetch {
+            pages: view.pages(),
+            tiles: view.tiles(),
+            sampler,
+            address: [
+                AddressMode::from_code(sampler.address_s),
+                AddressMode::from_code(sampler.address_t),
+            ],
+            linear: sampler.filter == FilterMode::Linear as u32,
+            touch,
+            tile_shift: [
+                sampler.tile_width.trailing_zeros(),
+                sampler.tile_height.trailing_zeros(),
+            ],
+            _texel: PhantomData,
+        }
+    }
+
+    /// The same fetcher touching pages as `touch`.
+    #[inline]
+    pub fn with_touch(&self, touch: Touch) -> Self {
+        Fetch { touch, ..*self }
+    }
+
+    /// Add `weight` × the filtered value of `level` at (s, t) to `acc`, touching the
+    /// footprint's pages; on a missing page mark `acc` non-resident instead.
+    #[inline(always)]
+    pub fn add(&self, level: u32, s: f32, t: f32, weight: f32, acc: &mut Accum) {
+        let lv = &self.sampler.levels[level as usize];
+        if lv.width == 0 || lv.height == 0 {
+            return; // never built by the loader (levels are at least 1×1): transparent black
+        }
+        let ax = axis(s, lv.width, self.linear, self.address[0]);
+        let ay = axis(t, lv.height, self.linear, self.address[1]);
+        if ax.weight == [0.0; 2] || ay.weight == [0.0; 2] {
+            return; // all outside a border: transparent black, no page
+        }
+        if level < self.sampler.mip_tail_first_level {
+            self.add_tiled(lv, &ax, &ay, weight, acc);
+        } else {
+            self.add_tail(level, &ax, &ay, weight, acc);
+        }
+    }
+
+    /// Whether a page is resident, recording the use if touching records.
+    #[inline]
+    fn touch_page(&self, page: u32) -> bool {
+        match self.touch {
+            Touch::Record => self.pages.request_and_test(page),
+            Touch::Peek => self.pages.is_resident(page),
+        }
+    }
+
+    /// The data of a tile page, or `None` if it is not resident (or has no data).
+    #[inline]
+    fn tile(&self, page: u32) -> Option<&'a [u8]> {
+        if !self.touch_page(page) {
+            return None;
+        }
+        let ptr = self.tiles.get(page);
+        if ptr.is_null() {
+            return None;
+        }
+        // SAFETY: the page is resident and its directory entry is non-null, so by the
+        // contract of `CpuView::new` it addresses TILE_BYTES readable bytes that are neither
+        // written nor freed while the view lives.
+        Some(unsafe { std::slice::from_raw_parts(ptr, TILE_BYTES) })
+    }
+
+    #[inline(always)]
+    fn add_tiled(&self, lv: &SamplerLevel, ax: &Axis, ay: &Axis, weight: f32, acc: &mut Accum) {
+        let [sx, sy] = self.tile_shift;
+        let (mask_x, mask_y) = (self.sampler.tile_width - 1, self.sampler.tile_height - 1);
+        // Byte offset of texel (column i, row j) within its tile.
+        let offset = |i: usize, j: usize| {
+            let texel = ((ay.index[j] & mask_y) << sx) + (ax.index[i] & mask_x);
+            debug_assert!((texel as usize + 1) * D::BYTES <= TILE_BYTES);
+            texel as usize * D::BYTES
+        };
+        // The footprint's distinct tiles: used columns × used rows.
+        let (cols, num_cols, col_of) = axis_tiles(ax, sx);
+        let (rows, num_rows, row_of) = axis_tiles(ay, sy);
+        let first = self.sampler.start_page + lv.offset;
+        let page = |r: usize, c: usize| {
+            let page = first + rows[r] * lv.tiles_x + cols[c];
+            debug_assert!(page < self.sampler.start_page + self.sampler.num_pages);
+            page
+        };
+        if num_cols == 1 && num_rows == 1 {
+            // The common case: one tile.
+            let Some(tile) = self.tile(page(0, 0)) else {
+                acc.resident = false;
+                return;
+            };
+            if acc.resident {
+                let sum = weighted_sum::<D>(ax, ay, |i, j| &tile[offset(i, j)..]);
+                blend(&mut acc.value, sum, weight);
+            }
+            return;
+        }
+        let mut data: [&[u8]; 4] = [&[]; 4];
+        let mut all_resident = true;
+        for r in 0..num_rows {
+            for c in 0..num_cols {
+                match self.tile(page(r, c)) {
+                    Some(tile) => data[r * 2 + c] = tile,
+                    None => all_resident = false,
+                }
+            }
+        }
+        if !all_resident {
+            acc.resident = false;
+        } else if acc.resident {
+            let sum = weighted_sum::<D>(ax, ay, |i, j| {
+                &data[row_of[j] * 2 + col_of[i]][offset(i, j)..]
+            });
+            blend(&mut acc.value, sum, weight);
+        }
+    }
+
+    fn add_tail(&self, level: u32, ax: &Axis, ay: &Axis, weight: f32, acc: &mut Accum) {
+        let Some(texels) = self.tail_level(level) else {
+            acc.resident = false;
+            return;
+        };
+        if acc.resident {
+            let width = self.sampler.levels[level as usize].width as usize;
+            let offset = |i: usize, j: usize| {
+                (ay.index[j] as usize * width + ax.index[i] as usize) * D::BYTES
+            };
+            let sum = weighted_sum::<D>(ax, ay, |i, j| &texels[offset(i, j)..]);
+            blend(&mut acc.value, sum, weight);
+        }
+    }
+
+    /// The texels of tail level `level`, touching the mip-tail page; `None` if it is not
+    /// resident (or the sampler has no tail data).
+    #[inline]
+    fn tail_level(&self, level: u32) -> Option<&'a [u8]> {
+        if !self.touch_page(self.sampler.start_page) || self.sampler.mip_tail_data == 0 {
+            return None;
+        }
+        let lv = &self.sampler.levels[level as usize];
+        let bytes = lv.width as usize * lv.height as usize * D::BYTES;
+        debug_assert!(
+            level >= self.sampler.mip_tail_first_level && level < self.sampler.num_levels
+        );
+        let ptr = (self.sampler.mip_tail_data as usize + lv.offset as usize) as *const u8;
+        // SAFETY: the sampler's mip-tail page is resident, so by the contract of
+        // `CpuView::new` `mip_tail_data` addresses the packed tail its levels describe:
+        // level `level` is `width × height` texels at byte `offset`, unchanged while the
+        // view lives.
+        Some(unsafe { std::slice::from_raw_parts(ptr, bytes) })
+    }
+}
+
+impl<D> Clone for Fetch<'_, D> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<D> Copy for Fetch<'_, D> {}
+
+/// The distinct tiles (one or two) that an axis's texels with non-zero weight fall in,
+/// how many, and which of them each texel uses.
+#[inline(always)]
+fn axis_tiles(a: &Axis, shift: u32) -> ([u32; 2], usize, [usize; 2]) {
+    let t = [a.index[0] >> shift, a.index[1] >> shift];
+    if a.weight[0] != 0.0 && a.weight[1] != 0.0 && t[0] != t[1] {
+        (t, 2, [0, 1])
+    } else if a.weight[0] != 0.0 {
+        ([t[0]; 2], 1, [0, 0])
+    } else {
+        ([t[1]; 2], 1, [0, 0])
+    }
+}
+
+/// The sum of weight × texel over the 2×2 texels of a footprint with non-zero weight
+/// (texels with weight 0 are not read); `texel(i, j)` gives the bytes of column i, row j.
+#[inline(always)]
+fn weighted_sum<'t, D: Texel>(
+    ax: &Axis,
+    ay: &Axis,
+    texel: impl Fn(usize, usize) -> &'t [u8],
+) -> [f32; 4] {
+    let mut v = [0.0f32; 4];
+    for j in 0..2 {
+        let wy = ay.weight[j];
+        if wy != 0.0 {
+            for i in 0..2 {
+                let wx = ax.weight[i];
+                if wx != 0.0 {
+                    blend(&mut v, D::decode(texel(i, j)), wx * wy);
+                }
+            }
+        }
+    }
+    v
+}
+
+/// `acc += value × weight`.
+#[inline(always)]
+fn blend(acc: &mut [f32; 4], value: [f32; 4], weight: f32) {
+    for (a, v) in acc.iter_mut().zip(value) {
+        *a += v * weight;
+    }
+}

@@ -1,0 +1,107 @@
+//! The first step of every lookup: from a texture id to its sampler record or base colour,
+//! through the texture's two page-table entries (sampler page and base-colour page).
+
+use super::{CpuView, Sample};
+use crate::ids::{TextureId, TILE_BYTES};
+use crate::paging::decode_base_color;
+use crate::textures::{
+    TexelType, TextureSampler, DEFAULT_FALLBACK_COLOR, MAX_LEVELS, SAMPLER_FLAG_FAILED,
+};
+
+/// What a texture's base-colour page says.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum BaseColor {
+    /// The average colour of the texture.
+    Color([f32; 4]),
+    /// The texture has no base colour (`NO_BASE_COLOR`).
+    Absent,
+    /// The page is not resident (a request was recorded).
+    NotResident,
+}
+
+/// Read (and record a use of) the base-colour page of `texture`.
+#[inline]
+pub(crate) fn base_color(view: CpuView<'_>, texture: TextureId) -> BaseColor {
+    let pages = view.pages();
+    match pages.map_or_request(pages.layout().base_color_page(texture).0) {
+        None => BaseColor::NotResident,
+        Some(entry) => match decode_base_color(entry) {
+            Some(c) => BaseColor::Color(c),
+            None => BaseColor::Absent,
+        },
+    }
+}
+
+/// The value of a lookup that missed: the base colour if resident, else zeros.
+#[inline]
+pub(crate) fn miss_color(view: CpuView<'_>, texture: TextureId) -> [f32; 4] {
+    match base_color(view, texture) {
+        BaseColor::Color(c) => c,
+        BaseColor::Absent | BaseColor::NotResident => [0.0; 4],
+    }
+}
+
+/// The sampler record of `texture` (its page recorded as used), or the whole answer when
+/// there is nothing to filter:
+/// - page not resident: the miss colour, non-resident;
+/// - entry 0 (degenerate or failed texture): the base colour, resident; with no base
+///   colour [`DEFAULT_FALLBACK_COLOR`]; base-colour page not resident: zeros, non-resident;
+/// - failed (`SAMPLER_FLAG_FAILED`) or malformed record: its `fallback_color`, resident.
+#[inline]
+pub(crate) fn sampler<'a>(
+    view: CpuView<'a>,
+    texture: TextureId,
+) -> Result<&'a TextureSampler, Sample> {
+    let pages = view.pages();
+    let Some(entry) = pages.map_or_request(pages.layout().sampler_page(texture).0) else {
+        return Err(Sample {
+            value: miss_color(view, texture),
+            resident: false,
+        });
+    };
+    if entry == 0 {
+        return Err(match base_color(view, texture) {
+            BaseColor::Color(value) => Sample {
+                value,
+                resident: true,
+            },
+            BaseColor::Absent => Sample {
+                value: DEFAULT_FALLBACK_COLOR,
+                resident: true,
+            },
+            BaseColor::NotResident => Sample {
+                value: [0.0; 4],
+                resident: false,
+            },
+        });
+    }
+    debug_assert_eq!(entry as usize % std::mem::align_of::<TextureSampler>(), 0);
+    // SAFETY: the sampler page is resident with a non-zero entry, so by the contract of
+    // `CpuView::new` the entry is the address of a valid `TextureSampler` that is neither
+    // written nor freed while the view (lifetime 'a) lives.
+    let sampler = unsafe { &*(entry as usize as *const TextureSampler) };
+    if sampler.flags & SAMPLER_FLAG_FAILED != 0 || !is_well_formed(sampler) {
+        return Err(Sample {
+            value: sampler.fallback_color,
+            resident: true,
+        });
+    }
+    Ok(sampler)
+}
+
+/// Whether a sampler record is one the filters can use without dividing by zero or
+/// indexing out of bounds: a known format, 1..=MAX_LEVELS levels, power-of-two tiles of
+/// exactly TILE_BYTES. (A record the loader built always is; this guards against bugs.)
+#[inline]
+pub(crate) fn is_well_formed(s: &TextureSampler) -> bool {
+    let Some(texel_type) = TexelType::from_code(s.texel_type) else {
+        return false;
+    };
+    matches!(s.channels, 1 | 2 | 4)
+        && s.texel_bytes as usize == texel_type.bytes() * s.channels as usize
+        && (1..=MAX_LEVELS as u32).contains(&s.num_levels)
+        && s.mip_tail_first_level <= s.num_levels
+        && s.tile_width.is_power_of_two()
+        && s.tile_height.is_power_of_two()
+        && s.tile_width as usize * s.tile_height as usize * s.texel_bytes as usize == TILE_BYTES
+}

@@ -1,0 +1,8 @@
+//! End-to-end tests of the samplers over hand-built pages, tiles and samplers.
+
+mod fixture;
+
+mod fallbacks;
+mod filtering;
+mod formats;
+mod requests;

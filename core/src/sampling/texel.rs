@@ -1,0 +1,128 @@
+//! Texel decoding specialised per format at compile time. The samplers pick one decoder per
+//! lookup (one `match` on the sampler's format) and run the whole filter with it, so the
+//! inner loops have no per-component dispatch. Results equal
+//! [`TexelFormat::decode`](crate::textures::TexelFormat::decode) bit for bit.
+
+use half::f16;
+use std::marker::PhantomData;
+
+/// One component type: its size and how to read component `i` of a texel.
+pub(crate) trait Component {
+    /// Bytes of one component.
+    const BYTES: usize;
+    /// Component `i` of the texel at the start of `b`.
+    fn get(b: &[u8], i: usize) -> f32;
+}
+
+/// 8-bit unsigned, normalised.
+pub(crate) struct Unorm8;
+/// 16-bit unsigned, normalised.
+pub(crate) struct Unorm16;
+/// IEEE half.
+pub(crate) struct Half;
+/// IEEE single.
+pub(crate) struct Float;
+
+impl Component for Unorm8 {
+    const BYTES: usize = 1;
+    #[inline(always)]
+    fn get(b: &[u8], i: usize) -> f32 {
+        b[i] as f32 * (1.0 / 255.0)
+    }
+}
+
+impl Component for Unorm16 {
+    const BYTES: usize = 2;
+    #[inline(always)]
+    fn get(b: &[u8], i: usize) -> f32 {
+        u16::from_le_bytes([b[2 * i], b[2 * i + 1]]) as f32 * (1.0 / 65535.0)
+    }
+}
+
+impl Component for Half {
+    const BYTES: usize = 2;
+    #[inline(always)]
+    fn get(b: &[u8], i: usize) -> f32 {
+        f16::from_le_bytes([b[2 * i], b[2 * i + 1]]).to_f32()
+    }
+}
+
+impl Component for Float {
+    const BYTES: usize = 4;
+    #[inline(always)]
+    fn get(b: &[u8], i: usize) -> f32 {
+        f32::from_le_bytes([b[4 * i], b[4 * i + 1], b[4 * i + 2], b[4 * i + 3]])
+    }
+}
+
+/// A whole texel format: decode the texel at the start of a byte slice to RGBA.
+pub(crate) trait Texel {
+    /// Bytes of one texel.
+    const BYTES: usize;
+    /// RGBA of the texel at the start of `b` (1 channel: (c, c, c, 1); 2: (c0, c1, 0, 1)).
+    fn decode(b: &[u8]) -> [f32; 4];
+}
+
+/// The format of `N` components of type `C`.
+pub(crate) struct Texels<C, const N: usize>(PhantomData<C>);
+
+impl<C: Component, const N: usize> Texel for Texels<C, N> {
+    const BYTES: usize = C::BYTES * N;
+
+    #[inline(always)]
+    fn decode(b: &[u8]) -> [f32; 4] {
+        let b = &b[..Self::BYTES];
+        match N {
+            1 => {
+                let c = C::get(b, 0);
+                [c, c, c, 1.0]
+            }
+            2 => [C::get(b, 0), C::get(b, 1), 0.0, 1.0],
+            _ => [C::get(b, 0), C::get(b, 1), C::get(b, 2), C::get(b, 3)],
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::textures::{TexelFormat, TexelType};
+
+    fn check<D: Texel>(format: TexelFormat) {
+        assert_eq!(D::BYTES, format.texel_bytes());
+        let values = [0.0, 0.125, 0.5, 1.0, -2.0, 3.5, f32::NAN, 1e-3, 0.999];
+        let mut buf = [0u8; 16];
+        for (k, &v) in values.iter().enumerate() {
+            let rgba = [
+                v,
+                values[(k + 1) % 9],
+                values[(k + 2) % 9],
+                values[(k + 3) % 9],
+            ];
+            format.encode(rgba, &mut buf);
+            let want = format.decode(&buf);
+            let got = D::decode(&buf);
+            for c in 0..4 {
+                assert_eq!(got[c].to_bits(), want[c].to_bits(), "{format:?} {rgba:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn decoders_agree_with_texel_format_for_every_format() {
+        use TexelType::*;
+        let f = |t, c| TexelFormat::new(t, c).unwrap();
+        check::<Texels<Unorm8, 1>>(f(U8, 1));
+        check::<Texels<Unorm8, 2>>(f(U8, 2));
+        check::<Texels<Unorm8, 4>>(f(U8, 4));
+        check::<Texels<Unorm16, 1>>(f(U16, 1));
+        check::<Texels<Unorm16, 2>>(f(U16, 2));
+        check::<Texels<Unorm16, 4>>(f(U16, 4));
+        check::<Texels<Half, 1>>(f(F16, 1));
+        check::<Texels<Half, 2>>(f(F16, 2));
+        check::<Texels<Half, 4>>(f(F16, 4));
+        check::<Texels<Float, 1>>(f(F32, 1));
+        check::<Texels<Float, 2>>(f(F32, 2));
+        check::<Texels<Float, 4>>(f(F32, 4));
+    }
+}
