@@ -37,7 +37,9 @@ impl Launch {
 
     /// The `#[repr(C)]` context over this launch's page arrays (valid while `self` lives).
     pub fn device_context(&self) -> DeviceContext {
-        self.engine.pages.device_context(self.launch_num, self.engine.options.eviction)
+        self.engine
+            .pages
+            .device_context(self.launch_num, self.engine.options.eviction)
     }
 
     /// This launch's number (1 for the first).
@@ -53,7 +55,14 @@ impl Launch {
 
     /// Sample at an explicit level of detail.
     #[inline]
-    pub fn tex2d_lod(&self, texture: TextureId, s: f32, t: f32, lod: f32, options: &SampleOptions) -> Sample {
+    pub fn tex2d_lod(
+        &self,
+        texture: TextureId,
+        s: f32,
+        t: f32,
+        lod: f32,
+        options: &SampleOptions,
+    ) -> Sample {
         crate::sampling::tex2d_lod(self.view(), texture, s, t, lod, options)
     }
 

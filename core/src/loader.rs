@@ -39,7 +39,11 @@ impl Loader {
     }
 
     /// Register a texture. Nothing is opened or read until a launch samples it.
-    pub fn create_texture(&self, source: Arc<dyn ImageSource>, desc: TextureDesc) -> Result<TextureId> {
+    pub fn create_texture(
+        &self,
+        source: Arc<dyn ImageSource>,
+        desc: TextureDesc,
+    ) -> Result<TextureId> {
         self.engine.create_texture(source, desc)
     }
 
@@ -92,6 +96,8 @@ impl Loader {
 
 impl std::fmt::Debug for Loader {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Loader").field("options", &self.engine.options).finish()
+        f.debug_struct("Loader")
+            .field("options", &self.engine.options)
+            .finish()
     }
 }

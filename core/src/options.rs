@@ -58,7 +58,9 @@ impl LoaderOptions {
             )));
         }
         if self.max_requests_per_launch == 0 {
-            return Err(Error::InvalidArgument("max_requests_per_launch must be at least 1".into()));
+            return Err(Error::InvalidArgument(
+                "max_requests_per_launch must be at least 1".into(),
+            ));
         }
         if !(1..=crate::paging::MAX_LRU_AGE).contains(&self.lru_threshold) {
             return Err(Error::InvalidArgument(format!(

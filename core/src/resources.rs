@@ -111,12 +111,18 @@ impl Resources {
 
     /// All records.
     pub fn iter(&self) -> impl Iterator<Item = (TextureId, &TextureRecord)> {
-        self.textures.iter().enumerate().map(|(i, t)| (TextureId(i as u32), t))
+        self.textures
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (TextureId(i as u32), t))
     }
 
     /// Record that `texture` owns tile pages `[start, start + count)`.
     pub fn add_tile_range(&mut self, texture: TextureId, start: u32, count: u32) {
-        debug_assert!(self.tile_ranges.last().is_none_or(|&(_, end, _)| end <= start));
+        debug_assert!(self
+            .tile_ranges
+            .last()
+            .is_none_or(|&(_, end, _)| end <= start));
         self.tile_ranges.push((start, start + count, texture));
     }
 
@@ -136,8 +142,11 @@ impl Resources {
     }
 
     fn route_tile(&self, page: u32) -> Route {
-        let i = self.tile_ranges.partition_point(|&(start, _, _)| start <= page);
-        let Some(&(start, end, texture)) = i.checked_sub(1).and_then(|i| self.tile_ranges.get(i)) else {
+        let i = self
+            .tile_ranges
+            .partition_point(|&(start, _, _)| start <= page);
+        let Some(&(start, end, texture)) = i.checked_sub(1).and_then(|i| self.tile_ranges.get(i))
+        else {
             return Route::Unowned;
         };
         if page >= end {
@@ -149,8 +158,16 @@ impl Resources {
         if matches!(record.state, TextureState::Failed(_)) {
             return Route::Failed(texture);
         }
-        match record.layout.as_ref().and_then(|l| l.page_content(page - start)) {
-            Some(PageContent::Tile { level, tile_x, tile_y }) => Route::Tile {
+        match record
+            .layout
+            .as_ref()
+            .and_then(|l| l.page_content(page - start))
+        {
+            Some(PageContent::Tile {
+                level,
+                tile_x,
+                tile_y,
+            }) => Route::Tile {
                 texture,
                 level,
                 tile_x,
@@ -175,7 +192,12 @@ mod tests {
         fn open(&self) -> Result<ImageInfo, SourceError> {
             Err("never opened in these tests".into())
         }
-        fn read_region(&self, _: TileRegion, _: &mut [u8], _: usize) -> Result<Readiness, SourceError> {
+        fn read_region(
+            &self,
+            _: TileRegion,
+            _: &mut [u8],
+            _: usize,
+        ) -> Result<Readiness, SourceError> {
             Ok(Readiness::Ready)
         }
     }
@@ -188,7 +210,10 @@ mod tests {
         let b = r.add_texture(Arc::new(Blank), TextureDesc::default());
         assert_eq!(r.route(&layout, PageId(1)), Route::InitTexture(b));
         assert_eq!(r.route(&layout, PageId(4)), Route::InitTexture(a));
-        assert_eq!(r.route(&layout, PageId(3)), Route::UnknownTexture(TextureId(3)));
+        assert_eq!(
+            r.route(&layout, PageId(3)),
+            Route::UnknownTexture(TextureId(3))
+        );
         let la = TextureLayout::new(1000, 300, 10, TexelFormat::RGBA8).unwrap();
         let lb = TextureLayout::new(256, 256, 1, TexelFormat::RGBA8).unwrap();
         r.add_tile_range(a, 16, la.num_pages);
@@ -198,16 +223,34 @@ mod tests {
         r.get_mut(b).unwrap().layout = Some(lb.clone());
         assert_eq!(
             r.route(&layout, PageId(16 + off)),
-            Route::Tile { texture: a, level: 0, tile_x: 7, tile_y: 2 }
+            Route::Tile {
+                texture: a,
+                level: 0,
+                tile_x: 7,
+                tile_y: 2
+            }
         );
-        assert_eq!(r.route(&layout, PageId(16)), Route::Unowned, "mip tail page");
+        assert_eq!(
+            r.route(&layout, PageId(16)),
+            Route::Unowned,
+            "mip tail page"
+        );
         let first_b = 16 + la.num_pages + lb.tile_page_offset(0, 1, 1);
         assert_eq!(
             r.route(&layout, PageId(first_b)),
-            Route::Tile { texture: b, level: 0, tile_x: 1, tile_y: 1 }
+            Route::Tile {
+                texture: b,
+                level: 0,
+                tile_x: 1,
+                tile_y: 1
+            }
         );
         assert_eq!(r.route(&layout, PageId(9_000)), Route::Unowned);
-        assert_eq!(r.route(&layout, PageId(10)), Route::Unowned, "resource range");
+        assert_eq!(
+            r.route(&layout, PageId(10)),
+            Route::Unowned,
+            "resource range"
+        );
         r.get_mut(a).unwrap().state = TextureState::Failed(Error::Internal("x".into()));
         assert_eq!(r.route(&layout, PageId(16 + off)), Route::Failed(a));
         assert_eq!(r.route(&layout, PageId(0)), Route::Failed(a));

@@ -17,6 +17,13 @@ pub struct Stats {
     /// Requests that could not be served in their launch (over the per-launch maximum, no
     /// memory free, or a source that said "not yet") and were carried to the next.
     pub requests_deferred: u64,
+    /// Of those: over `max_requests_per_launch`.
+    pub deferred_over_limit: u64,
+    /// Of those: no tile memory could be had — every resident tile was used by the launch
+    /// (the frame's working set exceeds the budget) or is still visible to a live launch.
+    pub deferred_no_memory: u64,
+    /// Of those: the source answered "not yet".
+    pub deferred_not_yet: u64,
     /// Tiles read from sources into the pool.
     pub tiles_filled: u64,
     /// Mip tails read (one per opened texture).

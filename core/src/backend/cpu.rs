@@ -18,7 +18,9 @@ impl TileDirectory {
     pub fn new(num_pages: u32) -> Self {
         let n = (num_pages as usize).div_ceil(BLOCK_PAGES);
         TileDirectory {
-            blocks: (0..n).map(|_| AtomicPtr::new(std::ptr::null_mut())).collect(),
+            blocks: (0..n)
+                .map(|_| AtomicPtr::new(std::ptr::null_mut()))
+                .collect(),
         }
     }
 
@@ -47,9 +49,17 @@ impl TileDirectory {
             if data.is_null() {
                 return;
             }
-            let fresh: Box<Block> = Box::new(std::array::from_fn(|_| AtomicPtr::new(std::ptr::null_mut())));
+            let fresh: Box<Block> =
+                Box::new(std::array::from_fn(
+                    |_| AtomicPtr::new(std::ptr::null_mut()),
+                ));
             let fresh = Box::into_raw(fresh);
-            match top.compare_exchange(std::ptr::null_mut(), fresh, Ordering::AcqRel, Ordering::Acquire) {
+            match top.compare_exchange(
+                std::ptr::null_mut(),
+                fresh,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
                 Ok(_) => block = fresh,
                 Err(existing) => {
                     // SAFETY: `fresh` came from Box::into_raw above and was never shared.
@@ -64,7 +74,11 @@ impl TileDirectory {
 
     /// Bytes held by the directory (top level and allocated blocks).
     pub fn bookkeeping_bytes(&self) -> u64 {
-        let blocks = self.blocks.iter().filter(|b| !b.load(Ordering::Relaxed).is_null()).count();
+        let blocks = self
+            .blocks
+            .iter()
+            .filter(|b| !b.load(Ordering::Relaxed).is_null())
+            .count();
         (self.blocks.len() * 8 + blocks * std::mem::size_of::<Block>()) as u64
     }
 }

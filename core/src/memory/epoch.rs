@@ -61,7 +61,12 @@ impl Epochs {
 
     /// Whether memory stamped `stamp` can no longer be seen by any pinned launch.
     pub fn is_quiescent(&self, stamp: u64) -> bool {
-        self.state.lock().pins.keys().next().is_none_or(|&oldest| oldest > stamp)
+        self.state
+            .lock()
+            .pins
+            .keys()
+            .next()
+            .is_none_or(|&oldest| oldest > stamp)
     }
 
     /// Live pins (for tests and statistics).

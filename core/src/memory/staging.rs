@@ -89,7 +89,10 @@ mod tests {
         let stamp = epochs.retire_stamp();
         s.stage(10, TileBuffer::new(), stamp);
         s.stage(11, TileBuffer::new(), stamp);
-        assert!(s.reclaim_oldest(&epochs).is_none(), "a launch may still see them");
+        assert!(
+            s.reclaim_oldest(&epochs).is_none(),
+            "a launch may still see them"
+        );
         epochs.unpin(pin);
         assert!(s.restore(10).is_some());
         assert!(s.restore(10).is_none());

@@ -98,9 +98,9 @@ impl PageLayout {
 
 /// Base-colour entries: four IEEE halfs, red in the low 16 bits.
 pub fn encode_base_color(rgba: [f32; 4]) -> u64 {
-    rgba.iter()
-        .enumerate()
-        .fold(0u64, |acc, (i, &c)| acc | (half::f16::from_f32(c).to_bits() as u64) << (16 * i))
+    rgba.iter().enumerate().fold(0u64, |acc, (i, &c)| {
+        acc | (half::f16::from_f32(c).to_bits() as u64) << (16 * i)
+    })
 }
 
 /// Decode a base-colour entry; `None` for [`NO_BASE_COLOR`].

@@ -29,7 +29,12 @@ impl PageSpace {
 
     /// Reserve `count` pages with page-table entries; returns the first.
     pub fn allocate_resources(&mut self, count: u32, what: &str) -> Result<u32> {
-        Self::bump(&mut self.next_resource, self.layout.page_table_entries, count, what)
+        Self::bump(
+            &mut self.next_resource,
+            self.layout.page_table_entries,
+            count,
+            what,
+        )
     }
 
     /// One past the last page handed out (pull scans stop here).

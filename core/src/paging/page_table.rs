@@ -47,7 +47,9 @@ impl PageTable {
             residence: zeroed_words(bits::words_for_bits(n)),
             reference: zeroed_words(bits::words_for_bits(n)),
             lru: zeroed_words(bits::words_for_bits(n * 4)),
-            entries: (0..layout.page_table_entries).map(|_| AtomicU64::new(0)).collect(),
+            entries: (0..layout.page_table_entries)
+                .map(|_| AtomicU64::new(0))
+                .collect(),
         }
     }
 
@@ -59,7 +61,8 @@ impl PageTable {
 
     /// Bytes of bookkeeping these tables hold (bits, LRU nibbles, entries).
     pub fn bookkeeping_bytes(&self) -> u64 {
-        ((self.residence.len() + self.reference.len() + self.lru.len()) * 4 + self.entries.len() * 8) as u64
+        ((self.residence.len() + self.reference.len() + self.lru.len()) * 4
+            + self.entries.len() * 8) as u64
     }
 
     /// Record a use of `page` and say whether it is resident (CUDA: `pagingRequest` +
@@ -188,7 +191,11 @@ impl PageTable {
             page_table_entries: self.layout.page_table_entries,
             num_pages: self.layout.num_pages,
             max_textures: self.layout.max_textures,
-            flags: if eviction_active { CONTEXT_FLAG_REQUEST_IF_RESIDENT } else { 0 },
+            flags: if eviction_active {
+                CONTEXT_FLAG_REQUEST_IF_RESIDENT
+            } else {
+                0
+            },
             requested_capacity: 0,
             stale_capacity: 0,
             filled_capacity: 0,
@@ -223,8 +230,16 @@ mod tests {
     #[test]
     fn pushed_pages_are_resident_with_their_entry() {
         let t = table();
-        t.push_mapping(PageMapping { page: 5, lru: 15, entry: 0xABCD });
-        t.push_mapping(PageMapping { page: 200, lru: 0, entry: 7 });
+        t.push_mapping(PageMapping {
+            page: 5,
+            lru: 15,
+            entry: 0xABCD,
+        });
+        t.push_mapping(PageMapping {
+            page: 200,
+            lru: 0,
+            entry: 7,
+        });
         assert_eq!(t.map_or_request(5), Some(0xABCD));
         assert!(t.request_and_test(200));
         assert_eq!(t.map_or_request(200), None, "tile pages have no entry");
@@ -236,9 +251,21 @@ mod tests {
     #[test]
     fn unreferenced_pages_age_and_become_stale_referenced_ones_reset() {
         let t = table();
-        t.push_mapping(PageMapping { page: 70, lru: 0, entry: 0 });
-        t.push_mapping(PageMapping { page: 71, lru: 0, entry: 0 });
-        t.push_mapping(PageMapping { page: 72, lru: NON_EVICTABLE as u32, entry: 0 });
+        t.push_mapping(PageMapping {
+            page: 70,
+            lru: 0,
+            entry: 0,
+        });
+        t.push_mapping(PageMapping {
+            page: 71,
+            lru: 0,
+            entry: 0,
+        });
+        t.push_mapping(PageMapping {
+            page: 72,
+            lru: NON_EVICTABLE as u32,
+            entry: 0,
+        });
         let mut r = PullResult::default();
         for launch in 0..40 {
             t.clear_references(4096);
@@ -250,7 +277,13 @@ mod tests {
         assert!(t.lru_age(70) >= 4);
         assert_eq!(t.lru_age(71), 0);
         assert_eq!(t.lru_age(72), NON_EVICTABLE);
-        assert_eq!(r.stale, vec![StalePage { page: 70, age: t.lru_age(70) }]);
+        assert_eq!(
+            r.stale,
+            vec![StalePage {
+                page: 70,
+                age: t.lru_age(70)
+            }]
+        );
     }
 
     #[test]

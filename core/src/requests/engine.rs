@@ -29,7 +29,11 @@ pub(crate) struct Engine {
 impl Engine {
     pub fn new(options: LoaderOptions) -> Result<Arc<Engine>> {
         options.validate()?;
-        let layout = PageLayout::new(options.max_textures, options.page_table_entries, options.num_pages)?;
+        let layout = PageLayout::new(
+            options.max_textures,
+            options.page_table_entries,
+            options.num_pages,
+        )?;
         let threads = match options.fill_threads {
             0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
             n => n,
@@ -52,7 +56,11 @@ impl Engine {
         }))
     }
 
-    pub fn create_texture(&self, source: Arc<dyn ImageSource>, desc: TextureDesc) -> Result<TextureId> {
+    pub fn create_texture(
+        &self,
+        source: Arc<dyn ImageSource>,
+        desc: TextureDesc,
+    ) -> Result<TextureId> {
         if !(1..=crate::textures::MAX_ANISOTROPY).contains(&desc.max_anisotropy) {
             return Err(Error::InvalidArgument(format!(
                 "max_anisotropy {} (1..={})",
@@ -70,7 +78,10 @@ impl Engine {
         let id = host.resources.add_texture(source, desc);
         // An earlier lookup of this id (before it existed) published the unknown-texture
         // fallback; forget it so the texture is opened when next sampled.
-        for page in [self.layout.sampler_page(id), self.layout.base_color_page(id)] {
+        for page in [
+            self.layout.sampler_page(id),
+            self.layout.base_color_page(id),
+        ] {
             self.pages.invalidate(page.0);
         }
         Ok(id)
@@ -84,7 +95,11 @@ impl Engine {
             match p {
                 Pending::Tile { page, buffer } => {
                     self.tiles.set(page, buffer.as_ptr());
-                    self.pages.push_mapping(PageMapping { page, lru: 0, entry: 0 });
+                    self.pages.push_mapping(PageMapping {
+                        page,
+                        lru: 0,
+                        entry: 0,
+                    });
                     host.resident.insert(page, buffer);
                     host.in_flight.remove(&page);
                 }
@@ -132,7 +147,11 @@ impl Engine {
         host.pool.set_budget(bytes);
         let excess_tiles = host.pool.excess_bytes().div_ceil(crate::TILE_BYTES as u64) as usize;
         if excess_tiles > 0 {
-            let mut by_age: Vec<(u8, u32)> = host.resident.keys().map(|&p| (self.pages.lru_age(p), p)).collect();
+            let mut by_age: Vec<(u8, u32)> = host
+                .resident
+                .keys()
+                .map(|&p| (self.pages.lru_age(p), p))
+                .collect();
             by_age.sort_unstable_by(|a, b| b.cmp(a));
             let victims: Vec<u32> = by_age.iter().take(excess_tiles).map(|&(_, p)| p).collect();
             super::process::stage_pages(self, &mut host, &victims);

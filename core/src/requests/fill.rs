@@ -3,7 +3,7 @@
 //! yet", no memory), or the texture marked failed. Panics in sources are contained.
 
 use super::engine::Engine;
-use super::host_state::{HostState, Pending};
+use super::host_state::{Deferral, HostState, Pending};
 use super::ticket::TaskGuard;
 use crate::error::Error;
 use crate::ids::TextureId;
@@ -90,7 +90,8 @@ impl TileTask {
         match outcome {
             Ok(Readiness::Ready) if !failed => {
                 host.counters.tiles_filled += 1;
-                host.counters.bytes_read += (region.width as usize * region.height as usize * self.texel_bytes) as u64;
+                host.counters.bytes_read +=
+                    (region.width as usize * region.height as usize * self.texel_bytes) as u64;
                 host.pending.push(Pending::Tile {
                     page: job.page,
                     buffer: self.buffer,
@@ -103,13 +104,16 @@ impl TileTask {
             Ok(Readiness::NotYet) => {
                 host.pool.give_back(self.buffer);
                 host.in_flight.remove(&job.page);
-                host.defer(job.page);
+                host.defer(job.page, Deferral::NotYet);
             }
             Err(e) => {
                 host.pool.give_back(self.buffer);
                 host.in_flight.remove(&job.page);
                 host.counters.read_errors += 1;
-                let msg = format!("reading level {} tile ({}, {}): {e}", region.level, job.tile_x, job.tile_y);
+                let msg = format!(
+                    "reading level {} tile ({}, {}): {e}",
+                    region.level, job.tile_x, job.tile_y
+                );
                 fail_texture(engine, &mut host, job.texture, msg);
             }
         }
@@ -128,7 +132,8 @@ pub(crate) fn init_texture(engine: &Engine, texture: TextureId) {
     };
     let opened = contain(|| source.open()).map_err(|e| format!("opening: {e}"));
     let layout = opened.and_then(|info| {
-        TextureLayout::new(info.width, info.height, info.num_levels, info.format).map_err(|e| e.to_string())
+        TextureLayout::new(info.width, info.height, info.num_levels, info.format)
+            .map_err(|e| e.to_string())
     });
     let layout = match layout {
         Ok(l) => l,
@@ -192,14 +197,21 @@ pub(crate) fn init_texture(engine: &Engine, texture: TextureId) {
         }
         (Ok(Readiness::NotYet), _) => {
             host.pool.release(layout.mip_tail_bytes);
-            host.in_flight.remove(&engine.layout.sampler_page(texture).0);
-            host.in_flight.remove(&engine.layout.base_color_page(texture).0);
-            host.defer(engine.layout.sampler_page(texture).0);
+            host.in_flight
+                .remove(&engine.layout.sampler_page(texture).0);
+            host.in_flight
+                .remove(&engine.layout.base_color_page(texture).0);
+            host.defer(engine.layout.sampler_page(texture).0, Deferral::NotYet);
         }
         (Err(e), _) | (_, Err(e)) => {
             host.pool.release(layout.mip_tail_bytes);
             host.counters.read_errors += 1;
-            fail_texture(engine, &mut host, texture, format!("reading the mip tail: {e}"));
+            fail_texture(
+                engine,
+                &mut host,
+                texture,
+                format!("reading the mip tail: {e}"),
+            );
         }
     }
 }
@@ -249,9 +261,11 @@ fn reserve(
     }
     // Room can be made by evicting tiles: ask the next process_requests for it.
     host.wanted_bytes += bytes;
-    host.in_flight.remove(&engine.layout.sampler_page(texture).0);
-    host.in_flight.remove(&engine.layout.base_color_page(texture).0);
-    host.defer(engine.layout.sampler_page(texture).0);
+    host.in_flight
+        .remove(&engine.layout.sampler_page(texture).0);
+    host.in_flight
+        .remove(&engine.layout.base_color_page(texture).0);
+    host.defer(engine.layout.sampler_page(texture).0, Deferral::NoMemory);
     Reserve::Later
 }
 
@@ -277,12 +291,21 @@ fn base_color_from_tail(layout: &TextureLayout, tail: &[u8]) -> u64 {
         return NO_BASE_COLOR;
     }
     let at = last.offset as usize;
-    encode_base_color(layout.format.decode(&tail[at..at + layout.format.texel_bytes()]))
+    encode_base_color(
+        layout
+            .format
+            .decode(&tail[at..at + layout.format.texel_bytes()]),
+    )
 }
 
 /// Mark a texture failed: log why, and publish a null sampler and the fallback colour so
 /// every later lookup resolves to it.
-pub(crate) fn fail_texture(engine: &Engine, host: &mut HostState, texture: TextureId, message: String) {
+pub(crate) fn fail_texture(
+    engine: &Engine,
+    host: &mut HostState,
+    texture: TextureId,
+    message: String,
+) {
     let Some(record) = host.resources.get_mut(texture) else {
         return;
     };
@@ -303,7 +326,10 @@ pub(crate) fn fail_texture(engine: &Engine, host: &mut HostState, texture: Textu
     let base = engine.layout.base_color_page(texture).0;
     host.in_flight.insert(sampler);
     host.in_flight.insert(base);
-    host.pending.push(Pending::Entry { page: sampler, entry: 0 });
+    host.pending.push(Pending::Entry {
+        page: sampler,
+        entry: 0,
+    });
     host.pending.push(Pending::Entry {
         page: base,
         entry: encode_base_color(fallback),

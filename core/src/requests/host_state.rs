@@ -31,11 +31,25 @@ pub enum Pending {
     },
 }
 
+/// Why a request was carried to the next launch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Deferral {
+    /// Over `max_requests_per_launch`.
+    OverLimit,
+    /// No tile memory could be had (nothing stale to evict, or still visible to a launch).
+    NoMemory,
+    /// The source answered "not yet".
+    NotYet,
+}
+
 /// Counters kept under the lock (the rest of [`Stats`] is derived on demand).
 #[derive(Default)]
 pub struct Counters {
     pub requests: u64,
     pub requests_deferred: u64,
+    pub deferred_over_limit: u64,
+    pub deferred_no_memory: u64,
+    pub deferred_not_yet: u64,
     pub tiles_filled: u64,
     pub mip_tails_filled: u64,
     pub bytes_read: u64,
@@ -89,10 +103,15 @@ impl HostState {
         }
     }
 
-    /// Carry a request to the next launch.
-    pub fn defer(&mut self, page: u32) {
+    /// Carry a request to the next launch, counting why.
+    pub fn defer(&mut self, page: u32, reason: Deferral) {
         if self.deferred.insert(page) {
             self.counters.requests_deferred += 1;
+            match reason {
+                Deferral::OverLimit => self.counters.deferred_over_limit += 1,
+                Deferral::NoMemory => self.counters.deferred_no_memory += 1,
+                Deferral::NotYet => self.counters.deferred_not_yet += 1,
+            }
         }
     }
 
@@ -105,6 +124,9 @@ impl HostState {
             failed_textures: c.failed_textures,
             requests: c.requests,
             requests_deferred: c.requests_deferred,
+            deferred_over_limit: c.deferred_over_limit,
+            deferred_no_memory: c.deferred_no_memory,
+            deferred_not_yet: c.deferred_not_yet,
             tiles_filled: c.tiles_filled,
             mip_tails_filled: c.mip_tails_filled,
             bytes_read: c.bytes_read,

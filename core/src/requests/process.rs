@@ -5,7 +5,7 @@
 
 use super::engine::Engine;
 use super::fill::{self, TileJob};
-use super::host_state::{HostState, Pending};
+use super::host_state::{Deferral, HostState, Pending};
 use super::ticket::Ticket;
 use crate::ids::{PageId, TextureId, TILE_BYTES};
 use crate::memory::TileBuffer;
@@ -19,9 +19,12 @@ use std::sync::Arc;
 pub(crate) fn process_requests(engine: &Arc<Engine>, launch_num: u32) -> Ticket {
     let mut host = engine.host.lock();
     let mut pull = std::mem::take(&mut host.pull);
-    engine
-        .pages
-        .pull(host.space.end_page(), launch_num, engine.options.lru_threshold, &mut pull);
+    engine.pages.pull(
+        host.space.end_page(),
+        launch_num,
+        engine.options.lru_threshold,
+        &mut pull,
+    );
     host.counters.requests += pull.requested.len() as u64;
 
     // Deferred requests and new ones, ascending: samplers first, then each texture's
@@ -43,7 +46,7 @@ pub(crate) fn process_requests(engine: &Arc<Engine>, launch_num: u32) -> Ticket 
             continue;
         }
         if inits.len() + tiles.len() >= max {
-            host.defer(page);
+            host.defer(page, Deferral::OverLimit);
             continue;
         }
         match host.resources.route(&engine.layout, PageId(page)) {
@@ -81,7 +84,12 @@ pub(crate) fn process_requests(engine: &Arc<Engine>, launch_num: u32) -> Ticket 
     host.wanted_bytes = 0;
     if engine.options.eviction {
         let excess_tiles = host.pool.excess_bytes().div_ceil(TILE_BYTES as u64) as usize;
-        make_room(engine, &mut host, tiles.len() + wanted_tiles + excess_tiles, &pull.stale);
+        make_room(
+            engine,
+            &mut host,
+            tiles.len() + wanted_tiles + excess_tiles,
+            &pull.stale,
+        );
     }
     free_reclaimable(engine, &mut host);
 
@@ -91,7 +99,7 @@ pub(crate) fn process_requests(engine: &Arc<Engine>, launch_num: u32) -> Ticket 
             Some(buffer) => jobs.push((job, buffer)),
             None => {
                 host.in_flight.remove(&job.page);
-                host.defer(job.page);
+                host.defer(job.page, Deferral::NoMemory);
             }
         }
     }
@@ -99,7 +107,9 @@ pub(crate) fn process_requests(engine: &Arc<Engine>, launch_num: u32) -> Ticket 
     let ticket = Ticket::new(inits.len() + jobs.len());
     let tile_tasks: Vec<_> = jobs
         .into_iter()
-        .filter_map(|(job, buffer)| fill::prepare_tile(engine, &mut host, job, buffer, ticket.task()))
+        .filter_map(|(job, buffer)| {
+            fill::prepare_tile(engine, &mut host, job, buffer, ticket.task())
+        })
         .collect();
     drop(host);
 
@@ -192,12 +202,18 @@ pub(crate) fn free_reclaimable(engine: &Engine, host: &mut HostState) {
 /// A sampler lookup of an id no texture has: publish the default fallback colour so the
 /// lookup resolves (and stop it from being requested every launch).
 fn publish_unknown_texture(engine: &Engine, host: &mut HostState, texture: TextureId) {
-    tracing::warn!(texture = texture.0, "lookup of an unknown texture id: returning the fallback colour");
+    tracing::warn!(
+        texture = texture.0,
+        "lookup of an unknown texture id: returning the fallback colour"
+    );
     let sampler = engine.layout.sampler_page(texture).0;
     let base = engine.layout.base_color_page(texture).0;
     host.in_flight.insert(sampler);
     host.in_flight.insert(base);
-    host.pending.push(Pending::Entry { page: sampler, entry: 0 });
+    host.pending.push(Pending::Entry {
+        page: sampler,
+        entry: 0,
+    });
     host.pending.push(Pending::Entry {
         page: base,
         entry: encode_base_color(DEFAULT_FALLBACK_COLOR),

@@ -73,7 +73,9 @@ impl Ticket {
 
     /// A guard that marks one task finished when dropped (also on unwinding).
     pub(crate) fn task(&self) -> TaskGuard {
-        TaskGuard { ticket: self.clone() }
+        TaskGuard {
+            ticket: self.clone(),
+        }
     }
 
     fn finish_one(&self) {
@@ -86,7 +88,12 @@ impl Ticket {
 
 impl std::fmt::Debug for Ticket {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Ticket({}/{} remaining)", self.tasks_remaining(), self.tasks_total())
+        write!(
+            f,
+            "Ticket({}/{} remaining)",
+            self.tasks_remaining(),
+            self.tasks_total()
+        )
     }
 }
 

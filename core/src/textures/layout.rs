@@ -119,8 +119,9 @@ impl TextureLayout {
             .unwrap_or(levels.len()) as u32;
         let mut tail_bytes = 0u64;
         for level in &mut levels[mip_tail_first_level as usize..] {
-            level.offset = u32::try_from(tail_bytes)
-                .map_err(|_| Error::Unsupported(format!("mip tail of {width}×{height} exceeds 4 GiB")))?;
+            level.offset = u32::try_from(tail_bytes).map_err(|_| {
+                Error::Unsupported(format!("mip tail of {width}×{height} exceeds 4 GiB"))
+            })?;
             tail_bytes += level.width as u64 * level.height as u64 * texel_bytes;
         }
         let mut next_page = 1u64;
@@ -158,7 +159,9 @@ impl TextureLayout {
     /// Page offset (within the texture's range) of a tile of a tiled level.
     pub fn tile_page_offset(&self, level: u32, tile_x: u32, tile_y: u32) -> u32 {
         let l = &self.levels[level as usize];
-        debug_assert!(level < self.mip_tail_first_level && tile_x < l.tiles_x && tile_y < l.tiles_y);
+        debug_assert!(
+            level < self.mip_tail_first_level && tile_x < l.tiles_x && tile_y < l.tiles_y
+        );
         l.offset + tile_y * l.tiles_x + tile_x
     }
 
@@ -239,17 +242,35 @@ mod tests {
         assert_eq!((l.tile_width, l.tile_height), (128, 128));
         assert_eq!(l.levels[0].tiles_x, 8); // 1000 / 128 = 7.8
         assert_eq!(l.levels[0].tiles_y, 3); // 300 / 128 = 2.3
-        // Level 1 is 500×150: 4×2 tiles. Level 2 is 250×75: height < 128, so the tail starts.
+                                            // Level 1 is 500×150: 4×2 tiles. Level 2 is 250×75: height < 128, so the tail starts.
         assert_eq!(l.levels[1].tiles_x, 4);
         assert_eq!(l.levels[1].tiles_y, 2);
         assert_eq!(l.mip_tail_first_level, 2);
         let r = l.tile_region(0, 7, 2);
-        assert_eq!(r, TileRegion { level: 0, x: 896, y: 256, width: 104, height: 44 });
+        assert_eq!(
+            r,
+            TileRegion {
+                level: 0,
+                x: 896,
+                y: 256,
+                width: 104,
+                height: 44
+            }
+        );
         // Tail: 250×75, 125×37, 62×18, 31×9, 15×4, 7×2, 3×1, 1×1.
-        let expect: u64 = [(250, 75), (125, 37), (62, 18), (31, 9), (15, 4), (7, 2), (3, 1), (1, 1)]
-            .iter()
-            .map(|&(w, h): &(u64, u64)| w * h * 4)
-            .sum();
+        let expect: u64 = [
+            (250, 75),
+            (125, 37),
+            (62, 18),
+            (31, 9),
+            (15, 4),
+            (7, 2),
+            (3, 1),
+            (1, 1),
+        ]
+        .iter()
+        .map(|&(w, h): &(u64, u64)| w * h * 4)
+        .sum();
         assert_eq!(l.mip_tail_bytes, expect);
         assert_eq!(l.levels.last().unwrap().width, 1);
         assert_eq!(l.levels.last().unwrap().height, 1);
@@ -276,7 +297,11 @@ mod tests {
                         let p = l.tile_page_offset(level, tx, ty);
                         assert_eq!(
                             l.page_content(p),
-                            Some(PageContent::Tile { level, tile_x: tx, tile_y: ty })
+                            Some(PageContent::Tile {
+                                level,
+                                tile_x: tx,
+                                tile_y: ty
+                            })
                         );
                         let r = l.tile_region(level, tx, ty);
                         assert!(r.width >= 1 && r.x + r.width <= ll.width);

@@ -6,7 +6,12 @@ pub mod format;
 pub mod layout;
 pub mod sampler;
 
-pub use desc::{AddressMode, FilterMode, MipFilter, TextureDesc, DEFAULT_FALLBACK_COLOR, MAX_ANISOTROPY};
+pub use desc::{
+    AddressMode, FilterMode, MipFilter, TextureDesc, DEFAULT_FALLBACK_COLOR, MAX_ANISOTROPY,
+};
 pub use format::{TexelFormat, TexelType};
-pub use layout::{full_mip_levels, LevelLayout, PageContent, TextureLayout, TileRegion, MAX_LEVELS, MAX_TEXTURE_SIZE};
+pub use layout::{
+    full_mip_levels, LevelLayout, PageContent, TextureLayout, TileRegion, MAX_LEVELS,
+    MAX_TEXTURE_SIZE,
+};
 pub use sampler::{SamplerLevel, TextureSampler, SAMPLER_FLAG_FAILED};

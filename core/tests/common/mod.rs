@@ -6,9 +6,9 @@
 use demandtex::sources::{ImageInfo, ImageSource, Readiness, SourceError};
 use demandtex::textures::{full_mip_levels, TexelFormat, TileRegion};
 use demandtex::{Loader, SampleOptions, TextureId};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
-use std::collections::HashMap;
 
 /// Every texel of every level has its own value, a hash of (seed, level, x, y).
 pub struct PatternSource {
@@ -31,7 +31,10 @@ impl PatternSource {
     }
 
     pub fn texel(&self, level: u32, x: u32, y: u32) -> [f32; 4] {
-        let mut h = self.seed ^ level.wrapping_mul(0x9E37_79B9) ^ x.wrapping_mul(0x85EB_CA6B) ^ y.wrapping_mul(0xC2B2_AE35);
+        let mut h = self.seed
+            ^ level.wrapping_mul(0x9E37_79B9)
+            ^ x.wrapping_mul(0x85EB_CA6B)
+            ^ y.wrapping_mul(0xC2B2_AE35);
         let mut c = [0.0; 4];
         for v in c.iter_mut() {
             h ^= h >> 15;
@@ -55,13 +58,21 @@ impl ImageSource for PatternSource {
             num_levels: full_mip_levels(self.width, self.height),
         })
     }
-    fn read_region(&self, r: TileRegion, dest: &mut [u8], row_bytes: usize) -> Result<Readiness, SourceError> {
+    fn read_region(
+        &self,
+        r: TileRegion,
+        dest: &mut [u8],
+        row_bytes: usize,
+    ) -> Result<Readiness, SourceError> {
         self.reads.fetch_add(1, Ordering::Relaxed);
         let tb = self.format.texel_bytes();
         for y in 0..r.height {
             for x in 0..r.width {
                 let at = y as usize * row_bytes + x as usize * tb;
-                self.format.encode(self.texel(r.level, r.x + x, r.y + y), &mut dest[at..at + tb]);
+                self.format.encode(
+                    self.texel(r.level, r.x + x, r.y + y),
+                    &mut dest[at..at + tb],
+                );
             }
         }
         Ok(Readiness::Ready)
@@ -115,9 +126,16 @@ impl ImageSource for FaultySource {
             _ => self.inner.open(),
         }
     }
-    fn read_region(&self, r: TileRegion, dest: &mut [u8], row_bytes: usize) -> Result<Readiness, SourceError> {
+    fn read_region(
+        &self,
+        r: TileRegion,
+        dest: &mut [u8],
+        row_bytes: usize,
+    ) -> Result<Readiness, SourceError> {
         match self.fault {
-            Fault::FailTilesAtLevel(l) if l == r.level && r.width > 1 => return Err("checksum mismatch in tile".into()),
+            Fault::FailTilesAtLevel(l) if l == r.level && r.width > 1 => {
+                return Err("checksum mismatch in tile".into())
+            }
             Fault::PanicTilesAtLevel(l) if l == r.level && r.width > 1 => panic!("decoder bug"),
             Fault::NotYet(n) => {
                 let mut a = self.attempts.lock().unwrap();
@@ -165,14 +183,25 @@ pub fn render(loader: &Loader, queries: &[Query], threads: usize, max_launches: 
         launches += 1;
         let chunk = queries.len().div_ceil(threads.max(1)).max(1);
         std::thread::scope(|s| {
-            for ((q, v), d) in queries.chunks(chunk).zip(values.chunks_mut(chunk)).zip(done.chunks_mut(chunk)) {
+            for ((q, v), d) in queries
+                .chunks(chunk)
+                .zip(values.chunks_mut(chunk))
+                .zip(done.chunks_mut(chunk))
+            {
                 let launch = &launch;
                 s.spawn(move || {
                     for i in 0..q.len() {
                         if d[i] {
                             continue;
                         }
-                        let r = launch.tex2d_grad(q[i].texture, q[i].s, q[i].t, q[i].ddx, q[i].ddy, &opts);
+                        let r = launch.tex2d_grad(
+                            q[i].texture,
+                            q[i].s,
+                            q[i].t,
+                            q[i].ddx,
+                            q[i].ddy,
+                            &opts,
+                        );
                         if r.resident {
                             v[i] = r.value;
                             d[i] = true;

@@ -1,0 +1,351 @@
+//! `demandtex demo`: render a built-in scene textured by over a tebibyte of procedural
+//! textures within a small memory budget, multi-pass until converged; optionally verify
+//! the result against a render with every needed tile resident.
+
+pub mod builtin;
+pub mod camera;
+pub mod output;
+pub mod render;
+pub mod scene;
+pub mod textures;
+
+use crate::error::CliError;
+use crate::progress::Progress;
+use crate::table::{format_bytes, object_table};
+use builtin::SceneSize;
+use demandtex::{Loader, LoaderOptions, TextureId};
+use output::RunSummary;
+use render::{RenderJob, RenderOutcome};
+use scene::{Scene, TextureSpec};
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// Arguments of `demandtex demo`.
+#[derive(clap::Args, Clone, Debug)]
+pub struct DemoArgs {
+    /// Directory for demo.png and stats.json (created if missing).
+    #[arg(long, default_value = "demandtex-demo")]
+    pub out: PathBuf,
+    /// Texture memory budget in MiB.
+    #[arg(long, default_value_t = 256)]
+    pub budget_mb: u64,
+    /// Image width in pixels.
+    #[arg(long, default_value_t = 960)]
+    pub width: u32,
+    /// Image height in pixels.
+    #[arg(long, default_value_t = 540)]
+    pub height: u32,
+    /// Threads for shading and for fills (0 = all cores).
+    #[arg(long, default_value_t = 0)]
+    pub threads: usize,
+    /// Stop after this many launches even if not converged.
+    #[arg(long, default_value_t = 64)]
+    pub max_launches: u32,
+    /// Render again with no budget limit and compare: exit non-zero unless both converge
+    /// and agree exactly.
+    #[arg(long)]
+    pub verify: bool,
+    /// Side of every texture in texels (65536 for the film-scale scene).
+    #[arg(long, default_value_t = 65536)]
+    pub texture_size: u32,
+}
+
+/// Budget of the verification render: in effect unlimited.
+const UNLIMITED_BYTES: u64 = u64::MAX / 4;
+
+impl DemoArgs {
+    fn check(&self) -> Result<(), CliError> {
+        let side = 1..=16384;
+        if !side.contains(&self.width) || !side.contains(&self.height) {
+            return Err(CliError::Usage(format!(
+                "image size {}×{} (each side 1..=16384)",
+                self.width, self.height
+            )));
+        }
+        if self.budget_mb == 0 || self.budget_mb > u64::MAX >> 21 {
+            return Err(CliError::Usage(format!("--budget-mb {}", self.budget_mb)));
+        }
+        if self.max_launches == 0 {
+            return Err(CliError::Usage("--max-launches must be at least 1".into()));
+        }
+        if !(1..=65536).contains(&self.texture_size) {
+            return Err(CliError::Usage(format!(
+                "--texture-size {} (1..=65536)",
+                self.texture_size
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// A loader with the scene's textures.
+fn loader_with_scene(
+    scene: &Scene,
+    budget_bytes: u64,
+    threads: usize,
+) -> Result<(Loader, Vec<TextureId>), CliError> {
+    let loader = Loader::new(LoaderOptions {
+        max_texture_memory: budget_bytes,
+        fill_threads: threads,
+        ..LoaderOptions::default()
+    })?;
+    let ids = scene
+        .textures
+        .iter()
+        .map(|t| loader.create_texture(t.source(), t.desc()))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((loader, ids))
+}
+
+fn render_scene(
+    scene: &Scene,
+    args: &DemoArgs,
+    budget_bytes: u64,
+    pool: &rayon::ThreadPool,
+    progress: &Progress,
+) -> Result<(Loader, RenderOutcome), CliError> {
+    let (loader, ids) = loader_with_scene(scene, budget_bytes, args.threads)?;
+    let camera = builtin::camera(args.width, args.height);
+    let job = RenderJob {
+        scene,
+        textures: &ids,
+        camera: &camera,
+        width: args.width,
+        height: args.height,
+        max_launches: args.max_launches,
+    };
+    let outcome = render::render(&loader, &job, pool, progress);
+    Ok((loader, outcome))
+}
+
+/// Level-0 bytes of every texture of the scene, from what each source reports.
+pub fn virtual_texture_bytes(scene: &Scene) -> Result<u64, CliError> {
+    let mut total = 0u64;
+    for t in &scene.textures {
+        total += TextureSpec::level0_bytes(t.source().as_ref()).map_err(CliError::Demandtex)?;
+    }
+    Ok(total)
+}
+
+/// What a demo run produced (also written to `stats.json`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct DemoReport {
+    /// The summary added to the statistics.
+    pub summary: RunSummary,
+    /// `stats.json`'s content.
+    pub stats: serde_json::Map<String, serde_json::Value>,
+}
+
+/// Run the demo, showing progress on stderr when `show_progress`.
+pub fn run(args: &DemoArgs, show_progress: bool) -> Result<DemoReport, CliError> {
+    args.check()?;
+    let size = SceneSize {
+        texture_size: args.texture_size,
+        ..SceneSize::FULL
+    };
+    let scene = builtin::scene(size);
+    let virtual_bytes = virtual_texture_bytes(&scene)?;
+    println!(
+        "virtual texture: {} in {} textures",
+        format_bytes(virtual_bytes),
+        scene.textures.len()
+    );
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(args.threads)
+        .build()
+        .map_err(|e| CliError::Demandtex(format!("thread pool: {e}")))?;
+    let budget = args.budget_mb << 20;
+    println!(
+        "rendering {}×{} on {} threads within {} of texture memory",
+        args.width,
+        args.height,
+        pool.current_num_threads(),
+        format_bytes(budget)
+    );
+    let pixels = args.width as u64 * args.height as u64;
+    let bar = |label: &str| {
+        if show_progress {
+            Progress::new(pixels, label)
+        } else {
+            Progress::hidden()
+        }
+    };
+
+    let start = Instant::now();
+    let progress = bar("pixels");
+    let (loader, outcome) = render_scene(&scene, args, budget, &pool, &progress)?;
+    progress.finish();
+    let wall_seconds = start.elapsed().as_secs_f64();
+    println!(
+        "{} after {} launches in {wall_seconds:.2} s ({} of {pixels} pixels done)",
+        if outcome.converged {
+            "converged"
+        } else {
+            "stopped"
+        },
+        outcome.launches,
+        outcome.pixels_done
+    );
+
+    let verify_max_abs_diff =
+        if args.verify {
+            let t = Instant::now();
+            let progress = bar("pixels (reference)");
+            let (_, reference) = render_scene(&scene, args, UNLIMITED_BYTES, &pool, &progress)?;
+            progress.finish();
+            let diff = if reference.converged {
+                outcome.frame.max_abs_diff(&reference.frame)
+            } else {
+                f32::INFINITY
+            };
+            println!(
+            "verify: reference render (no budget) {} in {} launches, {:.2} s; max abs diff {diff}",
+            if reference.converged { "converged" } else { "did not converge" },
+            reference.launches,
+            t.elapsed().as_secs_f64()
+        );
+            Some(diff)
+        } else {
+            None
+        };
+
+    let summary = RunSummary {
+        converged: outcome.converged,
+        launches: outcome.launches,
+        width: args.width,
+        height: args.height,
+        virtual_texture_bytes: virtual_bytes,
+        textures: scene.textures.len(),
+        wall_seconds,
+        verify_max_abs_diff,
+    };
+    let stats = output::stats_json(&loader.stats(), &summary);
+    print!("{}", object_table(&stats).render());
+
+    std::fs::create_dir_all(&args.out)
+        .map_err(|e| CliError::Io(format!("{}: {e}", args.out.display())))?;
+    let png = args.out.join("demo.png");
+    output::write_png(&png, &outcome.frame)?;
+    output::write_json(&args.out.join("stats.json"), &stats)?;
+    println!("wrote {} and stats.json", png.display());
+
+    if !outcome.converged {
+        let e = CliError::NotConverged {
+            launches: outcome.launches,
+        };
+        if args.verify {
+            return Err(e);
+        }
+        tracing::warn!("{e}");
+    }
+    if let Some(d) = verify_max_abs_diff {
+        if d != 0.0 {
+            return Err(CliError::VerifyFailed { max_abs_diff: d });
+        }
+    }
+    Ok(DemoReport { summary, stats })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn full_scene_sums_over_a_tebibyte_from_the_sources() {
+        let scene = builtin::scene(SceneSize::FULL);
+        let bytes = virtual_texture_bytes(&scene).unwrap();
+        assert!(bytes >= 1 << 40, "{}", format_bytes(bytes));
+        assert_eq!(format_bytes(bytes), "1.06 TiB");
+    }
+
+    #[test]
+    fn small_demo_converges_and_matches_the_resident_render() {
+        let out = std::env::temp_dir().join(format!("demandtex-cli-demo-{}", std::process::id()));
+        let args = DemoArgs {
+            out: out.clone(),
+            budget_mb: 64,
+            width: 64,
+            height: 36,
+            threads: 2,
+            max_launches: 64,
+            verify: true,
+            texture_size: 1024,
+        };
+        let report = run(&args, false).expect("demo runs, converges and verifies");
+        assert!(report.summary.converged);
+        assert_eq!(report.summary.verify_max_abs_diff, Some(0.0));
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("stats.json")).unwrap())
+                .unwrap();
+        assert_eq!(json["width"], 64);
+        assert_eq!(json["converged"], true);
+        assert!(json["tiles_filled"].as_u64().unwrap() > 0);
+        assert!(json["peak_resident_bytes"].as_u64().unwrap() <= 64 << 20);
+        let img = image::open(out.join("demo.png")).unwrap();
+        assert_eq!((img.width(), img.height()), (64, 36));
+        std::fs::remove_dir_all(&out).ok();
+    }
+
+    #[test]
+    fn a_budget_far_below_the_working_set_still_converges_exactly() {
+        let out = std::env::temp_dir().join(format!("demandtex-cli-tight-{}", std::process::id()));
+        let args = DemoArgs {
+            out: out.clone(),
+            budget_mb: 1,
+            width: 64,
+            height: 36,
+            threads: 2,
+            max_launches: 1000,
+            verify: true,
+            texture_size: 1024,
+        };
+        let report = run(&args, false).expect("converges by shrinking the pixel window");
+        assert_eq!(report.summary.verify_max_abs_diff, Some(0.0));
+        assert!(
+            report.stats["evictions"].as_u64().unwrap() > 0,
+            "{:?}",
+            report.stats
+        );
+        assert!(report.stats["peak_resident_bytes"].as_u64().unwrap() <= 1 << 20);
+        std::fs::remove_dir_all(&out).ok();
+    }
+
+    #[test]
+    fn launch_limit_stops_an_unconverged_render() {
+        let out = std::env::temp_dir().join(format!("demandtex-cli-limit-{}", std::process::id()));
+        let args = DemoArgs {
+            out: out.clone(),
+            budget_mb: 64,
+            width: 32,
+            height: 18,
+            threads: 1,
+            max_launches: 1,
+            verify: true,
+            texture_size: 1024,
+        };
+        // One launch only requests samplers: it cannot converge.
+        assert_eq!(
+            run(&args, false),
+            Err(CliError::NotConverged { launches: 1 })
+        );
+        std::fs::remove_dir_all(&out).ok();
+    }
+
+    #[test]
+    fn bad_arguments_are_usage_errors() {
+        let mut args = DemoArgs {
+            out: PathBuf::from("unused"),
+            budget_mb: 0,
+            width: 8,
+            height: 8,
+            threads: 1,
+            max_launches: 4,
+            verify: false,
+            texture_size: 1024,
+        };
+        assert!(matches!(run(&args, false), Err(CliError::Usage(_))));
+        args.budget_mb = 1;
+        args.width = 0;
+        assert!(matches!(run(&args, false), Err(CliError::Usage(_))));
+    }
+}
