@@ -25,6 +25,8 @@
 //! }
 //! ```
 
+#![warn(missing_docs)]
+
 pub mod backend;
 pub mod error;
 pub mod ids;

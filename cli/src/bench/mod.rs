@@ -145,6 +145,7 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
         }
         records.extend(batch);
     };
+    emit(vec![paging_record()?], &mut records);
     if args.only.contains(&Which::Lookups) {
         eprintln!("bench: resident lookups…");
         emit(lookups::run(&args.threads_list, time)?, &mut records);
@@ -159,6 +160,27 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
     }
     print!("{}", render_tables(&records));
     Ok(())
+}
+
+/// Page bookkeeping of the default page space (2^26 pages = 4 TiB of 64 KiB tiles): bits,
+/// LRU ages, page-table entries and the CPU tile directory, per virtual page.
+fn paging_record() -> Result<Record, CliError> {
+    let options = demandtex::LoaderOptions::default();
+    let loader = Loader::new(options.clone()).map_err(|e| CliError::Demandtex(e.to_string()))?;
+    let bytes = loader.stats().bookkeeping_bytes as f64;
+    Ok(Record {
+        bench: "paging",
+        case: "default page space".into(),
+        threads: 0,
+        figures: vec![
+            ("virtual_pages", options.num_pages as f64),
+            ("bookkeeping_bytes", bytes),
+            (
+                "bookkeeping_bytes_per_virtual_page",
+                bytes / options.num_pages as f64,
+            ),
+        ],
+    })
 }
 
 /// Launch until a lookup at the coarsest level of `texture` is resident: its sampler and
