@@ -30,6 +30,8 @@ pub struct Stats {
     pub mip_tails_filled: u64,
     /// Texel bytes written by sources (tiles and mip tails).
     pub bytes_read: u64,
+    /// Requests for pages no resource owns (a renderer bug or a corrupt id), ignored.
+    pub unowned_requests: u64,
     /// Reads that failed.
     pub read_errors: u64,
     /// Staged pages requested again and restored without a read.

@@ -197,11 +197,7 @@ pub(crate) fn init_texture(engine: &Engine, texture: TextureId) {
         }
         (Ok(Readiness::NotYet), _) => {
             host.pool.release(layout.mip_tail_bytes);
-            host.in_flight
-                .remove(&engine.layout.sampler_page(texture).0);
-            host.in_flight
-                .remove(&engine.layout.base_color_page(texture).0);
-            host.defer(engine.layout.sampler_page(texture).0, Deferral::NotYet);
+            host.defer_init(&engine.layout, texture, Deferral::NotYet);
         }
         (Err(e), _) | (_, Err(e)) => {
             host.pool.release(layout.mip_tail_bytes);
@@ -261,11 +257,7 @@ fn reserve(
     }
     // Room can be made by evicting tiles: ask the next process_requests for it.
     host.wanted_bytes += bytes;
-    host.in_flight
-        .remove(&engine.layout.sampler_page(texture).0);
-    host.in_flight
-        .remove(&engine.layout.base_color_page(texture).0);
-    host.defer(engine.layout.sampler_page(texture).0, Deferral::NoMemory);
+    host.defer_init(&engine.layout, texture, Deferral::NoMemory);
     Reserve::Later
 }
 
@@ -322,18 +314,7 @@ pub(crate) fn fail_texture(
     let fallback = record.desc.fallback_color;
     record.state = TextureState::Failed(error);
     host.counters.failed_textures += 1;
-    let sampler = engine.layout.sampler_page(texture).0;
-    let base = engine.layout.base_color_page(texture).0;
-    host.in_flight.insert(sampler);
-    host.in_flight.insert(base);
-    host.pending.push(Pending::Entry {
-        page: sampler,
-        entry: 0,
-    });
-    host.pending.push(Pending::Entry {
-        page: base,
-        entry: encode_base_color(fallback),
-    });
+    host.publish_fallback(&engine.layout, texture, fallback);
 }
 
 /// Run source code, turning a panic into an error.

@@ -2,8 +2,9 @@
 //! resident and staged tiles, fills in flight, deferred requests and the mappings waiting
 //! for the next launch. Samplers never take this lock.
 
+use crate::ids::TextureId;
 use crate::memory::{StagedTiles, TileBuffer, TilePool};
-use crate::paging::{PageSpace, PullResult};
+use crate::paging::{encode_base_color, PageLayout, PageSpace, PullResult};
 use crate::resources::Resources;
 use crate::stats::Stats;
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -42,28 +43,6 @@ pub enum Deferral {
     NotYet,
 }
 
-/// Counters kept under the lock (the rest of [`Stats`] is derived on demand).
-#[derive(Default)]
-pub struct Counters {
-    pub requests: u64,
-    pub requests_deferred: u64,
-    pub deferred_over_limit: u64,
-    pub deferred_no_memory: u64,
-    pub deferred_not_yet: u64,
-    pub tiles_filled: u64,
-    pub mip_tails_filled: u64,
-    pub bytes_read: u64,
-    pub read_errors: u64,
-    pub second_chance_restores: u64,
-    pub pages_staged: u64,
-    pub evictions: u64,
-    pub fill_seconds: f64,
-    pub launches: u64,
-    pub virtual_bytes: u64,
-    pub failed_textures: u64,
-    pub unowned_requests: u64,
-}
-
 /// Everything behind the loader's lock.
 pub struct HostState {
     pub space: PageSpace,
@@ -80,7 +59,9 @@ pub struct HostState {
     /// Mip-tail bytes that could not be reserved; the next `process_requests` frees room.
     pub wanted_bytes: u64,
     pub launch_num: u32,
-    pub counters: Counters,
+    /// Running totals; the derived fields (textures, memory, bookkeeping) are filled in
+    /// by [`HostState::stats`].
+    pub counters: Stats,
     /// Reused pull buffers.
     pub pull: PullResult,
 }
@@ -98,7 +79,7 @@ impl HostState {
             deferred: BTreeSet::new(),
             wanted_bytes: 0,
             launch_num: 0,
-            counters: Counters::default(),
+            counters: Stats::default(),
             pull: PullResult::default(),
         }
     }
@@ -115,31 +96,40 @@ impl HostState {
         }
     }
 
+    /// Publish a null sampler and `color` as the base colour of `texture`, so every later
+    /// lookup of it resolves to `color`.
+    pub fn publish_fallback(&mut self, layout: &PageLayout, texture: TextureId, color: [f32; 4]) {
+        let sampler = layout.sampler_page(texture).0;
+        let base = layout.base_color_page(texture).0;
+        self.in_flight.insert(sampler);
+        self.in_flight.insert(base);
+        self.pending.push(Pending::Entry {
+            page: sampler,
+            entry: 0,
+        });
+        self.pending.push(Pending::Entry {
+            page: base,
+            entry: encode_base_color(color),
+        });
+    }
+
+    /// `texture`'s sampler and base-colour pages are no longer being filled; request the
+    /// sampler again next launch.
+    pub fn defer_init(&mut self, layout: &PageLayout, texture: TextureId, reason: Deferral) {
+        self.in_flight.remove(&layout.sampler_page(texture).0);
+        self.in_flight.remove(&layout.base_color_page(texture).0);
+        self.defer(layout.sampler_page(texture).0, reason);
+    }
+
     /// The statistics snapshot (bookkeeping bytes supplied by the caller).
     pub fn stats(&self, bookkeeping_bytes: u64) -> Stats {
-        let c = &self.counters;
         Stats {
-            virtual_bytes: c.virtual_bytes,
             textures: self.resources.len() as u64,
-            failed_textures: c.failed_textures,
-            requests: c.requests,
-            requests_deferred: c.requests_deferred,
-            deferred_over_limit: c.deferred_over_limit,
-            deferred_no_memory: c.deferred_no_memory,
-            deferred_not_yet: c.deferred_not_yet,
-            tiles_filled: c.tiles_filled,
-            mip_tails_filled: c.mip_tails_filled,
-            bytes_read: c.bytes_read,
-            read_errors: c.read_errors,
-            second_chance_restores: c.second_chance_restores,
-            pages_staged: c.pages_staged,
-            evictions: c.evictions,
             resident_bytes: self.pool.allocated_bytes(),
             peak_resident_bytes: self.pool.peak_bytes(),
             budget_bytes: self.pool.budget_bytes(),
             bookkeeping_bytes,
-            fill_seconds: c.fill_seconds,
-            launches: c.launches,
+            ..self.counters.clone()
         }
     }
 }

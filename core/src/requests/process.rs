@@ -9,7 +9,7 @@ use super::host_state::{Deferral, HostState, Pending};
 use super::ticket::Ticket;
 use crate::ids::{PageId, TextureId, TILE_BYTES};
 use crate::memory::TileBuffer;
-use crate::paging::{encode_base_color, StalePage};
+use crate::paging::StalePage;
 use crate::resources::Route;
 use crate::textures::DEFAULT_FALLBACK_COLOR;
 use std::collections::BTreeSet;
@@ -206,16 +206,5 @@ fn publish_unknown_texture(engine: &Engine, host: &mut HostState, texture: Textu
         texture = texture.0,
         "lookup of an unknown texture id: returning the fallback colour"
     );
-    let sampler = engine.layout.sampler_page(texture).0;
-    let base = engine.layout.base_color_page(texture).0;
-    host.in_flight.insert(sampler);
-    host.in_flight.insert(base);
-    host.pending.push(Pending::Entry {
-        page: sampler,
-        entry: 0,
-    });
-    host.pending.push(Pending::Entry {
-        page: base,
-        entry: encode_base_color(DEFAULT_FALLBACK_COLOR),
-    });
+    host.publish_fallback(&engine.layout, texture, DEFAULT_FALLBACK_COLOR);
 }
