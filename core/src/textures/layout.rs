@@ -98,6 +98,8 @@ impl TextureLayout {
                 "texture size {width}×{height} (each side must be 1..={MAX_TEXTURE_SIZE})"
             )));
         }
+        // The fields of TexelFormat are public: re-check what a source may have built by hand.
+        TexelFormat::new(format.texel_type, format.channels)?;
         let full = full_mip_levels(width, height);
         if num_levels == 0 || num_levels > full {
             return Err(Error::Unsupported(format!(
@@ -346,5 +348,10 @@ mod tests {
         assert!(TextureLayout::new(65537, 5, 1, rgba8()).is_err());
         assert!(TextureLayout::new(16, 16, 6, rgba8()).is_err());
         assert!(TextureLayout::new(16, 16, 0, rgba8()).is_err());
+        let rgb = TexelFormat {
+            texel_type: TexelType::U8,
+            channels: 3,
+        };
+        assert!(TextureLayout::new(16, 16, 1, rgb).is_err());
     }
 }
