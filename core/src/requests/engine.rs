@@ -145,6 +145,9 @@ impl Engine {
             });
         }
         host.pool.set_budget(bytes);
+        // Staged tiles go first; resident ones are staged (oldest first) only if that is
+        // not enough.
+        super::process::free_reclaimable(self, &mut host);
         let excess_tiles = host.pool.excess_bytes().div_ceil(crate::TILE_BYTES as u64) as usize;
         if excess_tiles > 0 {
             let mut by_age: Vec<(u8, u32)> = host

@@ -40,7 +40,6 @@ pub(crate) struct TileTask {
 
 /// Gather what a tile read needs. `None` (buffer returned) if the texture went away.
 pub(crate) fn prepare_tile(
-    _engine: &Engine,
     host: &mut HostState,
     job: TileJob,
     buffer: TileBuffer,

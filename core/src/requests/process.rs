@@ -107,9 +107,7 @@ pub(crate) fn process_requests(engine: &Arc<Engine>, launch_num: u32) -> Ticket 
     let ticket = Ticket::new(inits.len() + jobs.len());
     let tile_tasks: Vec<_> = jobs
         .into_iter()
-        .filter_map(|(job, buffer)| {
-            fill::prepare_tile(engine, &mut host, job, buffer, ticket.task())
-        })
+        .filter_map(|(job, buffer)| fill::prepare_tile(&mut host, job, buffer, ticket.task()))
         .collect();
     drop(host);
 
