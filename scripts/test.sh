@@ -14,6 +14,23 @@ for component in rustfmt clippy; do
   fi
 done
 
+# System packages the cross-checks need: OpenImageIO (the C++ replayer that compares
+# demandtex's results with OIIO's TextureSystem) and a C++ toolchain with pkg-config.
+need_apt=()
+dpkg -s libopenimageio-dev >/dev/null 2>&1 || need_apt+=(libopenimageio-dev)
+command -v g++ >/dev/null 2>&1 || need_apt+=(g++)
+command -v pkg-config >/dev/null 2>&1 || need_apt+=(pkg-config)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "== apt-get install ${need_apt[*]}"
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"
+  else
+    sudo apt-get update -qq
+    sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"
+  fi
+fi
+
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy -D warnings"

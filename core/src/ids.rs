@@ -8,6 +8,20 @@ use serde::Serialize;
 #[repr(transparent)]
 pub struct TextureId(pub u32);
 
+/// A UDIM texture handed out by [`crate::Loader::create_udim_texture`]: the resource page
+/// whose page-table entry describes the grid (see [`crate::udim`] for the entry's layout).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[repr(transparent)]
+pub struct UdimId(pub u32);
+
+impl UdimId {
+    /// The resource page holding the grid's entry.
+    #[inline]
+    pub fn page(self) -> PageId {
+        PageId(self.0)
+    }
+}
+
 /// A page of the virtual page space.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[repr(transparent)]

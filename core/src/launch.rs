@@ -79,6 +79,21 @@ impl Launch {
     ) -> Sample {
         crate::sampling::tex2d_grad(self.view(), texture, s, t, ddx, ddy, options)
     }
+
+    /// Sample a UDIM texture with the screen-space gradients of (s, t)
+    /// ([`crate::udim::tex2d_grad_udim`]).
+    #[inline]
+    pub fn tex2d_grad_udim(
+        &self,
+        udim: crate::udim::UdimId,
+        s: f32,
+        t: f32,
+        ddx: [f32; 2],
+        ddy: [f32; 2],
+        options: &SampleOptions,
+    ) -> Sample {
+        crate::udim::tex2d_grad_udim(self.view(), udim, s, t, ddx, ddy, options)
+    }
 }
 
 impl Drop for Launch {

@@ -28,6 +28,7 @@
 #![warn(missing_docs)]
 
 pub mod backend;
+pub mod cache;
 pub mod error;
 pub mod ids;
 mod launch;
@@ -41,13 +42,15 @@ pub mod sampling;
 pub mod sources;
 pub mod stats;
 pub mod textures;
+pub mod udim;
 
+pub use cache::TextureCache;
 pub use error::{Error, Result};
 pub use ids::{PageId, TextureId, TILE_BYTES};
 pub use launch::Launch;
 pub use loader::Loader;
 pub use options::LoaderOptions;
 pub use requests::Ticket;
-pub use sampling::{Sample, SampleOptions};
+pub use sampling::{MissList, Sample, SampleOptions};
 pub use stats::Stats;
 pub use textures::TextureDesc;

@@ -87,6 +87,46 @@ impl Loader {
         }
     }
 
+    /// The shared engine (for the blocking cache built on the same loader).
+    pub(crate) fn engine(&self) -> &Arc<Engine> {
+        &self.engine
+    }
+
+    /// Register a UDIM texture: every tile of `grid` becomes a texture (consecutive ids,
+    /// holes included) sampled with `desc` — [`crate::udim::tile_desc`] (clamp) suits
+    /// tiles — as does the base texture, if any. Nothing is opened until a launch samples
+    /// it; sample with [`Launch::tex2d_grad_udim`]. Errors: a malformed grid
+    /// ([`crate::udim::UdimGrid::validate`]), an invalid `desc`, or not enough texture ids
+    /// or resource pages left.
+    pub fn create_udim_texture(
+        &self,
+        grid: crate::udim::UdimGrid,
+        desc: TextureDesc,
+    ) -> Result<crate::udim::UdimId> {
+        crate::udim::create_udim(&self.engine, grid, desc)
+    }
+
+    /// Register a UDIM texture from the OpenEXR files matching `pattern`
+    /// (`name.<UDIM>.exr` or `name.<UVTILE>.exr`; see [`crate::udim::expand_pattern`]),
+    /// with the OpenEXR file `base`, if given, as the whole-grid base texture. Slots
+    /// without a file are holes. Errors: as [`crate::udim::UdimGrid::from_pattern`] and
+    /// [`create_udim_texture`](Self::create_udim_texture).
+    pub fn create_udim_from_pattern(
+        &self,
+        pattern: &std::path::Path,
+        base: Option<&std::path::Path>,
+        desc: TextureDesc,
+    ) -> Result<crate::udim::UdimId> {
+        let grid = crate::udim::UdimGrid::from_pattern(pattern, base)?;
+        self.create_udim_texture(grid, desc)
+    }
+
+    /// The textures of a UDIM texture (holes are `None`); `None` for an id that names no
+    /// UDIM texture of this loader.
+    pub fn udim_tiles(&self, udim: crate::udim::UdimId) -> Option<crate::udim::UdimTiles> {
+        crate::udim::udim_tiles(&self.engine, udim)
+    }
+
     /// A texture's tile layout, once it has been opened.
     pub fn texture_layout(&self, texture: TextureId) -> Option<TextureLayout> {
         let host = self.engine.host.lock();

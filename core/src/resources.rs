@@ -20,6 +20,9 @@ pub enum TextureState {
     Ready,
     /// The source failed; samples give the fallback colour.
     Failed(Error),
+    /// An empty slot of a UDIM grid: no source; its sampler entry (0) and base-colour
+    /// entry ([`crate::paging::HOLE_BASE_COLOR`]) were published at creation.
+    Hole,
 }
 
 /// One texture.
@@ -59,7 +62,7 @@ pub enum Route {
     },
     /// A sampler or base-colour page of an id no texture has.
     UnknownTexture(TextureId),
-    /// A page of a texture that has failed: nothing to do.
+    /// A page of a texture that has failed, or of a UDIM hole: nothing to read.
     Failed(TextureId),
     /// A page nothing owns (or a mip-tail page, which is published with the sampler).
     Unowned,
@@ -132,7 +135,7 @@ impl Resources {
             PageKind::Sampler(t) | PageKind::BaseColor(t) => match self.get(t) {
                 None => Route::UnknownTexture(t),
                 Some(r) => match r.state {
-                    TextureState::Failed(_) => Route::Failed(t),
+                    TextureState::Failed(_) | TextureState::Hole => Route::Failed(t),
                     _ => Route::InitTexture(t),
                 },
             },
@@ -155,7 +158,7 @@ impl Resources {
         let Some(record) = self.get(texture) else {
             return Route::Unowned;
         };
-        if matches!(record.state, TextureState::Failed(_)) {
+        if matches!(record.state, TextureState::Failed(_) | TextureState::Hole) {
             return Route::Failed(texture);
         }
         match record
@@ -254,5 +257,8 @@ mod tests {
         r.get_mut(a).unwrap().state = TextureState::Failed(Error::Internal("x".into()));
         assert_eq!(r.route(&layout, PageId(16 + off)), Route::Failed(a));
         assert_eq!(r.route(&layout, PageId(0)), Route::Failed(a));
+        r.get_mut(b).unwrap().state = TextureState::Hole;
+        assert_eq!(r.route(&layout, PageId(1)), Route::Failed(b));
+        assert_eq!(r.route(&layout, PageId(5)), Route::Failed(b));
     }
 }

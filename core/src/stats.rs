@@ -53,4 +53,16 @@ pub struct Stats {
     pub fill_seconds: f64,
     /// Launches prepared.
     pub launches: u64,
+    /// Blocking mode: misses that waited for another thread's read of the same page
+    /// instead of reading it again.
+    pub fill_waits: u64,
+    /// Blocking mode: tile fills that found no memory (every tile held by a live launch,
+    /// or a budget smaller than the lookups in progress need).
+    pub blocking_no_memory: u64,
+    /// Blocking mode: clock sweeps over the resident tiles to choose tiles to stage.
+    pub clock_sweeps: u64,
+    /// Blocking mode: lookups that could not make their footprint resident (budget too
+    /// small for the lookups in flight, failed or "not yet" reads) and returned the best
+    /// resident approximation (coarser level or base colour), reported non-resident.
+    pub blocking_fallbacks: u64,
 }

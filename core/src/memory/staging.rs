@@ -54,6 +54,19 @@ impl StagedTiles {
         self.tiles.remove(&page).map(|s| s.buffer)
     }
 
+    /// The stamp of the oldest staged tile, if any (what reclaiming waits for).
+    pub fn oldest_stamp(&mut self) -> Option<u64> {
+        while let Some(&(page, seq)) = self.order.front() {
+            match self.tiles.get(&page) {
+                Some(s) if s.seq == seq => return Some(s.stamp),
+                _ => {
+                    self.order.pop_front();
+                }
+            }
+        }
+        None
+    }
+
     /// Reclaim the oldest staged tile that no pinned launch can see: `(page, buffer)`.
     /// Tiles are staged in epoch order, so the first non-quiescent one ends the search.
     pub fn reclaim_oldest(&mut self, epochs: &Epochs) -> Option<(u32, TileBuffer)> {

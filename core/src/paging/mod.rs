@@ -11,6 +11,8 @@ pub mod page_table;
 
 pub use device_context::{DeviceContext, PageMapping, CONTEXT_FLAG_REQUEST_IF_RESIDENT};
 pub use lru::{MAX_LRU_AGE, NON_EVICTABLE};
-pub use page_layout::{decode_base_color, encode_base_color, PageKind, PageLayout, NO_BASE_COLOR};
+pub use page_layout::{
+    decode_base_color, encode_base_color, PageKind, PageLayout, HOLE_BASE_COLOR, NO_BASE_COLOR,
+};
 pub use page_space::PageSpace;
 pub use page_table::{PageTable, PullResult, StalePage};

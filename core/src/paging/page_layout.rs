@@ -103,10 +103,10 @@ pub fn encode_base_color(rgba: [f32; 4]) -> u64 {
     })
 }
 
-/// Decode a base-colour entry; `None` for [`NO_BASE_COLOR`].
+/// Decode a base-colour entry; `None` for [`NO_BASE_COLOR`] and [`HOLE_BASE_COLOR`].
 #[inline]
 pub fn decode_base_color(entry: u64) -> Option<[f32; 4]> {
-    if entry == NO_BASE_COLOR {
+    if entry == NO_BASE_COLOR || entry == HOLE_BASE_COLOR {
         return None;
     }
     let c = |i: u32| half::f16::from_bits((entry >> (16 * i)) as u16).to_f32();
@@ -115,6 +115,12 @@ pub fn decode_base_color(entry: u64) -> Option<[f32; 4]> {
 
 /// The base-colour entry of a texture that has none (four NaN halfs: never a real colour).
 pub const NO_BASE_COLOR: u64 = u64::MAX;
+
+/// The base-colour entry of an empty slot of a UDIM grid (a "hole"; its sampler entry is
+/// 0). Four signalling-NaN halfs (`0x7C01`: exponent all ones, quiet bit clear), which
+/// [`encode_base_color`] never produces: every NaN it converts comes out quiet.
+/// [`decode_base_color`] reads it as "no colour".
+pub const HOLE_BASE_COLOR: u64 = 0x7C01_7C01_7C01_7C01;
 
 #[cfg(test)]
 mod tests {
@@ -138,5 +144,27 @@ mod tests {
         let c = [0.25, 0.5, 1.0, 0.125];
         assert_eq!(decode_base_color(encode_base_color(c)), Some(c));
         assert_eq!(decode_base_color(NO_BASE_COLOR), None);
+        assert_eq!(decode_base_color(HOLE_BASE_COLOR), None);
+    }
+
+    #[test]
+    fn no_colour_encodes_to_the_hole_marker() {
+        let nans = [
+            f32::NAN,
+            -f32::NAN,
+            f32::from_bits(0x7F80_0001), // signalling
+            f32::from_bits(0xFF80_0001),
+            f32::from_bits(0x7FBF_FFFF),
+            f32::INFINITY,
+        ];
+        for &a in &nans {
+            for &b in &nans {
+                let e = encode_base_color([a, b, a, b]);
+                assert_ne!(e, HOLE_BASE_COLOR);
+                for i in 0..4 {
+                    assert_ne!((e >> (16 * i)) as u16, 0x7C01, "{a} {b}");
+                }
+            }
+        }
     }
 }

@@ -105,6 +105,28 @@ impl PageTable {
         bits::get_nibble(&self.lru, page)
     }
 
+    /// One clock step for a resident evictable page (blocking mode, which has no pulls):
+    /// referenced since the last step → clear the bit and reset the age to 0; otherwise
+    /// age it (saturating at `MAX_LRU_AGE`). Returns the new age. Callers serialise steps
+    /// (the loader's lock); samplers may set the reference bit concurrently.
+    pub fn clock_step(&self, page: u32) -> u8 {
+        if page >= self.layout.num_pages {
+            return 0;
+        }
+        if bits::test_bit(&self.reference, page) {
+            bits::clear_bit(&self.reference, page);
+            bits::set_nibble(&self.lru, page, 0);
+            0
+        } else {
+            let age = bits::get_nibble(&self.lru, page);
+            if age >= lru::MAX_LRU_AGE {
+                return age; // oldest, or non-evictable
+            }
+            bits::set_nibble(&self.lru, page, age + 1);
+            age + 1
+        }
+    }
+
     /// Make a page resident: entry first, then age, then the residence bit (release), so a
     /// sampler that sees the bit sees the entry.
     pub fn push_mapping(&self, mapping: PageMapping) {

@@ -5,14 +5,14 @@
 use super::host_state::{HostState, Pending};
 use crate::backend::cpu::TileDirectory;
 use crate::error::{Error, Result};
-use crate::ids::TextureId;
+use crate::ids::{PageId, TextureId};
 use crate::memory::Epochs;
 use crate::options::LoaderOptions;
-use crate::paging::{PageLayout, PageMapping, PageSpace, PageTable, NON_EVICTABLE};
+use crate::paging::{PageKind, PageLayout, PageMapping, PageSpace, PageTable, NON_EVICTABLE};
 use crate::sources::ImageSource;
 use crate::stats::Stats;
 use crate::textures::TextureDesc;
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 use std::sync::Arc;
 
 /// Shared loader internals.
@@ -23,6 +23,8 @@ pub(crate) struct Engine {
     pub tiles: TileDirectory,
     pub epochs: Epochs,
     pub host: Mutex<HostState>,
+    /// Signalled (with `host`) when a blocking fill finishes, for the lookups waiting on it.
+    pub fill_done: Condvar,
     pub workers: rayon::ThreadPool,
 }
 
@@ -51,6 +53,7 @@ impl Engine {
             tiles: TileDirectory::new(layout.num_pages),
             epochs: Epochs::new(),
             host: Mutex::new(HostState::new(PageSpace::new(layout), budget)),
+            fill_done: Condvar::new(),
             workers,
             options,
         }))
@@ -76,22 +79,54 @@ impl Engine {
             )));
         }
         let id = host.resources.add_texture(source, desc);
-        // An earlier lookup of this id (before it existed) published the unknown-texture
-        // fallback; forget it so the texture is opened when next sampled.
-        for page in [
-            self.layout.sampler_page(id),
-            self.layout.base_color_page(id),
-        ] {
-            self.pages.invalidate(page.0);
-        }
+        self.forget_stale_mappings(&mut host, id, 1);
         Ok(id)
+    }
+
+    /// Textures `[first, first + count)` are being created. A lookup of one of those ids
+    /// before it existed published (or queued) the unknown-texture fallback for its
+    /// sampler and base-colour pages: drop the queued mappings and make the pages
+    /// non-resident, so the new texture is opened when next sampled.
+    pub fn forget_stale_mappings(&self, host: &mut HostState, first: TextureId, count: u32) {
+        let layout = &self.layout;
+        let ours = |page: u32| match layout.kind(PageId(page)) {
+            PageKind::Sampler(t) | PageKind::BaseColor(t) => {
+                t.0 >= first.0 && t.0 - first.0 < count
+            }
+            _ => false,
+        };
+        host.pending
+            .retain(|p| !matches!(p, Pending::Entry { page, .. } if ours(*page)));
+        for i in 0..count {
+            let t = TextureId(first.0 + i);
+            for page in [layout.sampler_page(t), layout.base_color_page(t)] {
+                host.in_flight.remove(&page.0);
+                self.pages.invalidate(page.0);
+            }
+        }
     }
 
     /// Publish pending mappings, clear reference bits, advance the launch counter and pin
     /// the epoch. Returns `(launch_num, epoch)`.
     pub fn launch_prepare(&self) -> (u32, u64) {
         let mut host = self.host.lock();
-        for p in std::mem::take(&mut host.pending) {
+        self.publish_pending(&mut host);
+        self.pages.clear_references(host.space.end_page());
+        host.launch_num = host.launch_num.wrapping_add(1);
+        host.counters.launches += 1;
+        let launch_num = host.launch_num;
+        let epoch = self.epochs.pin();
+        (launch_num, epoch)
+    }
+
+    /// Make the finished fills visible: tile pointers and entries first, residence bits
+    /// last (release), so a sampler that sees a bit sees the data. Returns how many
+    /// mappings were published. (Launches publish at `launch_prepare`; the blocking cache
+    /// publishes as soon as its fill is done.)
+    pub fn publish_pending(&self, host: &mut HostState) -> usize {
+        let pending = std::mem::take(&mut host.pending);
+        let count = pending.len();
+        for p in pending {
             match p {
                 Pending::Tile { page, buffer } => {
                     self.tiles.set(page, buffer.as_ptr());
@@ -120,12 +155,7 @@ impl Engine {
                 }
             }
         }
-        self.pages.clear_references(host.space.end_page());
-        host.launch_num = host.launch_num.wrapping_add(1);
-        host.counters.launches += 1;
-        let launch_num = host.launch_num;
-        let epoch = self.epochs.pin();
-        (launch_num, epoch)
+        count
     }
 
     pub fn stats(&self) -> Stats {

@@ -1,6 +1,7 @@
 //! Requests: pulling a launch's requests, routing them to resources, making room, and
 //! filling them on a worker pool; a [`Ticket`] tracks each batch.
 
+pub(crate) mod blocking;
 pub(crate) mod engine;
 pub(crate) mod fill;
 pub(crate) mod host_state;

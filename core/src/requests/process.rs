@@ -173,7 +173,7 @@ pub(crate) fn stage_pages(engine: &Engine, host: &mut HostState, pages: &[u32]) 
 }
 
 /// A buffer for a fill: free memory first, then the oldest reclaimable staged tile.
-fn take_buffer(engine: &Engine, host: &mut HostState) -> Option<TileBuffer> {
+pub(crate) fn take_buffer(engine: &Engine, host: &mut HostState) -> Option<TileBuffer> {
     if host.pool.excess_bytes() == 0 {
         if let Some(b) = host.pool.take() {
             return Some(b);
@@ -199,7 +199,7 @@ pub(crate) fn free_reclaimable(engine: &Engine, host: &mut HostState) {
 
 /// A sampler lookup of an id no texture has: publish the default fallback colour so the
 /// lookup resolves (and stop it from being requested every launch).
-fn publish_unknown_texture(engine: &Engine, host: &mut HostState, texture: TextureId) {
+pub(crate) fn publish_unknown_texture(engine: &Engine, host: &mut HostState, texture: TextureId) {
     tracing::warn!(
         texture = texture.0,
         "lookup of an unknown texture id: returning the fallback colour"

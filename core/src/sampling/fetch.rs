@@ -7,7 +7,6 @@ use super::address::{axis, Axis};
 use super::texel::Texel;
 use super::CpuView;
 use crate::backend::cpu::TileDirectory;
-use crate::paging::PageTable;
 use crate::textures::{AddressMode, FilterMode, SamplerLevel, TextureSampler};
 use crate::TILE_BYTES;
 use std::marker::PhantomData;
@@ -45,7 +44,7 @@ impl Accum {
 
 /// Fetches footprints of one texture with texel format `D`.
 pub(crate) struct Fetch<'a, D> {
-    pages: &'a PageTable,
+    view: CpuView<'a>,
     tiles: &'a TileDirectory,
     sampler: &'a TextureSampler,
     address: [AddressMode; 2],
@@ -65,7 +64,7 @@ impl<'a, D: Texel> Fetch<'a, D> {
         );
         debug_assert_eq!(sampler.texel_bytes as usize, D::BYTES);
         Fetch {
-            pages: view.pages(),
+            view,
             tiles: view.tiles(),
             sampler,
             address: [
@@ -112,8 +111,8 @@ impl<'a, D: Texel> Fetch<'a, D> {
     #[inline]
     fn touch_page(&self, page: u32) -> bool {
         match self.touch {
-            Touch::Record => self.pages.request_and_test(page),
-            Touch::Peek => self.pages.is_resident(page),
+            Touch::Record => self.view.request(page),
+            Touch::Peek => self.view.pages().is_resident(page),
         }
     }
 

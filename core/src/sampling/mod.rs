@@ -57,6 +57,7 @@ use crate::paging::PageTable;
 use crate::textures::DEFAULT_FALLBACK_COLOR;
 use lod::Footprint;
 use resolve::BaseColor;
+use std::cell::Cell;
 
 /// What a sampler reads: the page layer and the CPU tile directory of one loader.
 /// [`crate::Launch::view`] hands one out; building one by hand is `unsafe`.
@@ -64,6 +65,7 @@ use resolve::BaseColor;
 pub struct CpuView<'a> {
     pages: &'a PageTable,
     tiles: &'a TileDirectory,
+    misses: Option<&'a MissList>,
 }
 
 impl<'a> CpuView<'a> {
@@ -76,7 +78,20 @@ impl<'a> CpuView<'a> {
     /// page's directory entry addresses [`crate::TILE_BYTES`] readable bytes; and none of
     /// that memory is written or freed.
     pub unsafe fn new(pages: &'a PageTable, tiles: &'a TileDirectory) -> Self {
-        CpuView { pages, tiles }
+        CpuView {
+            pages,
+            tiles,
+            misses: None,
+        }
+    }
+
+    /// The same view, also listing every page its lookups find missing in `misses` (the
+    /// blocking cache fills them and looks up again).
+    pub fn with_misses(self, misses: &'a MissList) -> Self {
+        CpuView {
+            misses: Some(misses),
+            ..self
+        }
     }
 
     /// The page layer.
@@ -87,6 +102,90 @@ impl<'a> CpuView<'a> {
     /// The tile directory.
     pub fn tiles(&self) -> &'a TileDirectory {
         self.tiles
+    }
+
+    /// Record a use of `page` and say whether it is resident; a miss is also listed.
+    #[inline]
+    pub(crate) fn request(&self, page: u32) -> bool {
+        let resident = self.pages.request_and_test(page);
+        if !resident {
+            if let Some(m) = self.misses {
+                m.push(page);
+            }
+        }
+        resident
+    }
+
+    /// Record a use of an entry page and return its entry if resident; a miss is also
+    /// listed.
+    #[inline]
+    pub(crate) fn map_or_request(&self, page: u32) -> Option<u64> {
+        let entry = self.pages.map_or_request(page);
+        if entry.is_none() {
+            if let Some(m) = self.misses {
+                m.push(page);
+            }
+        }
+        entry
+    }
+}
+
+/// How many distinct missing pages one [`MissList`] holds; more are dropped (a lookup that
+/// is filled and retried finds them again).
+pub const MISS_LIST_CAPACITY: usize = 64;
+
+/// The distinct pages a lookup found missing, in the order found. Single-threaded (the
+/// blocking cache keeps one per lookup on the stack).
+#[derive(Debug)]
+pub struct MissList {
+    pages: [Cell<u32>; MISS_LIST_CAPACITY],
+    len: Cell<usize>,
+}
+
+impl Default for MissList {
+    fn default() -> Self {
+        MissList {
+            pages: std::array::from_fn(|_| Cell::new(0)),
+            len: Cell::new(0),
+        }
+    }
+}
+
+impl MissList {
+    /// Empty.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Add `page` unless it is listed or the list is full.
+    #[inline]
+    pub fn push(&self, page: u32) {
+        let n = self.len.get();
+        if n == MISS_LIST_CAPACITY || self.pages[..n].iter().any(|p| p.get() == page) {
+            return;
+        }
+        self.pages[n].set(page);
+        self.len.set(n + 1);
+    }
+
+    /// Pages listed.
+    pub fn len(&self) -> usize {
+        self.len.get()
+    }
+
+    /// Whether no page is listed.
+    pub fn is_empty(&self) -> bool {
+        self.len.get() == 0
+    }
+
+    /// The listed pages.
+    pub fn pages(&self) -> impl Iterator<Item = u32> + '_ {
+        self.pages[..self.len.get()].iter().map(Cell::get)
+    }
+
+    /// Forget every page.
+    pub fn clear(&self) {
+        self.len.set(0);
     }
 }
 

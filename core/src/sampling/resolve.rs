@@ -22,8 +22,7 @@ pub(crate) enum BaseColor {
 /// Read (and record a use of) the base-colour page of `texture`.
 #[inline]
 pub(crate) fn base_color(view: CpuView<'_>, texture: TextureId) -> BaseColor {
-    let pages = view.pages();
-    match pages.map_or_request(pages.layout().base_color_page(texture).0) {
+    match view.map_or_request(view.pages().layout().base_color_page(texture).0) {
         None => BaseColor::NotResident,
         Some(entry) => match decode_base_color(entry) {
             Some(c) => BaseColor::Color(c),
@@ -52,8 +51,7 @@ pub(crate) fn sampler<'a>(
     view: CpuView<'a>,
     texture: TextureId,
 ) -> Result<&'a TextureSampler, Sample> {
-    let pages = view.pages();
-    let Some(entry) = pages.map_or_request(pages.layout().sampler_page(texture).0) else {
+    let Some(entry) = view.map_or_request(view.pages().layout().sampler_page(texture).0) else {
         return Err(Sample {
             value: miss_color(view, texture),
             resident: false,

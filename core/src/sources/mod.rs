@@ -1,10 +1,12 @@
 //! Image sources: where texel data comes from. A source describes its image once
 //! ([`ImageSource::open`]) and then produces any tile on request, from many threads at once.
 
+pub mod exr;
 pub mod memory;
 pub mod procedural;
 mod region;
 
+pub use exr::{ChannelSelection, ExrOptions, ExrSource, FileHandles};
 pub use memory::InMemoryImage;
 pub use procedural::{Checkerboard, Mandelbrot, Noise, LEVEL_COLORS};
 

@@ -1,0 +1,99 @@
+//! The blocking lookup loop: pin this thread's epoch slot, sample through a view that lists
+//! misses, unpin, fill the misses in this thread, and look again — until the footprint is
+//! resident or nothing more can be loaded.
+//!
+//! Per-thread fast path: each thread keeps its epoch slot for each cache in a thread-local
+//! list, so a resident lookup takes no shared lock and writes only its own cache line
+//! (plus reference bits that are already set after the first use of a page).
+
+use crate::memory::epoch::ThreadPin;
+use crate::requests::blocking;
+use crate::requests::engine::Engine;
+use crate::sampling::{CpuView, MissList, Sample, SampleOptions};
+use std::cell::RefCell;
+
+/// Rounds of "sample, fill the misses" before a lookup settles for the best resident
+/// approximation. A footprint needs at most three rounds when memory allows (sampler,
+/// then its tiles, then a retry); more means the budget is being fought over.
+const MAX_ROUNDS: usize = 8;
+
+thread_local! {
+    /// This thread's epoch slots, one per cache it has looked up through.
+    static PINS: RefCell<Vec<ThreadPin>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Run `sample` on a pinned view of `engine`; the view lists the misses in `misses`.
+#[inline]
+fn sample_pinned(
+    engine: &Engine,
+    misses: &MissList,
+    options: &SampleOptions,
+    sample: &impl Fn(CpuView<'_>, &SampleOptions) -> Sample,
+) -> Sample {
+    let run = |pin: &ThreadPin| {
+        let _guard = engine.epochs.pin_thread(pin);
+        // SAFETY: the page table publishes only valid sampler records, mip tails and tile
+        // buffers, never writes them while resident, and reuses tile memory only once no
+        // thread pin at or before its retirement remains — this thread is pinned until
+        // `_guard` drops, after the last read through the view. Sampler records and mip
+        // tails live as long as the engine, which the caller holds.
+        let view = unsafe { CpuView::new(&engine.pages, &engine.tiles) }.with_misses(misses);
+        sample(view, options)
+    };
+    let fast = PINS.try_with(|pins| {
+        let pins = pins.try_borrow().ok()?;
+        let pin = pins.iter().find(|p| engine.epochs.owns(p))?;
+        Some(run(pin))
+    });
+    if let Ok(Some(result)) = fast {
+        return result;
+    }
+    // First lookup of this thread through this cache (or thread-local storage is being
+    // torn down): register a slot, and keep it if we can.
+    let pin = engine.epochs.register_thread();
+    let result = run(&pin);
+    let _ = PINS.try_with(|pins| {
+        if let Ok(mut pins) = pins.try_borrow_mut() {
+            pins.retain(ThreadPin::is_live);
+            pins.push(pin);
+        }
+    });
+    result
+}
+
+/// A blocking lookup: `sample` is the sampler call (tex2d_grad and friends) on a view.
+pub(crate) fn blocking_lookup(
+    engine: &Engine,
+    options: &SampleOptions,
+    sample: impl Fn(CpuView<'_>, &SampleOptions) -> Sample,
+) -> Sample {
+    let misses = MissList::new();
+    for _ in 0..MAX_ROUNDS {
+        misses.clear();
+        let result = sample_pinned(engine, &misses, options, &sample);
+        if result.resident || misses.is_empty() {
+            return result;
+        }
+        let mut progress = false;
+        for page in misses.pages() {
+            progress |= blocking::fill_page(engine, page);
+        }
+        if !progress {
+            // Everything this lookup needs is being fought over (a budget smaller than the
+            // footprints in flight) or cannot be read now: let the other lookups finish,
+            // then try again.
+            std::thread::yield_now();
+        }
+    }
+    // Nothing more can be loaded now: the finest resident coarser level, or the base
+    // colour, reported non-resident.
+    engine.host.lock().counters.blocking_fallbacks += 1;
+    misses.clear();
+    let mut coarser = *options;
+    coarser.fallback_to_coarser = true;
+    let result = sample_pinned(engine, &misses, &coarser, &sample);
+    Sample {
+        resident: false,
+        ..result
+    }
+}

@@ -1,0 +1,286 @@
+//! `TextureCache`: the blocking CPU texture cache, in the spirit of OpenImageIO's
+//! `TextureSystem::texture`. A lookup whose footprint is not resident loads the missing
+//! tiles in the calling thread and returns the filtered value; concurrent misses on one
+//! tile cause one read, the other threads wait for it. It runs on the same page table,
+//! tile pool, eviction and statistics as the multi-pass [`Loader`] — it can even share one
+//! ([`TextureCache::from_loader`]).
+//!
+//! ```
+//! use demandtex::{LoaderOptions, SampleOptions, TextureCache, TextureDesc};
+//! use demandtex::sources::Checkerboard;
+//! use demandtex::textures::TexelFormat;
+//! use std::sync::Arc;
+//!
+//! let cache = TextureCache::new(LoaderOptions {
+//!     num_pages: 1 << 20,
+//!     max_texture_memory: 64 << 20,
+//!     ..Default::default()
+//! })
+//! .unwrap();
+//! let tex = cache
+//!     .create_texture(Arc::new(Checkerboard::new(4096, 4096, 16, TexelFormat::RGBA8)), TextureDesc::default())
+//!     .unwrap();
+//! let s = cache.tex2d_grad(tex, 0.3, 0.7, [1.0 / 512.0, 0.0], [0.0, 1.0 / 512.0], &SampleOptions::default());
+//! assert!(s.resident);
+//! ```
+//!
+//! # Lookups by file
+//! [`texture_for_path`](TextureCache::texture_for_path) registers an OpenEXR file once (the
+//! same path gives the same id) and opens it lazily, at its first lookup;
+//! [`tex2d_grad_path`](TextureCache::tex2d_grad_path) looks up by path directly (a
+//! per-thread map from path to id keeps it off shared locks). Ids are faster: hold them,
+//! as OIIO's `TextureHandle`.
+//!
+//! # When memory runs out
+//! A lookup needs its whole footprint resident at once. If the budget is smaller than the
+//! footprints of the lookups in flight, or a read fails, the lookup returns the finest
+//! resident coarser level (or the base colour) reported non-resident, and counts it in
+//! [`Stats::blocking_fallbacks`]; it never waits forever.
+
+mod lookup;
+#[cfg(test)]
+mod tests;
+
+use crate::error::{Error, Result};
+use crate::ids::{TextureId, UdimId};
+use crate::udim::{self, UdimGrid};
+use crate::loader::Loader;
+use crate::options::LoaderOptions;
+use crate::sampling::{self, Sample, SampleOptions};
+use crate::sources::{ExrSource, ImageSource};
+use crate::stats::Stats;
+use crate::textures::{TextureDesc, DEFAULT_FALLBACK_COLOR};
+use parking_lot::RwLock;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// A blocking texture cache. `Send + Sync`; clones share the cache.
+#[derive(Clone)]
+pub struct TextureCache {
+    loader: Loader,
+    paths: Arc<PathIds>,
+}
+
+/// Registered files: path → texture id.
+struct PathIds {
+    /// Tells caches apart in the per-thread maps.
+    uid: u64,
+    ids: RwLock<HashMap<PathBuf, TextureId>>,
+}
+
+static NEXT_CACHE_UID: AtomicU64 = AtomicU64::new(1);
+
+thread_local! {
+    /// Per thread and cache: path → id, so lookups by path take no shared lock.
+    static THREAD_PATH_IDS: RefCell<HashMap<u64, HashMap<PathBuf, TextureId>>> =
+        RefCell::new(HashMap::new());
+}
+
+impl TextureCache {
+    /// A cache with its own loader (see [`LoaderOptions`]; `max_texture_memory` is the
+    /// cache size). Fill threads are not used by blocking lookups.
+    pub fn new(options: LoaderOptions) -> Result<TextureCache> {
+        Ok(TextureCache::from_loader(&Loader::new(options)?))
+    }
+
+    /// A blocking cache over an existing loader: the same textures, pool and statistics.
+    /// Multi-pass launches and blocking lookups may run at the same time; blocking fills
+    /// publish at once, and memory a live launch can see is not reused until it ends.
+    pub fn from_loader(loader: &Loader) -> TextureCache {
+        TextureCache {
+            loader: loader.clone(),
+            paths: Arc::new(PathIds {
+                uid: NEXT_CACHE_UID.fetch_add(1, Ordering::Relaxed),
+                ids: RwLock::new(HashMap::new()),
+            }),
+        }
+    }
+
+    /// The loader underneath (for multi-pass launches, UDIM creation, layouts, errors).
+    pub fn loader(&self) -> &Loader {
+        &self.loader
+    }
+
+    /// Register a texture; nothing is opened or read until a lookup needs it.
+    pub fn create_texture(
+        &self,
+        source: Arc<dyn ImageSource>,
+        desc: TextureDesc,
+    ) -> Result<TextureId> {
+        self.loader.create_texture(source, desc)
+    }
+
+    /// The texture of an OpenEXR file, registered at the first call for `path` (with
+    /// `desc`; later calls return the same id and ignore `desc`). The file is opened at the
+    /// first lookup; a missing or bad file gives its fallback colour and
+    /// [`Loader::texture_error`] says why.
+    pub fn texture_for_path(&self, path: impl AsRef<Path>, desc: TextureDesc) -> Result<TextureId> {
+        let path = path.as_ref();
+        if let Some(&id) = self.paths.ids.read().get(path) {
+            return Ok(id);
+        }
+        let mut ids = self.paths.ids.write();
+        if let Some(&id) = ids.get(path) {
+            return Ok(id);
+        }
+        let id = self
+            .loader
+            .create_texture(Arc::new(ExrSource::new(path)), desc)?;
+        ids.insert(path.to_path_buf(), id);
+        Ok(id)
+    }
+
+    /// Sample level 0 (blocking).
+    pub fn tex2d(&self, texture: TextureId, s: f32, t: f32, options: &SampleOptions) -> Sample {
+        self.lookup(options, |view, o| sampling::tex2d(view, texture, s, t, o))
+    }
+
+    /// Sample at an explicit level of detail (blocking).
+    pub fn tex2d_lod(
+        &self,
+        texture: TextureId,
+        s: f32,
+        t: f32,
+        lod: f32,
+        options: &SampleOptions,
+    ) -> Sample {
+        self.lookup(options, |view, o| {
+            sampling::tex2d_lod(view, texture, s, t, lod, o)
+        })
+    }
+
+    /// Sample the footprint of the screen-space gradients `ddx`, `ddy` of (s, t)
+    /// (blocking; trilinear and anisotropic as the texture's [`TextureDesc`] says).
+    #[allow(clippy::too_many_arguments)]
+    pub fn tex2d_grad(
+        &self,
+        texture: TextureId,
+        s: f32,
+        t: f32,
+        ddx: [f32; 2],
+        ddy: [f32; 2],
+        options: &SampleOptions,
+    ) -> Sample {
+        self.lookup(options, |view, o| {
+            sampling::tex2d_grad(view, texture, s, t, ddx, ddy, o)
+        })
+    }
+
+    /// [`tex2d_grad`](Self::tex2d_grad) by file path (as OIIO's `texture(filename, ...)`):
+    /// the file is registered with [`TextureDesc::default`] at its first use. If it cannot
+    /// be registered (too many textures) the result is [`DEFAULT_FALLBACK_COLOR`],
+    /// resident.
+    #[allow(clippy::too_many_arguments)]
+    pub fn tex2d_grad_path(
+        &self,
+        path: impl AsRef<Path>,
+        s: f32,
+        t: f32,
+        ddx: [f32; 2],
+        ddy: [f32; 2],
+        options: &SampleOptions,
+    ) -> Sample {
+        match self.thread_path_id(path.as_ref()) {
+            Ok(texture) => self.tex2d_grad(texture, s, t, ddx, ddy, options),
+            Err(e) => {
+                tracing::error!("{e}");
+                Sample {
+                    value: DEFAULT_FALLBACK_COLOR,
+                    resident: true,
+                }
+            }
+        }
+    }
+
+    /// [`crate::udim::tex2d_grad_udim`], blocking: the tile (or base texture) the
+    /// coordinates select is loaded in the calling thread.
+    #[allow(clippy::too_many_arguments)]
+    pub fn tex2d_grad_udim(
+        &self,
+        udim: UdimId,
+        s: f32,
+        t: f32,
+        ddx: [f32; 2],
+        ddy: [f32; 2],
+        options: &SampleOptions,
+    ) -> Sample {
+        self.lookup(options, |view, o| {
+            udim::tex2d_grad_udim(view, udim, s, t, ddx, ddy, o)
+        })
+    }
+
+    /// Register a UDIM texture (see [`Loader::create_udim_texture`]).
+    pub fn create_udim_texture(&self, grid: UdimGrid, desc: TextureDesc) -> Result<UdimId> {
+        self.loader.create_udim_texture(grid, desc)
+    }
+
+    /// Register a UDIM texture from the OpenEXR files matching `pattern`
+    /// (`name.<UDIM>.exr`, `name.<UVTILE>.exr`; see [`Loader::create_udim_from_pattern`]).
+    pub fn create_udim_from_pattern(
+        &self,
+        pattern: &Path,
+        base: Option<&Path>,
+        desc: TextureDesc,
+    ) -> Result<UdimId> {
+        self.loader.create_udim_from_pattern(pattern, base, desc)
+    }
+
+    /// Change the cache size (see [`Loader::set_max_texture_memory`]).
+    pub fn set_max_texture_memory(&self, bytes: u64) -> Result<()> {
+        self.loader.set_max_texture_memory(bytes)
+    }
+
+    /// A statistics snapshot (shared with the loader).
+    pub fn stats(&self) -> Stats {
+        self.loader.stats()
+    }
+
+    /// Why a texture failed, if it did.
+    pub fn texture_error(&self, texture: TextureId) -> Option<Error> {
+        self.loader.texture_error(texture)
+    }
+
+    /// A blocking lookup through `sample`.
+    #[inline]
+    fn lookup(
+        &self,
+        options: &SampleOptions,
+        sample: impl Fn(sampling::CpuView<'_>, &SampleOptions) -> Sample,
+    ) -> Sample {
+        lookup::blocking_lookup(self.loader.engine(), options, sample)
+    }
+
+    /// The id of `path`, from this thread's map if it is there.
+    fn thread_path_id(&self, path: &Path) -> Result<TextureId> {
+        let uid = self.paths.uid;
+        let cached = THREAD_PATH_IDS
+            .try_with(|m| {
+                m.try_borrow()
+                    .ok()
+                    .and_then(|m| m.get(&uid).and_then(|ids| ids.get(path).copied()))
+            })
+            .ok()
+            .flatten();
+        if let Some(id) = cached {
+            return Ok(id);
+        }
+        let id = self.texture_for_path(path, TextureDesc::default())?;
+        let _ = THREAD_PATH_IDS.try_with(|m| {
+            if let Ok(mut m) = m.try_borrow_mut() {
+                m.entry(uid).or_default().insert(path.to_path_buf(), id);
+            }
+        });
+        Ok(id)
+    }
+}
+
+impl std::fmt::Debug for TextureCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TextureCache")
+            .field("loader", &self.loader)
+            .finish()
+    }
+}

@@ -1,0 +1,219 @@
+//! Blocking fills (the CPU cache's blocking mode, as OpenImageIO's TextureSystem): a lookup
+//! that misses fills the page in the calling thread and publishes it at once. The same
+//! routing, fill code, pool, staging and statistics as the multi-pass mode.
+//!
+//! - Concurrent misses on one page cause one read: the first thread marks the page in
+//!   flight; the others wait on the engine's condition variable until it is published.
+//! - Memory comes from the pool, then from staged tiles no lookup can still see, then from
+//!   a clock sweep over the resident tiles (reference bit set → spared and cleared;
+//!   otherwise aged), which stages the oldest. Staged memory is reused only once every
+//!   lookup that could have seen it has finished (thread epoch pins, which never block),
+//!   so a tile is never freed or overwritten under a reader.
+//! - The host lock is never held during a read.
+
+use super::engine::Engine;
+use super::fill::{self, TileJob};
+use super::host_state::{HostState, Pending};
+use super::process;
+use super::ticket::Ticket;
+use crate::ids::PageId;
+use crate::memory::epoch::Quiescence;
+use crate::memory::TileBuffer;
+use crate::resources::Route;
+use parking_lot::MutexGuard;
+use std::time::Duration;
+
+/// How long a waiter sleeps before it looks again (a multi-pass fill does not signal).
+const WAIT_SLICE: Duration = Duration::from_millis(1);
+
+/// Yields while staged memory waits for lookups in progress, before giving up.
+const MAX_QUIESCENCE_SPINS: u32 = 10_000;
+
+/// Make `page` resident now (or learn that it cannot be). Returns whether anything changed
+/// that a retried lookup could see: the page (or, for a failed texture, its fallback) was
+/// published, or another thread published it while this one waited.
+pub(crate) fn fill_page(engine: &Engine, page: u32) -> bool {
+    let mut host = engine.host.lock();
+    let mut waited = false;
+    loop {
+        if engine.pages.is_resident(page) {
+            return true;
+        }
+        if !host.in_flight.contains(&page) {
+            break;
+        }
+        // A multi-pass fill may have finished without publishing (that waits for the next
+        // launch): publish it now.
+        if engine.publish_pending(&mut host) > 0 {
+            engine.fill_done.notify_all();
+            continue;
+        }
+        if !waited {
+            waited = true;
+            host.counters.fill_waits += 1;
+        }
+        engine.fill_done.wait_for(&mut host, WAIT_SLICE);
+    }
+    if waited {
+        // The other fill ended without publishing the page (no memory, "not yet", or the
+        // texture failed): report progress so the lookup looks again, at most once more.
+        return engine.publish_pending(&mut host) > 0;
+    }
+    if let Some(buffer) = host.staged.restore(page) {
+        host.counters.second_chance_restores += 1;
+        host.in_flight.insert(page);
+        host.pending.push(Pending::Tile { page, buffer });
+        engine.publish_pending(&mut host);
+        return true;
+    }
+    match host.resources.route(&engine.layout, PageId(page)) {
+        Route::InitTexture(texture) => init_now(engine, host, texture),
+        Route::Tile {
+            texture,
+            level,
+            tile_x,
+            tile_y,
+        } => tile_now(
+            engine,
+            host,
+            TileJob {
+                page,
+                texture,
+                level,
+                tile_x,
+                tile_y,
+            },
+        ),
+        Route::UnknownTexture(texture) => {
+            process::publish_unknown_texture(engine, &mut host, texture);
+            engine.publish_pending(&mut host) > 0
+        }
+        Route::Failed(_) => engine.publish_pending(&mut host) > 0,
+        Route::Unowned => {
+            host.counters.unowned_requests += 1;
+            false
+        }
+    }
+}
+
+/// Open a texture in this thread: sampler, base colour and mip tail. If its mip tail does
+/// not fit, free room by evicting tiles and try once more.
+fn init_now(
+    engine: &Engine,
+    mut host: MutexGuard<'_, HostState>,
+    texture: crate::ids::TextureId,
+) -> bool {
+    let sampler_page = engine.layout.sampler_page(texture).0;
+    let base_page = engine.layout.base_color_page(texture).0;
+    for attempt in 0..2 {
+        host.in_flight.insert(sampler_page);
+        host.in_flight.insert(base_page);
+        MutexGuard::unlocked(&mut host, || fill::init_texture(engine, texture));
+        if host.deferred.remove(&sampler_page) {
+            // Deferred: no room for the mip tail, or the source said "not yet".
+            let wanted = std::mem::take(&mut host.wanted_bytes);
+            let retry = attempt == 0 && wanted > 0 && free_bytes(engine, &mut host, wanted);
+            if !retry {
+                engine.fill_done.notify_all();
+                return false;
+            }
+            continue;
+        }
+        engine.publish_pending(&mut host);
+        engine.fill_done.notify_all();
+        return true;
+    }
+    false
+}
+
+/// Read one tile in this thread and publish it.
+fn tile_now(engine: &Engine, mut host: MutexGuard<'_, HostState>, job: TileJob) -> bool {
+    host.in_flight.insert(job.page);
+    let Some(buffer) = take_buffer_now(engine, &mut host) else {
+        host.in_flight.remove(&job.page);
+        host.counters.blocking_no_memory += 1;
+        engine.fill_done.notify_all();
+        return false;
+    };
+    let ticket = Ticket::new(1);
+    let Some(task) = fill::prepare_tile(&mut host, job, buffer, ticket.task()) else {
+        engine.fill_done.notify_all();
+        return false;
+    };
+    MutexGuard::unlocked(&mut host, || task.run(engine));
+    // "Not yet" puts the page on the deferred list: in blocking mode nobody serves that
+    // list, so take it back off.
+    let not_yet = host.deferred.remove(&job.page);
+    let published = engine.publish_pending(&mut host);
+    engine.fill_done.notify_all();
+    !not_yet && published > 0
+}
+
+/// A tile buffer: free memory, then reclaimable staged tiles, then tiles staged by a clock
+/// sweep. Waits (yielding, lock released) while staged memory is held only by lookups in
+/// progress. `None` if every tile is held by a live launch or nothing is evictable.
+fn take_buffer_now(engine: &Engine, host: &mut MutexGuard<'_, HostState>) -> Option<TileBuffer> {
+    let mut spins = 0;
+    loop {
+        if let Some(buffer) = process::take_buffer(engine, host) {
+            return Some(buffer);
+        }
+        match host.staged.oldest_stamp() {
+            None => {
+                if sweep(engine, host, 1) == 0 {
+                    return None;
+                }
+            }
+            Some(stamp) => match engine.epochs.quiescence(stamp) {
+                Quiescence::ThreadsPinned if spins < MAX_QUIESCENCE_SPINS => {
+                    spins += 1;
+                    MutexGuard::unlocked(host, std::thread::yield_now);
+                }
+                Quiescence::Quiescent => {} // reclaimable now: take it on the next turn
+                Quiescence::ThreadsPinned | Quiescence::LaunchPinned => return None,
+            },
+        }
+    }
+}
+
+/// Free `bytes` of pool memory (for a mip tail) by evicting tiles. Whether it worked.
+fn free_bytes(engine: &Engine, host: &mut MutexGuard<'_, HostState>, bytes: u64) -> bool {
+    let tiles = bytes.div_ceil(crate::TILE_BYTES as u64) as usize;
+    for _ in 0..tiles {
+        match take_buffer_now(engine, host) {
+            Some(buffer) => host.pool.free_buffer(buffer),
+            None => return false,
+        }
+    }
+    true
+}
+
+/// One clock sweep over the resident tiles: referenced ones are spared (bit cleared, age
+/// 0), the others age; the oldest are staged — at least `needed`, and a sixteenth of the
+/// resident set so that sweeps are rare. If every tile was referenced, a second step ages
+/// them all. Returns how many were staged.
+fn sweep(engine: &Engine, host: &mut HostState, needed: usize) -> usize {
+    let resident = host.resident.len();
+    if resident == 0 {
+        return 0;
+    }
+    let batch = needed.max(resident / 16).max(1);
+    let mut candidates: Vec<(u8, u32)> = Vec::with_capacity(resident);
+    for _ in 0..2 {
+        candidates.extend(host.resident.keys().filter_map(|&page| {
+            let age = engine.pages.clock_step(page);
+            (age > 0).then_some((age, page))
+        }));
+        if !candidates.is_empty() {
+            break;
+        }
+    }
+    if candidates.len() > batch {
+        candidates.select_nth_unstable_by(batch - 1, |a, b| b.cmp(a));
+        candidates.truncate(batch);
+    }
+    let pages: Vec<u32> = candidates.iter().map(|&(_, page)| page).collect();
+    process::stage_pages(engine, host, &pages);
+    host.counters.clock_sweeps += 1;
+    pages.len()
+}

@@ -1,0 +1,241 @@
+//! A bounded set of open files shared by EXR sources, closed least recently used first
+//! (OpenImageIO's `max_open_files`).
+//!
+//! Reads are positioned (`pread` on Unix, `seek_read` on Windows), so one open file serves
+//! any number of threads at once without a seek lock. A reader holds an `Arc` of the file
+//! for the length of its read: closing a file (dropping it from the set) never breaks a
+//! read in flight; the descriptor is released when the last reader lets go.
+
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::fs::File;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+
+/// Files kept open by [`FileHandles::default_shared`].
+pub const DEFAULT_MAX_OPEN_FILES: usize = 100;
+
+/// One open file and when it was last used (a stamp of its [`FileHandles`]' clock).
+#[derive(Debug)]
+pub(crate) struct OpenFile {
+    file: File,
+    last_used: AtomicU64,
+    /// Set when the set drops the file: holders finish their reads, then ask again.
+    closed: AtomicBool,
+    /// Platforms without positioned reads seek and read under this lock.
+    #[cfg(not(any(unix, windows)))]
+    seek: Mutex<()>,
+}
+
+impl OpenFile {
+    fn new(file: File) -> OpenFile {
+        OpenFile {
+            file,
+            last_used: AtomicU64::new(0),
+            closed: AtomicBool::new(false),
+            #[cfg(not(any(unix, windows)))]
+            seek: Mutex::new(()),
+        }
+    }
+
+    /// Whether the set has closed (dropped) this file.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Relaxed)
+    }
+
+    /// The file's length in bytes.
+    pub(crate) fn len(&self) -> io::Result<u64> {
+        Ok(self.file.metadata()?.len())
+    }
+
+    /// Read up to `buf.len()` bytes at `offset` (fewer only at the end of the file).
+    pub(crate) fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::FileExt::read_at(&self.file, buf, offset)
+        }
+        #[cfg(windows)]
+        {
+            std::os::windows::fs::FileExt::seek_read(&self.file, buf, offset)
+        }
+        #[cfg(not(any(unix, windows)))]
+        {
+            use std::io::{Read, Seek, SeekFrom};
+            let _guard = self.seek.lock();
+            let mut f = &self.file;
+            f.seek(SeekFrom::Start(offset))?;
+            f.read(buf)
+        }
+    }
+
+    /// Fill `buf` from `offset`; `UnexpectedEof` where the file ends first.
+    pub(crate) fn read_exact_at(&self, mut buf: &mut [u8], mut offset: u64) -> io::Result<()> {
+        while !buf.is_empty() {
+            match self.read_at(buf, offset) {
+                Ok(0) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "the file ends before the data",
+                    ))
+                }
+                Ok(n) => {
+                    buf = &mut buf[n..];
+                    offset += n as u64;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A `Read` over an [`OpenFile`] from a position, by positioned reads (the file's own
+/// cursor is never used, so readers of one file do not disturb each other).
+pub(crate) struct ReadAt<'a> {
+    pub(crate) file: &'a OpenFile,
+    pub(crate) position: u64,
+}
+
+impl io::Read for ReadAt<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.file.read_at(buf, self.position)?;
+        self.position += n as u64;
+        Ok(n)
+    }
+}
+
+/// Counters of a [`FileHandles`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize)]
+pub struct FileHandleStats {
+    /// Files opened (each open of a path not in the set counts).
+    pub opens: u64,
+    /// Files closed to stay within the bound (or by [`FileHandles::close_all`]).
+    pub closes: u64,
+    /// Files in the set now.
+    pub open_now: usize,
+    /// The bound.
+    pub max_open_files: usize,
+}
+
+/// A bounded set of open files keyed by path: at most `max_open_files` are kept open, the
+/// least recently used is closed first. Shared by every [`super::ExrSource`] given the same
+/// `Arc` (by default the process-wide [`FileHandles::default_shared`]).
+///
+/// The lock is held only to look a path up or insert it; opening, reading and closing
+/// happen outside it.
+#[derive(Debug)]
+pub struct FileHandles {
+    max_open_files: usize,
+    /// Advanced at every use; a file's `last_used` is the clock when it was last used.
+    clock: AtomicU64,
+    open: Mutex<HashMap<PathBuf, Arc<OpenFile>>>,
+    opens: AtomicU64,
+    closes: AtomicU64,
+}
+
+impl FileHandles {
+    /// A set that keeps at most `max_open_files` files open (0 is taken as 1).
+    pub fn new(max_open_files: usize) -> FileHandles {
+        FileHandles {
+            max_open_files: max_open_files.max(1),
+            clock: AtomicU64::new(1),
+            open: Mutex::new(HashMap::new()),
+            opens: AtomicU64::new(0),
+            closes: AtomicU64::new(0),
+        }
+    }
+
+    /// The process-wide set ([`DEFAULT_MAX_OPEN_FILES`] files) that
+    /// [`super::ExrOptions::default`] uses.
+    pub fn default_shared() -> Arc<FileHandles> {
+        static SHARED: OnceLock<Arc<FileHandles>> = OnceLock::new();
+        SHARED
+            .get_or_init(|| Arc::new(FileHandles::new(DEFAULT_MAX_OPEN_FILES)))
+            .clone()
+    }
+
+    /// The bound on open files.
+    pub fn max_open_files(&self) -> usize {
+        self.max_open_files
+    }
+
+    /// Opens, closes and the files open now.
+    pub fn stats(&self) -> FileHandleStats {
+        FileHandleStats {
+            opens: self.opens.load(Ordering::Relaxed),
+            closes: self.closes.load(Ordering::Relaxed),
+            open_now: self.open.lock().len(),
+            max_open_files: self.max_open_files,
+        }
+    }
+
+    /// Close every file of the set (reads in flight finish on their own handle).
+    pub fn close_all(&self) {
+        let drained: Vec<Arc<OpenFile>> = self.open.lock().drain().map(|(_, f)| f).collect();
+        for f in &drained {
+            f.closed.store(true, Ordering::Relaxed);
+        }
+        self.closes
+            .fetch_add(drained.len() as u64, Ordering::Relaxed);
+        drop(drained);
+    }
+
+    /// Mark `file` used now.
+    pub(crate) fn touch(&self, file: &OpenFile) {
+        let now = self.clock.fetch_add(1, Ordering::Relaxed);
+        file.last_used.store(now, Ordering::Relaxed);
+    }
+
+    /// The open file for `path`, opening it (and closing the least recently used files
+    /// beyond the bound) if it is not open.
+    pub(crate) fn get(&self, path: &Path) -> io::Result<Arc<OpenFile>> {
+        if let Some(f) = self.open.lock().get(path).cloned() {
+            self.touch(&f);
+            return Ok(f);
+        }
+        let opened = Arc::new(OpenFile::new(File::open(path)?));
+        self.touch(&opened);
+        let (file, closed) = {
+            let mut open = self.open.lock();
+            if let Some(existing) = open.get(path).cloned() {
+                // Another thread opened it meanwhile: use theirs, close ours.
+                (existing, Vec::new())
+            } else {
+                self.opens.fetch_add(1, Ordering::Relaxed);
+                open.insert(path.to_path_buf(), opened.clone());
+                (opened, evict_beyond(&mut open, self.max_open_files, path))
+            }
+        };
+        self.closes
+            .fetch_add(closed.len() as u64, Ordering::Relaxed);
+        // `closed` (and a redundant `opened`) are dropped here, outside the lock.
+        Ok(file)
+    }
+}
+
+/// Remove least recently used files (never `keep`) until at most `max` remain.
+fn evict_beyond(
+    open: &mut HashMap<PathBuf, Arc<OpenFile>>,
+    max: usize,
+    keep: &Path,
+) -> Vec<Arc<OpenFile>> {
+    let mut closed = Vec::new();
+    while open.len() > max {
+        let oldest = open
+            .iter()
+            .filter(|(p, _)| p.as_path() != keep)
+            .min_by_key(|(_, f)| f.last_used.load(Ordering::Relaxed))
+            .map(|(p, _)| p.clone());
+        match oldest.and_then(|p| open.remove(&p)) {
+            Some(f) => {
+                f.closed.store(true, Ordering::Relaxed);
+                closed.push(f);
+            }
+            None => break,
+        }
+    }
+    closed
+}

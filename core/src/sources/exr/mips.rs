@@ -1,0 +1,181 @@
+//! Mip levels generated in memory for files that do not store a usable chain (scan-line
+//! files, single-level tiled files, mips rounded up): the same box filter as
+//! [`crate::sources::InMemoryImage`], computed in horizontal bands on scoped threads.
+//!
+//! Scoped OS threads rather than rayon: generation runs inside a fill task on the loader's
+//! rayon pool while other fill tasks of the same texture wait for it; a rayon join here
+//! could steal one of those tasks onto this very thread and deadlock it on itself.
+
+use crate::sources::SourceError;
+use crate::textures::TexelFormat;
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Source bytes a band aims at (it is at least one row unit).
+const BAND_BYTES: usize = 4 << 20;
+/// Below this many output texels a level is filtered on the calling thread.
+const PARALLEL_TEXELS: usize = 64 * 1024;
+
+/// One generated level: packed rows of the source's texel format.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct GenLevel {
+    /// Width in texels.
+    pub width: usize,
+    /// Height in texels.
+    pub height: usize,
+    /// Packed rows.
+    pub data: Vec<u8>,
+}
+
+/// Rows `[y, y + rows)` of a level, packed, into the buffer given.
+pub(crate) type ReadRows<'a> =
+    dyn Fn(usize, usize, &mut [u8]) -> Result<(), SourceError> + Sync + 'a;
+
+/// Levels 1 to `num_levels - 1` of a `width × height` level 0 whose rows `read_level0`
+/// provides. Bands of level 0 start at multiples of `row_unit` rows (the file's block
+/// height), so each file block is decoded once.
+pub(crate) fn generate(
+    format: TexelFormat,
+    (width, height): (usize, usize),
+    num_levels: usize,
+    row_unit: usize,
+    threads: usize,
+    read_level0: &ReadRows<'_>,
+) -> Result<Vec<GenLevel>, SourceError> {
+    let mut levels: Vec<GenLevel> = Vec::with_capacity(num_levels.saturating_sub(1));
+    if num_levels < 2 {
+        return Ok(levels);
+    }
+    levels.push(downsample(
+        format,
+        (width, height),
+        row_unit,
+        threads,
+        read_level0,
+    )?);
+    while levels.len() + 1 < num_levels {
+        let prev = &levels[levels.len() - 1];
+        let row_bytes = prev.width * format.texel_bytes();
+        let copy = |y: usize, rows: usize, dest: &mut [u8]| {
+            dest.copy_from_slice(&prev.data[y * row_bytes..(y + rows) * row_bytes]);
+            Ok(())
+        };
+        let next = downsample(format, (prev.width, prev.height), 1, threads, &copy)?;
+        levels.push(next);
+    }
+    Ok(levels)
+}
+
+/// The source span `[start, end)` that output index `i` of `out_len` averages along a side
+/// of `in_len`: two texels, three for the last output of an odd side, one for a side of 1
+/// (as `InMemoryImage` filters).
+#[inline]
+fn box_span(i: usize, out_len: usize, in_len: usize) -> (usize, usize) {
+    let start = 2 * i;
+    let end = if i + 1 == out_len { in_len } else { start + 2 };
+    (start, end)
+}
+
+/// The next coarser level of a `sw × sh` level read through `read_rows`.
+fn downsample(
+    format: TexelFormat,
+    (sw, sh): (usize, usize),
+    row_unit: usize,
+    threads: usize,
+    read_rows: &ReadRows<'_>,
+) -> Result<GenLevel, SourceError> {
+    let tb = format.texel_bytes();
+    let (dw, dh) = ((sw / 2).max(1), (sh / 2).max(1));
+    let (src_row_bytes, dst_row_bytes) = (sw * tb, dw * tb);
+    let unit = row_unit.max(1) * if row_unit % 2 == 0 { 1 } else { 2 };
+    let band_src_rows = unit * (BAND_BYTES / src_row_bytes / unit).max(1);
+    let band_out_rows = band_src_rows / 2;
+    let mut data = vec![0u8; dst_row_bytes * dh];
+    let bands = data.chunks_mut(band_out_rows * dst_row_bytes).enumerate();
+    let n_bands = bands.len();
+    let work = Mutex::new(bands);
+    let failed = AtomicBool::new(false);
+    let first_error = Mutex::new(None);
+    let worker = || {
+        let mut src = Vec::new();
+        let mut sums = Vec::new();
+        while !failed.load(Ordering::Relaxed) {
+            let Some((b, out)) = work.lock().next() else {
+                break;
+            };
+            let j0 = b * band_out_rows;
+            let j1 = j0 + out.len() / dst_row_bytes;
+            let y0 = box_span(j0, dh, sh).0;
+            let y1 = box_span(j1 - 1, dh, sh).1;
+            src.resize((y1 - y0) * src_row_bytes, 0);
+            if let Err(e) = read_rows(y0, y1 - y0, &mut src) {
+                failed.store(true, Ordering::Relaxed);
+                first_error.lock().get_or_insert(e);
+                break;
+            }
+            for (j, row) in (j0..j1).zip(out.chunks_exact_mut(dst_row_bytes)) {
+                filter_row(format, (sw, sh), (dw, dh), j, (&src, y0), &mut sums, row);
+            }
+        }
+    };
+    let threads = threads
+        .min(n_bands)
+        .min((dw * dh).div_ceil(PARALLEL_TEXELS))
+        .max(1);
+    if threads == 1 {
+        worker();
+    } else {
+        std::thread::scope(|s| {
+            for _ in 1..threads {
+                s.spawn(worker);
+            }
+            worker();
+        });
+    }
+    if let Some(e) = first_error.into_inner() {
+        return Err(e);
+    }
+    Ok(GenLevel {
+        width: dw,
+        height: dh,
+        data,
+    })
+}
+
+/// Output row `j`: each texel the `f32` average of its 2×2 (or 3-wide at an odd edge)
+/// box of source texels, in the order and arithmetic of `InMemoryImage`'s filter.
+/// `src` holds source rows from `src_y0` on.
+fn filter_row(
+    format: TexelFormat,
+    (sw, sh): (usize, usize),
+    (dw, dh): (usize, usize),
+    j: usize,
+    (src, src_y0): (&[u8], usize),
+    sums: &mut Vec<[f32; 4]>,
+    out: &mut [u8],
+) {
+    let tb = format.texel_bytes();
+    let src_row_bytes = sw * tb;
+    sums.clear();
+    sums.resize(dw, [0.0; 4]);
+    let (y0, y1) = box_span(j, dh, sh);
+    for y in y0..y1 {
+        let row = &src[(y - src_y0) * src_row_bytes..][..src_row_bytes];
+        for (i, sum) in sums.iter_mut().enumerate() {
+            let (x0, x1) = box_span(i, dw, sw);
+            for texel in row[x0 * tb..x1 * tb].chunks_exact(tb) {
+                let c = format.decode(texel);
+                for k in 0..4 {
+                    sum[k] += c[k];
+                }
+            }
+        }
+    }
+    let rows = (y1 - y0) as f32;
+    for (i, sum) in sums.iter_mut().enumerate() {
+        let (x0, x1) = box_span(i, dw, sw);
+        let n = rows * (x1 - x0) as f32;
+        *sum = sum.map(|s| s / n);
+    }
+    format.encode_row(sums, out);
+}

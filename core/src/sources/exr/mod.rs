@@ -1,0 +1,485 @@
+//! OpenEXR image source (pure Rust, the `exr` crate), with random access to tiles.
+//!
+//! The header and offset tables are parsed once, at [`ImageSource::open`]; afterwards each
+//! file block (tile or scan-line block) is one positioned read and one decompression, from
+//! any number of threads at once, with no lock around I/O or decoding. Open files are
+//! shared through a bounded [`FileHandles`] set (least recently used closed first).
+//!
+//! What is served:
+//! - **Tiled, mip-mapped, levels rounded down** (what `demandtex convert`, `maketx` and
+//!   `exrmaketiled` write): every level straight from the file. This is the fast path.
+//! - **Mips rounded up**: the levels whose sizes equal ours (all of them for
+//!   power-of-two sides) come from the file, the rest are generated from the last of them.
+//! - **Tiled without mips, and scan-line files**: level 0 from the file (scan-line blocks
+//!   are read by random access too), the other levels generated in memory by the box
+//!   filter of [`crate::sources::InMemoryImage`] when a coarser level is first read (at the
+//!   latest when the loader reads the mip tail). A warning is logged once per source: this
+//!   is slow, and the generated levels (a third of level 0's size) live outside the
+//!   texture memory budget. Convert such files to tiled, mip-mapped EXRs.
+//!
+//! Cache tiles (64 KiB, e.g. 128×64 texels of RGBA half) need not line up with file tiles:
+//! a read assembles its region from every block it touches. Where file blocks do not
+//! divide our tiles (larger tiles, odd sizes, scan lines), a small per-source cache of
+//! recently decoded blocks (bounded in bytes, [`ExrOptions::decoded_block_cache_bytes`])
+//! lets neighbouring cache tiles share one decode.
+//!
+//! Texel format: half channels give [`TexelType::F16`](crate::textures::TexelType::F16);
+//! float, uint (`u32`, converted with `as f32`: exact up to 2^24) or a mix of types give
+//! `F32`. One or two selected channels give one or two components; three (RGB) are widened
+//! to four with an alpha of 1; four give four. See [`ChannelSelection`].
+//!
+//! Not served, with an error naming the file and the reason: rip-mapped files, deep data,
+//! HTJ2K compression (the crate cannot decode it), subsampled channels, sides over 65536,
+//! selections naming missing channels. Multi-part files: part [`ExrOptions::part`] (0 by
+//! default) is served; the data window is the image (the display window is ignored).
+
+mod block_cache;
+mod channels;
+mod file;
+mod handles;
+mod mips;
+
+#[cfg(test)]
+mod tests;
+
+pub use handles::{FileHandleStats, FileHandles, DEFAULT_MAX_OPEN_FILES};
+
+use super::region::{check_read, full_chain_info};
+use super::{ImageInfo, ImageSource, Readiness, SourceError};
+use crate::textures::{TexelFormat, TileRegion};
+use block_cache::BlockCache;
+use channels::{CopyRect, Plan};
+use file::{DecodedBlock, ExrFile, Storage};
+use handles::OpenFile;
+use mips::GenLevel;
+use parking_lot::RwLock;
+use std::cell::Cell;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
+
+/// Default byte budget of each source's cache of decoded blocks.
+pub const DEFAULT_DECODED_BLOCK_CACHE_BYTES: usize = 8 << 20;
+
+/// Which channels of the file a source serves, and in what order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum ChannelSelection {
+    /// R, G, B, A if all are present, else R, G, B (alpha 1), else Y; then the same within
+    /// the file's one layer if every channel is `layer.X`; else the first (up to four)
+    /// channels in name order.
+    #[default]
+    Auto,
+    /// R, G, B, A (all required).
+    Rgba,
+    /// R, G, B, served with an alpha of 1 (all three required).
+    Rgb,
+    /// Y, one component.
+    Y,
+    /// A named layer: `name.R/G/B/A`, `name.R/G/B` or `name.Y` as for [`Auto`](Self::Auto),
+    /// else the first (up to four) `name.*` channels, else a channel called `name`.
+    Layer(String),
+    /// These channels, in this order (one to four; three are widened with an alpha of 1).
+    Names(Vec<String>),
+}
+
+/// How an [`ExrSource`] reads its file.
+#[derive(Clone, Debug)]
+pub struct ExrOptions {
+    /// Which channels to serve.
+    pub channels: ChannelSelection,
+    /// The set of open files this source draws from.
+    pub handles: Arc<FileHandles>,
+    /// The part of a multi-part file to serve (0 = the first).
+    pub part: usize,
+    /// Byte budget of the source's cache of recently decoded blocks, used where file blocks
+    /// do not line up with cache tiles (0 disables it). Outside the texture budget.
+    pub decoded_block_cache_bytes: usize,
+    /// Threads that generate missing mip levels (0 = one per core).
+    pub mip_threads: usize,
+}
+
+impl Default for ExrOptions {
+    fn default() -> Self {
+        ExrOptions {
+            channels: ChannelSelection::Auto,
+            handles: FileHandles::default_shared(),
+            part: 0,
+            decoded_block_cache_bytes: DEFAULT_DECODED_BLOCK_CACHE_BYTES,
+            mip_threads: 0,
+        }
+    }
+}
+
+/// Counters of one [`ExrSource`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ExrSourceStats {
+    /// File blocks (tiles or scan-line blocks) read and decoded.
+    pub blocks_decoded: u64,
+    /// Compressed bytes read for them.
+    pub compressed_bytes_read: u64,
+    /// Block reads served by the cache of decoded blocks instead.
+    pub block_cache_hits: u64,
+}
+
+/// An OpenEXR file as an [`ImageSource`]. See the [module documentation](self).
+pub struct ExrSource {
+    path: PathBuf,
+    options: ExrOptions,
+    opened: OnceLock<Opened>,
+    /// The file last obtained from `options.handles` (not kept open by this).
+    handle: RwLock<Weak<OpenFile>>,
+    blocks_decoded: AtomicU64,
+    compressed_bytes: AtomicU64,
+}
+
+/// What `open` learnt about the file.
+#[derive(Debug)]
+struct Opened {
+    file: ExrFile,
+    plan: Plan,
+    info: ImageInfo,
+    /// Levels `0..stored_levels` come from the file; the rest are generated.
+    stored_levels: u32,
+    /// Present where file blocks do not line up with cache tiles.
+    cache: Option<BlockCache>,
+    /// Levels `stored_levels..`, generated on first use (or why they could not be).
+    generated: OnceLock<Result<Vec<GenLevel>, SourceError>>,
+}
+
+thread_local! {
+    /// Each thread's buffer for compressed chunks.
+    static SCRATCH: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
+}
+
+impl std::fmt::Debug for ExrSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExrSource")
+            .field("path", &self.path)
+            .field("channels", &self.options.channels)
+            .field("part", &self.options.part)
+            .field("opened", &self.opened.get().map(|o| o.info))
+            .finish_non_exhaustive()
+    }
+}
+
+impl ExrSource {
+    /// A source for the EXR file at `path` with default options. Lazy: the file is not
+    /// touched until [`ImageSource::open`] (called by the loader at first use).
+    pub fn new(path: impl Into<PathBuf>) -> ExrSource {
+        ExrSource::with_options(path, ExrOptions::default())
+    }
+
+    /// A source for the EXR file at `path` with `options`. Lazy, as [`ExrSource::new`].
+    pub fn with_options(path: impl Into<PathBuf>, options: ExrOptions) -> ExrSource {
+        ExrSource {
+            path: path.into(),
+            options,
+            opened: OnceLock::new(),
+            handle: RwLock::new(Weak::new()),
+            blocks_decoded: AtomicU64::new(0),
+            compressed_bytes: AtomicU64::new(0),
+        }
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The options the source reads with.
+    pub fn options(&self) -> &ExrOptions {
+        &self.options
+    }
+
+    /// The texel format served (opens the file if it was not yet).
+    pub fn format(&self) -> Result<TexelFormat, SourceError> {
+        Ok(self.opened()?.info.format)
+    }
+
+    /// Blocks decoded, bytes read and cache hits so far.
+    pub fn stats(&self) -> ExrSourceStats {
+        ExrSourceStats {
+            blocks_decoded: self.blocks_decoded.load(Ordering::Relaxed),
+            compressed_bytes_read: self.compressed_bytes.load(Ordering::Relaxed),
+            block_cache_hits: self
+                .opened
+                .get()
+                .and_then(|o| o.cache.as_ref())
+                .map_or(0, |c| c.hits_and_misses().0),
+        }
+    }
+
+    fn error(&self, reason: impl std::fmt::Display) -> SourceError {
+        SourceError(format!("{}: {reason}", self.path.display()))
+    }
+
+    /// The open file, from this source's last handle if the set still holds it.
+    fn file(&self) -> Result<Arc<OpenFile>, SourceError> {
+        if let Some(f) = self.handle.read().upgrade() {
+            if !f.is_closed() {
+                self.options.handles.touch(&f);
+                return Ok(f);
+            }
+        }
+        let f = self
+            .options
+            .handles
+            .get(&self.path)
+            .map_err(|e| self.error(format_args!("cannot open: {e}")))?;
+        *self.handle.write() = Arc::downgrade(&f);
+        Ok(f)
+    }
+
+    /// Parse the file once (the first caller's result is kept).
+    fn opened(&self) -> Result<&Opened, SourceError> {
+        if let Some(o) = self.opened.get() {
+            return Ok(o);
+        }
+        let parsed = self.parse()?;
+        if self.opened.set(parsed).is_ok() {
+            if let Some(o) = self.opened.get() {
+                self.warn_if_slow(o);
+            }
+        }
+        self.opened
+            .get()
+            .ok_or_else(|| self.error("the parsed file was lost"))
+    }
+
+    fn parse(&self) -> Result<Opened, SourceError> {
+        let file = self.file()?;
+        let exr = ExrFile::parse(&self.path, &file, self.options.part)?;
+        let header = exr.header();
+        let plan = channels::resolve(&self.options.channels, &header.channels)
+            .map_err(|e| self.error(e))?;
+        let (w, h) = (header.layer_size.x() as u32, header.layer_size.y() as u32);
+        let info = full_chain_info(w, h, plan.format).map_err(|e| self.error(e))?;
+        let stored_levels = stored_levels(&exr, &info);
+        let g = exr.grids[0];
+        let (tw, th) = plan.format.tile_extent();
+        let misaligned = tw as usize % g.block_w != 0 || th as usize % g.block_h != 0;
+        let budget = self.options.decoded_block_cache_bytes;
+        let cache = (misaligned && budget > 0).then(|| BlockCache::new(budget));
+        Ok(Opened {
+            file: exr,
+            plan,
+            info,
+            stored_levels,
+            cache,
+            generated: OnceLock::new(),
+        })
+    }
+
+    fn warn_if_slow(&self, o: &Opened) {
+        if o.stored_levels >= o.info.num_levels {
+            return;
+        }
+        let why = match o.file.storage {
+            Storage::ScanLines => "a scan-line file (no tiles, no mip levels)",
+            Storage::TiledSingle => "a tiled file without mip levels",
+            Storage::TiledMip(_) => "a tiled file with mip levels rounded up",
+        };
+        tracing::warn!(
+            "{}: {why}: levels {}..{} are generated in memory from level {} when first read \
+             (slow; the memory is outside the texture budget). Convert it to a tiled, \
+             mip-mapped EXR (levels rounded down), e.g. with `demandtex convert`.",
+            self.path.display(),
+            o.stored_levels,
+            o.info.num_levels,
+            o.stored_levels - 1
+        );
+    }
+
+    /// Copy `region` of stored level `region.level` from every file block it touches.
+    fn read_stored(
+        &self,
+        o: &Opened,
+        region: TileRegion,
+        dest: &mut [u8],
+        row_bytes: usize,
+        use_cache: bool,
+    ) -> Result<(), SourceError> {
+        let file = self.file()?;
+        let level = region.level as usize;
+        let g = o.file.grids[level];
+        let tb = o.plan.format.texel_bytes();
+        let (x0, y0) = (region.x as usize, region.y as usize);
+        let (x1, y1) = (x0 + region.width as usize, y0 + region.height as usize);
+        let cache = o.cache.as_ref().filter(|_| use_cache);
+        let mut scratch = SCRATCH.take();
+        let mut run = || -> Result<(), SourceError> {
+            for by in y0 / g.block_h..=(y1 - 1) / g.block_h {
+                for bx in x0 / g.block_w..=(x1 - 1) / g.block_w {
+                    let owned: DecodedBlock;
+                    let shared: Arc<DecodedBlock>;
+                    let block: &DecodedBlock = match cache {
+                        Some(c) => {
+                            shared = match c.get((level, bx, by)) {
+                                Some(b) => b,
+                                None => {
+                                    let b = Arc::new(self.decode(
+                                        o,
+                                        &file,
+                                        level,
+                                        bx,
+                                        by,
+                                        &mut scratch,
+                                    )?);
+                                    c.insert((level, bx, by), b.clone());
+                                    b
+                                }
+                            };
+                            &shared
+                        }
+                        None => {
+                            owned = self.decode(o, &file, level, bx, by, &mut scratch)?;
+                            &owned
+                        }
+                    };
+                    let (bx0, by0) = (bx * g.block_w, by * g.block_h);
+                    let (ix0, iy0) = (x0.max(bx0), y0.max(by0));
+                    let (ix1, iy1) = (x1.min(bx0 + block.width), y1.min(by0 + block.height));
+                    let rect = CopyRect {
+                        block_w: block.width,
+                        sx: ix0 - bx0,
+                        sy: iy0 - by0,
+                        w: ix1 - ix0,
+                        h: iy1 - iy0,
+                        dest_at: (iy0 - y0) * row_bytes + (ix0 - x0) * tb,
+                        row_bytes,
+                    };
+                    o.plan.copy(&block.data, rect, dest);
+                }
+            }
+            Ok(())
+        };
+        let result = run();
+        SCRATCH.set(scratch);
+        result
+    }
+
+    fn decode(
+        &self,
+        o: &Opened,
+        file: &OpenFile,
+        level: usize,
+        bx: usize,
+        by: usize,
+        scratch: &mut Vec<u8>,
+    ) -> Result<DecodedBlock, SourceError> {
+        let block = o.file.read_block(file, level, bx, by, scratch)?;
+        self.blocks_decoded.fetch_add(1, Ordering::Relaxed);
+        self.compressed_bytes
+            .fetch_add(scratch.len() as u64, Ordering::Relaxed);
+        Ok(block)
+    }
+
+    /// Copy `region` of a generated level, generating the levels on first use.
+    fn read_generated(
+        &self,
+        o: &Opened,
+        region: TileRegion,
+        dest: &mut [u8],
+        row_bytes: usize,
+    ) -> Result<(), SourceError> {
+        let levels = o
+            .generated
+            .get_or_init(|| self.generate(o))
+            .as_ref()
+            .map_err(Clone::clone)?;
+        let level = levels
+            .get((region.level - o.stored_levels) as usize)
+            .ok_or_else(|| self.error(format_args!("level {} was not generated", region.level)))?;
+        let tb = o.plan.format.texel_bytes();
+        let src_row_bytes = level.width * tb;
+        let n = region.width as usize * tb;
+        for j in 0..region.height as usize {
+            let src = (region.y as usize + j) * src_row_bytes + region.x as usize * tb;
+            dest[j * row_bytes..j * row_bytes + n].copy_from_slice(&level.data[src..src + n]);
+        }
+        Ok(())
+    }
+
+    /// Generate the levels after the last stored one, from it.
+    fn generate(&self, o: &Opened) -> Result<Vec<GenLevel>, SourceError> {
+        let base = o.stored_levels - 1;
+        let g = o.file.grids[base as usize];
+        let format = o.plan.format;
+        let row_bytes = g.width * format.texel_bytes();
+        let read_base = |y: usize, rows: usize, dest: &mut [u8]| {
+            let region = TileRegion {
+                level: base,
+                x: 0,
+                y: y as u32,
+                width: g.width as u32,
+                height: rows as u32,
+            };
+            self.read_stored(o, region, dest, row_bytes, false)
+        };
+        let threads = match self.options.mip_threads {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            n => n,
+        };
+        let levels = (o.info.num_levels - base) as usize;
+        let started = std::time::Instant::now();
+        let generated = mips::generate(
+            format,
+            (g.width, g.height),
+            levels,
+            g.block_h,
+            threads,
+            &read_base,
+        );
+        tracing::debug!(
+            path = %self.path.display(),
+            ms = started.elapsed().as_millis() as u64,
+            ok = generated.is_ok(),
+            "generated mip levels"
+        );
+        generated
+    }
+}
+
+/// How many levels, from the finest, the file stores at our sizes (`max(1, side >> l)`).
+fn stored_levels(exr: &ExrFile, info: &ImageInfo) -> u32 {
+    let matching = exr
+        .grids
+        .iter()
+        .take(info.num_levels as usize)
+        .enumerate()
+        .take_while(|(l, g)| {
+            g.width == (info.width >> l).max(1) as usize
+                && g.height == (info.height >> l).max(1) as usize
+        })
+        .count();
+    matching.max(1) as u32
+}
+
+impl ImageSource for ExrSource {
+    fn name(&self) -> String {
+        self.path.display().to_string()
+    }
+
+    fn open(&self) -> Result<ImageInfo, SourceError> {
+        Ok(self.opened()?.info)
+    }
+
+    fn read_region(
+        &self,
+        region: TileRegion,
+        dest: &mut [u8],
+        row_bytes: usize,
+    ) -> Result<Readiness, SourceError> {
+        let o = self.opened()?;
+        check_read(&o.info, region, dest.len(), row_bytes).map_err(|e| self.error(e))?;
+        if region.width == 0 || region.height == 0 {
+            return Ok(Readiness::Ready);
+        }
+        if region.level < o.stored_levels {
+            self.read_stored(o, region, dest, row_bytes, true)?;
+        } else {
+            self.read_generated(o, region, dest, row_bytes)?;
+        }
+        Ok(Readiness::Ready)
+    }
+}

@@ -1,0 +1,6 @@
+//! Tests of the EXR source: files written by the tests, compared with the exr crate's own
+//! full reader; bad files; the open-file bound.
+
+mod errors;
+mod fixtures;
+mod reads;
