@@ -25,9 +25,8 @@ fn options() -> LoaderOptions {
 }
 
 fn temp_path(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("demandtex-exr-loader-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(format!("{tag}.exr"))
+    let name = format!("demandtex-exr-loader-{}-{tag}.exr", std::process::id());
+    std::env::temp_dir().join(name)
 }
 
 /// RGBA half with a distinct value per texel and level (exactly representable in half).

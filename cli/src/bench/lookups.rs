@@ -1,12 +1,15 @@
 //! Resident lookups per second: a 4096² RGBA8 noise texture made fully resident, sampled at
-//! random coordinates through the loader, against the same filter over flat arrays.
+//! random coordinates through the loader (a multi-pass launch, and the blocking cache on the
+//! same loader), against the same filter over flat arrays.
 
 use super::baseline::FlatTexture;
 use super::{Record, Rng};
 use crate::error::CliError;
 use demandtex::sources::{ImageSource, Noise};
 use demandtex::textures::{TexelFormat, TextureLayout};
-use demandtex::{Launch, Loader, LoaderOptions, SampleOptions, TextureDesc, TextureId};
+use demandtex::{
+    Launch, Loader, LoaderOptions, SampleOptions, TextureCache, TextureDesc, TextureId,
+};
 use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -141,9 +144,14 @@ pub fn run(threads_list: &[usize], time: Duration) -> Result<Vec<Record>, CliErr
                 max_abs_diff = max_abs_diff.max((a[i] - b[i]).abs());
             }
         }
+        let cache = TextureCache::from_loader(&loader);
         for &threads in threads_list {
             let (demand_rate, misses) =
                 measure(threads, time, &coords, demand(&launch, tex, ddx, ddy));
+            let (blocking_rate, _) = measure(threads, time, &coords, |s, t| {
+                let r = cache.tex2d_grad(tex, s, t, ddx, ddy, &SampleOptions::default());
+                (r.value, r.resident)
+            });
             let (base_rate, _) = measure(threads, time, &coords, |s, t| {
                 (flat.grad(s, t, ddx, ddy), true)
             });
@@ -155,6 +163,8 @@ pub fn run(threads_list: &[usize], time: Duration) -> Result<Vec<Record>, CliErr
                     ("demand_lookups_per_second", demand_rate),
                     ("baseline_lookups_per_second", base_rate),
                     ("ratio_demand_to_baseline", demand_rate / base_rate),
+                    ("blocking_lookups_per_second", blocking_rate),
+                    ("ratio_blocking_to_baseline", blocking_rate / base_rate),
                     ("non_resident_lookups", misses as f64),
                     ("max_abs_diff_to_baseline", max_abs_diff as f64),
                 ],

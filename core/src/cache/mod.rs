@@ -43,13 +43,13 @@ mod tests;
 
 use crate::error::{Error, Result};
 use crate::ids::{TextureId, UdimId};
-use crate::udim::{self, UdimGrid};
 use crate::loader::Loader;
 use crate::options::LoaderOptions;
 use crate::sampling::{self, Sample, SampleOptions};
 use crate::sources::{ExrSource, ImageSource};
 use crate::stats::Stats;
 use crate::textures::{TextureDesc, DEFAULT_FALLBACK_COLOR};
+use crate::udim::{self, UdimGrid};
 use parking_lot::RwLock;
 use std::cell::RefCell;
 use std::collections::HashMap;

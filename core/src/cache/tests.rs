@@ -268,7 +268,8 @@ fn unknown_ids_and_bad_coordinates_never_block() {
 #[test]
 fn udim_lookups_block_until_their_tile_is_loaded() {
     let cache = TextureCache::new(options(64 << 20)).unwrap();
-    let tile = |seed| Arc::new(Noise::new(512, 256, seed, TexelFormat::RGBA8)) as Arc<dyn ImageSource>;
+    let tile =
+        |seed| Arc::new(Noise::new(512, 256, seed, TexelFormat::RGBA8)) as Arc<dyn ImageSource>;
     let grid = UdimGrid {
         width: 2,
         height: 2,

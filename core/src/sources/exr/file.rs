@@ -196,7 +196,7 @@ impl ExrFile {
     ) -> Result<DecodedBlock, String> {
         let chunk = Chunk::read(&mut &bytes[..], &self.meta).map_err(|e| match e {
             exr::error::Error::Io(io) if io.kind() == std::io::ErrorKind::UnexpectedEof => {
-                "the chunk is cut short: truncated file".to_string()
+                "the chunk is cut short (truncated file, or a corrupt offset table)".to_string()
             }
             e => format!("unreadable chunk: {e}"),
         })?;
@@ -207,14 +207,13 @@ impl ExrFile {
             ));
         }
         let header = self.header();
-        let expected_lines = format!("{bx},{by}@{level}");
         match &chunk.compressed_block {
             CompressedBlock::Tile(t) => {
                 let c = t.coordinates;
                 if c.tile_index != Vec2(bx, by) || c.level_index != Vec2(level, level) {
                     return Err(format!(
-                        "the chunk holds tile ({}, {}) of level ({}, {}), not {expected_lines}: \
-                         corrupt offset table",
+                        "the chunk holds tile ({}, {}) of level ({}, {}), not ({bx}, {by}) of \
+                         level ({level}, {level}): corrupt offset table",
                         c.tile_index.x(),
                         c.tile_index.y(),
                         c.level_index.x(),

@@ -146,6 +146,23 @@ struct Opened {
     generated: OnceLock<Result<Vec<GenLevel>, SourceError>>,
 }
 
+/// A decoded block, this read's own or shared with the block cache.
+enum Block {
+    Owned(DecodedBlock),
+    Shared(Arc<DecodedBlock>),
+}
+
+impl std::ops::Deref for Block {
+    type Target = DecodedBlock;
+
+    fn deref(&self) -> &DecodedBlock {
+        match self {
+            Block::Owned(b) => b,
+            Block::Shared(b) => b,
+        }
+    }
+}
+
 thread_local! {
     /// Each thread's buffer for compressed chunks.
     static SCRATCH: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
@@ -310,32 +327,25 @@ impl ExrSource {
         let mut run = || -> Result<(), SourceError> {
             for by in y0 / g.block_h..=(y1 - 1) / g.block_h {
                 for bx in x0 / g.block_w..=(x1 - 1) / g.block_w {
-                    let owned: DecodedBlock;
-                    let shared: Arc<DecodedBlock>;
-                    let block: &DecodedBlock = match cache {
-                        Some(c) => {
-                            shared = match c.get((level, bx, by)) {
-                                Some(b) => b,
-                                None => {
-                                    let b = Arc::new(self.decode(
-                                        o,
-                                        &file,
-                                        level,
-                                        bx,
-                                        by,
-                                        &mut scratch,
-                                    )?);
-                                    c.insert((level, bx, by), b.clone());
-                                    b
-                                }
-                            };
-                            &shared
-                        }
+                    let block = match cache {
+                        Some(c) => match c.get((level, bx, by)) {
+                            Some(b) => Block::Shared(b),
+                            None => {
+                                let b = Arc::new(self.decode(
+                                    o,
+                                    &file,
+                                    (level, bx, by),
+                                    &mut scratch,
+                                )?);
+                                c.insert((level, bx, by), b.clone());
+                                Block::Shared(b)
+                            }
+                        },
                         None => {
-                            owned = self.decode(o, &file, level, bx, by, &mut scratch)?;
-                            &owned
+                            Block::Owned(self.decode(o, &file, (level, bx, by), &mut scratch)?)
                         }
                     };
+                    let block: &DecodedBlock = &block;
                     let (bx0, by0) = (bx * g.block_w, by * g.block_h);
                     let (ix0, iy0) = (x0.max(bx0), y0.max(by0));
                     let (ix1, iy1) = (x1.min(bx0 + block.width), y1.min(by0 + block.height));
@@ -358,13 +368,12 @@ impl ExrSource {
         result
     }
 
+    /// Read and decode one block, counting it.
     fn decode(
         &self,
         o: &Opened,
         file: &OpenFile,
-        level: usize,
-        bx: usize,
-        by: usize,
+        (level, bx, by): (usize, usize, usize),
         scratch: &mut Vec<u8>,
     ) -> Result<DecodedBlock, SourceError> {
         let block = o.file.read_block(file, level, bx, by, scratch)?;

@@ -89,9 +89,9 @@ pub struct TempFile(pub PathBuf);
 impl TempFile {
     pub fn new(tag: &str) -> TempFile {
         static N: AtomicUsize = AtomicUsize::new(0);
-        let dir = std::env::temp_dir().join(format!("demandtex-exr-tests-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        TempFile(dir.join(format!("{tag}-{}.exr", N.fetch_add(1, Ordering::Relaxed))))
+        let n = N.fetch_add(1, Ordering::Relaxed);
+        let name = format!("demandtex-exr-test-{}-{tag}-{n}.exr", std::process::id());
+        TempFile(std::env::temp_dir().join(name))
     }
 
     pub fn path(&self) -> &Path {

@@ -1,0 +1,272 @@
+//! `demandtex convert`: any EXR, PNG, JPEG or TIFF to a tiled, mip-mapped OpenEXR file
+//! (the maketx equivalent).
+//!
+//! - `load`: decoding the input to a `FloatImage` (channel selection, sRGB linearisation).
+//! - `mips`: the mip chain (`build_mips`, box / triangle / lanczos3).
+//! - `write`: the tiled mip EXR writer (`write_mip_exr`), usable by other commands.
+
+pub mod float_image;
+pub mod load;
+pub mod mips;
+pub mod write;
+
+pub use float_image::FloatImage;
+pub use mips::MipFilter;
+pub use write::{write_mip_exr, Compression, SampleType, WriteOptions, WrittenFile};
+
+use crate::error::CliError;
+use crate::progress::Progress;
+use crate::table::{format_bytes, format_seconds};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+/// Arguments of `demandtex convert`.
+#[derive(clap::Args, Debug)]
+pub struct ConvertArgs {
+    /// The image to convert: OpenEXR (scan-line or tiled), PNG, JPEG or TIFF.
+    pub input: PathBuf,
+    /// The tiled, mip-mapped OpenEXR file to write (written to OUT.tmp, then renamed).
+    #[arg(short, long, value_name = "OUT")]
+    pub output: PathBuf,
+    /// Tile size: N (square) or WxH.
+    #[arg(long, value_name = "N|WxH", default_value = "64", value_parser = parse_tile)]
+    pub tile: (u32, u32),
+    /// Compression of the tiles.
+    #[arg(long, value_enum, default_value_t = Compression::Zip)]
+    pub compression: Compression,
+    /// Sample type written.
+    #[arg(long = "type", value_enum, default_value_t = SampleType::Half)]
+    pub sample_type: SampleType,
+    /// The filter computing each mip level from the one before.
+    #[arg(long, value_enum, default_value_t = MipFilter::Box)]
+    pub filter: MipFilter,
+    /// Channels to convert: a layer (`diffuse` = diffuse.R,G,B,A), a channel, or a list
+    /// (`R,G,B`). Default: R,G,B(,A), else Y(,A), else the only channel.
+    #[arg(long, value_name = "SELECTION")]
+    pub channels: Option<String>,
+    /// Write level 0 only (still tiled).
+    #[arg(long)]
+    pub no_mips: bool,
+    /// Treat 8/16-bit inputs as sRGB-encoded and convert them to linear (alpha unchanged).
+    #[arg(long)]
+    pub linearize: bool,
+    /// Multiply colour by alpha (the OpenEXR convention; PNG, JPEG and TIFF store
+    /// straight alpha). Off by default: samples are kept as stored.
+    #[arg(long)]
+    pub premultiply: bool,
+    /// No progress bar and no summary line.
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+impl ConvertArgs {
+    /// The writer's options these arguments ask for.
+    pub fn write_options(&self) -> WriteOptions {
+        WriteOptions {
+            tile: self.tile,
+            compression: self.compression,
+            sample_type: self.sample_type,
+            filter: self.filter,
+            mips: !self.no_mips,
+        }
+    }
+}
+
+/// Parses `N` or `WxH` (each 1 to `write::MAX_TILE_SIDE`).
+pub fn parse_tile(text: &str) -> Result<(u32, u32), String> {
+    let side = |s: &str| -> Result<u32, String> {
+        let v: u32 = s
+            .trim()
+            .parse()
+            .map_err(|_| format!("{s:?} is not a tile side"))?;
+        if (1..=write::MAX_TILE_SIDE).contains(&v) {
+            Ok(v)
+        } else {
+            Err(format!(
+                "tile side {v} is not 1 to {}",
+                write::MAX_TILE_SIDE
+            ))
+        }
+    };
+    match text.split_once(['x', 'X']) {
+        Some((w, h)) => Ok((side(w)?, side(h)?)),
+        None => side(text).map(|s| (s, s)),
+    }
+}
+
+/// Runs `demandtex convert`: load, build mips, write tiles, print a summary line.
+pub fn run(args: &ConvertArgs) -> Result<(), CliError> {
+    let start = Instant::now();
+    check_paths(&args.input, &args.output)?;
+    let loaded = load::load(
+        &args.input,
+        &load::LoadOptions {
+            channels: args.channels.clone(),
+            linearize: args.linearize,
+            premultiply: args.premultiply,
+        },
+    )?;
+    let image = &loaded.image;
+    let options = args.write_options();
+    let show_progress =
+        !args.quiet && std::io::stdout().is_terminal() && std::io::stderr().is_terminal();
+    let total = options.chunk_count(image.width, image.height);
+    let bar = if show_progress {
+        Progress::new(total, "tiles")
+    } else {
+        Progress::hidden()
+    };
+    bar.set_message("writing".to_string());
+    let shown = AtomicU64::new(0);
+    let on_progress = |done: u64, _total: u64| {
+        let before = shown.fetch_max(done, Ordering::Relaxed);
+        if done > before {
+            bar.inc(done - before);
+        }
+    };
+    let written = write_mip_exr(&args.output, image, &options, Some(&on_progress));
+    bar.finish();
+    let written = written?;
+    if !args.quiet {
+        let line = summary(&written, &options, &loaded, start.elapsed().as_secs_f64());
+        crate::info::print_stdout(&format!("{line}\n"))?;
+    }
+    Ok(())
+}
+
+/// Refuses to overwrite the input or write over a directory.
+fn check_paths(input: &Path, output: &Path) -> Result<(), CliError> {
+    if !input.exists() {
+        return Err(CliError::Io(format!(
+            "cannot read {}: no such file",
+            input.display()
+        )));
+    }
+    if output.is_dir() {
+        return Err(CliError::Usage(format!(
+            "output {} is a directory",
+            output.display()
+        )));
+    }
+    let same = match (input.canonicalize(), output.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    };
+    if same {
+        return Err(CliError::Usage(format!(
+            "output {} is the input; choose another file",
+            output.display()
+        )));
+    }
+    Ok(())
+}
+
+/// The one-line summary of a conversion.
+fn summary(
+    written: &WrittenFile,
+    options: &WriteOptions,
+    loaded: &load::Loaded,
+    secs: f64,
+) -> String {
+    format!(
+        "wrote {}: {}x{} {} {} from {}{}{}, {} level{}{}, tile {}x{}, {}{}, {} on disk ({} decoded), {}",
+        written.path.display(),
+        written.width,
+        written.height,
+        loaded.source_channels.join(","),
+        options.sample_type.name(),
+        loaded.format,
+        if loaded.linearized { ", linearized" } else { "" },
+        if loaded.premultiplied { ", premultiplied" } else { "" },
+        written.levels,
+        if written.levels == 1 { "" } else { "s" },
+        if written.levels > 1 {
+            format!(" ({})", options.filter.name())
+        } else {
+            String::new()
+        },
+        options.tile.0,
+        options.tile.1,
+        options.compression.name(),
+        if options.compression.is_lossless() { "" } else { " (lossy)" },
+        format_bytes(written.bytes_on_disk),
+        format_bytes(written.decoded_bytes),
+        format_seconds(secs),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_those_of_the_issue() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            args: ConvertArgs,
+        }
+        let cli = Cli::try_parse_from(["convert", "in.png", "-o", "out.exr"]).unwrap();
+        assert_eq!(cli.args.write_options(), WriteOptions::default());
+        assert_eq!(WriteOptions::default().tile, (64, 64));
+        assert!(!cli.args.linearize && !cli.args.premultiply && !cli.args.quiet);
+        let cli = Cli::try_parse_from([
+            "convert",
+            "in.exr",
+            "-o",
+            "o.exr",
+            "--tile",
+            "32x8",
+            "--compression",
+            "b44a",
+            "--type",
+            "float",
+            "--filter",
+            "lanczos3",
+            "--no-mips",
+        ])
+        .unwrap();
+        let o = cli.args.write_options();
+        assert_eq!(
+            (o.tile, o.compression, o.sample_type),
+            ((32, 8), Compression::B44a, SampleType::Float)
+        );
+        assert_eq!((o.filter, o.mips), (MipFilter::Lanczos3, false));
+        assert!(
+            Cli::try_parse_from(["convert", "in.png"]).is_err(),
+            "-o is required"
+        );
+        assert!(Cli::try_parse_from(["convert", "a", "-o", "b", "--compression", "lzw"]).is_err());
+    }
+
+    #[test]
+    fn tile_sizes_parse_square_and_rectangular() {
+        assert_eq!(parse_tile("64"), Ok((64, 64)));
+        assert_eq!(parse_tile("128x32"), Ok((128, 32)));
+        assert_eq!(parse_tile("16X8"), Ok((16, 8)));
+        assert!(parse_tile("0").is_err());
+        assert!(parse_tile("64x").is_err());
+        assert!(parse_tile("big").is_err());
+        assert!(parse_tile("100000").is_err());
+    }
+
+    #[test]
+    fn the_input_is_never_the_output() {
+        let dir = std::env::temp_dir().join(format!("demandtex-conv-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let input = dir.join("in.exr");
+        std::fs::write(&input, b"x").unwrap();
+        let same = dir.join(".").join("in.exr");
+        assert!(matches!(
+            check_paths(&input, &same),
+            Err(CliError::Usage(_))
+        ));
+        assert!(matches!(check_paths(&input, &dir), Err(CliError::Usage(_))));
+        assert!(check_paths(&input, &dir.join("out.exr")).is_ok());
+        assert!(check_paths(&dir.join("missing.png"), &dir.join("out.exr")).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
