@@ -4,12 +4,17 @@
 //!   within a small memory budget, multi-pass until converged (`--verify` compares with a
 //!   fully resident render).
 //! - `demandtex bench`: lookup, request and fill throughput figures.
+//! - `demandtex convert IN -o OUT.exr`: any EXR, PNG, JPEG or TIFF to a tiled, mip-mapped
+//!   OpenEXR file (the maketx equivalent).
+//! - `demandtex info FILE`: what an OpenEXR file holds (levels, tiles, compression, bytes).
 //!
 //! Logging goes to stderr, filtered by `RUST_LOG` (default `warn`).
 
 mod bench;
+mod convert;
 mod demo;
 mod error;
+mod info;
 mod progress;
 mod table;
 
@@ -31,6 +36,10 @@ enum Command {
     Demo(demo::DemoArgs),
     /// Measure lookup, request and fill throughput (figures only, never pass/fail).
     Bench(bench::BenchArgs),
+    /// Convert an EXR, PNG, JPEG or TIFF image to a tiled, mip-mapped OpenEXR file.
+    Convert(convert::ConvertArgs),
+    /// Describe an OpenEXR file from its headers: levels, tiles, compression, bytes.
+    Info(info::InfoArgs),
 }
 
 fn init_tracing() {
@@ -50,6 +59,8 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Command::Demo(args) => demo::run(args, progress).map(|_| ()),
         Command::Bench(args) => bench::run(args),
+        Command::Convert(args) => convert::run(args),
+        Command::Info(args) => info::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -3,10 +3,15 @@
 //! Benchmarks report; they never assert timings.
 
 mod baseline;
+pub mod compare;
+mod exr_fill;
 mod fill;
 mod lookups;
+pub mod make_trace;
+pub mod replay;
 mod requests;
 mod rounds;
+pub mod trace;
 
 use crate::error::CliError;
 use crate::table::{format_rate, Table};
@@ -15,9 +20,13 @@ use demandtex::textures::TextureLayout;
 use demandtex::{Loader, SampleOptions, TextureId};
 use std::time::Duration;
 
-/// Arguments of `demandtex bench`.
+/// Arguments of `demandtex bench`: the built-in sections, or a subcommand.
 #[derive(clap::Args, Clone, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct BenchArgs {
+    /// Replay or write query traces, or compare replay results (default: the sections).
+    #[command(subcommand)]
+    pub command: Option<BenchCommand>,
     /// Thread counts to measure, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "1,2", value_parser = clap::value_parser!(u32).range(1..=1024).map(|n| n as usize))]
     pub threads_list: Vec<usize>,
@@ -32,6 +41,17 @@ pub struct BenchArgs {
     pub only: Vec<Which>,
 }
 
+/// `demandtex bench` subcommands: query traces (`.dtxq`, see `shared/bench/QUERIES.md`).
+#[derive(clap::Subcommand, Clone, Debug)]
+pub enum BenchCommand {
+    /// Replay a query trace on its texture files and print the figures.
+    Replay(replay::ReplayArgs),
+    /// Write procedural textures and a coherent or incoherent query trace over them.
+    MakeTrace(make_trace::MakeTraceArgs),
+    /// Compare two replays' results (4 × f32 per query): PSNR, largest difference.
+    Compare(compare::CompareArgs),
+}
+
 /// One of the benchmarks.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Which {
@@ -41,6 +61,8 @@ pub enum Which {
     Requests,
     /// Tiles and bytes per second filled from procedural sources.
     Fill,
+    /// EXR tiles decoded per second: bare exr API vs. demandtex's fill path (not default).
+    ExrFill,
 }
 
 /// One measurement: a benchmark, its case, the threads used and named figures.
@@ -129,6 +151,12 @@ pub fn render_tables(records: &[Record]) -> String {
 
 /// Run the selected benchmarks and print their figures.
 pub fn run(args: &BenchArgs) -> Result<(), CliError> {
+    match &args.command {
+        Some(BenchCommand::Replay(a)) => return replay::run(a),
+        Some(BenchCommand::MakeTrace(a)) => return make_trace::run(a),
+        Some(BenchCommand::Compare(a)) => return compare::run(a),
+        None => {}
+    }
     if !(args.seconds > 0.0 && args.seconds <= 3600.0) {
         return Err(CliError::Usage(format!(
             "--seconds {} (0 < s <= 3600)",
@@ -157,6 +185,10 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
     if args.only.contains(&Which::Fill) {
         eprintln!("bench: fills…");
         emit(fill::run(&args.threads_list, time)?, &mut records);
+    }
+    if args.only.contains(&Which::ExrFill) {
+        eprintln!("bench: EXR fills…");
+        emit(exr_fill::run(&args.threads_list, time)?, &mut records);
     }
     print!("{}", render_tables(&records));
     Ok(())

@@ -1,0 +1,364 @@
+//! `demandtex bench replay TRACE`: replay a `.dtxq` query trace exactly as
+//! `shared/bench/QUERIES.md` specifies — trilinear, periodic wrap, RGBA results, chunks of
+//! 4096 queries taken in order by T threads, each query looked up once — and report the
+//! figures it names.
+//!
+//! - `blocking` (the default): [`demandtex::TextureCache`]; a miss loads its tiles in the
+//!   calling thread, as OpenImageIO's TextureSystem does.
+//! - `multipass`: a [`demandtex::Loader`]; each pass samples every query still pending
+//!   through one launch, then the launch's requests are filled and the next pass repeats
+//!   the queries that were not resident. Every pass is timed.
+//!
+//! The wall time covers the replay itself: registering the files, opening them (lazily, at
+//! their first lookup), every lookup and fill. Reading the trace, checking that the files
+//! exist and reading their channel counts from their headers come before it.
+
+mod blocking;
+mod multipass;
+
+use super::trace::{Query, Trace};
+use crate::error::CliError;
+use crate::table::format_bytes;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+
+/// Queries per chunk: threads take chunks of this many consecutive queries.
+pub const CHUNK: usize = 4096;
+
+/// How the trace is replayed.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Blocking texture cache: a miss reads its tiles in the calling thread.
+    Blocking,
+    /// Multi-pass loader: launches, requests and fills until every query is resident.
+    Multipass,
+}
+
+impl Mode {
+    fn name(self) -> &'static str {
+        match self {
+            Mode::Blocking => "blocking",
+            Mode::Multipass => "multipass",
+        }
+    }
+}
+
+/// Arguments of `demandtex bench replay`.
+#[derive(clap::Args, Clone, Debug)]
+pub struct ReplayArgs {
+    /// The `.dtxq` trace to replay.
+    pub trace: PathBuf,
+    /// Directory the trace's texture paths are relative to (default: the trace's directory).
+    #[arg(long)]
+    pub textures: Option<PathBuf>,
+    /// Threads looking up (and, in multipass mode, filling).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub threads: u32,
+    /// Texture cache size in MiB (tiles and mip tails).
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..=(1 << 24)))]
+    pub cache_mb: u64,
+    /// Blocking cache or multi-pass loader.
+    #[arg(long, value_enum, default_value = "blocking")]
+    pub mode: Mode,
+    /// Write every result as 4 × f32 (RGBA, little-endian) to this file, in query order.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Print the figures as one JSON object on a line instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Multipass: most passes before giving up.
+    #[arg(long, default_value_t = 10_000)]
+    pub max_passes: u32,
+}
+
+/// What a replay measured.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Report {
+    /// Lookups replayed (the trace's queries).
+    pub lookups: u64,
+    /// Wall seconds of the replay.
+    pub seconds: f64,
+    /// Tiles read from files (mip tails not counted).
+    pub tiles_read: u64,
+    /// Mip tails read (one per opened texture).
+    pub mip_tails_read: u64,
+    /// Decoded texel bytes read from files, tiles and mip tails, re-reads counted.
+    pub bytes_read: u64,
+    /// Highest texture memory held.
+    pub peak_resident_bytes: u64,
+    /// f64 sum of r + g + b + a over all results, in query order.
+    pub checksum: f64,
+    /// Textures whose file failed (they sample as their fallback colour).
+    pub failed_textures: u64,
+    /// Tiles evicted and dropped (their memory reused).
+    pub evictions: u64,
+    /// Lookups that returned a non-resident approximation (blocking: budget too small for
+    /// the lookups in flight or a failed read; multipass: 0 once converged).
+    pub non_resident: u64,
+    /// Multipass: launches used (1 for the blocking mode).
+    pub passes: u64,
+}
+
+/// The replay's inputs, resolved and checked, ready to be timed.
+pub(crate) struct Prepared {
+    /// The queries.
+    pub queries: Vec<Query>,
+    /// Absolute (or working-directory-relative) path of each texture.
+    pub paths: Vec<PathBuf>,
+    /// Per texture: whether it has two channels (its third result channel repeats the
+    /// first, by QUERIES.md's rule; the samplers give 0 there).
+    pub two_channel: Vec<bool>,
+}
+
+/// One result per query, written by the replay threads. Relaxed atomic stores compile to
+/// plain stores, so threads write disjoint (or scattered) queries without locks.
+pub(crate) struct Results(Vec<[AtomicU32; 4]>);
+
+impl Results {
+    fn new(n: usize) -> Results {
+        Results((0..n).map(|_| Default::default()).collect())
+    }
+
+    /// Store the result of query `i`.
+    #[inline]
+    pub fn set(&self, i: usize, v: [f32; 4]) {
+        let r = &self.0[i];
+        for c in 0..4 {
+            r[c].store(v[c].to_bits(), Ordering::Relaxed);
+        }
+    }
+
+    fn into_floats(self) -> Vec<[f32; 4]> {
+        self.0
+            .into_iter()
+            .map(|r| r.map(|c| f32::from_bits(c.into_inner())))
+            .collect()
+    }
+}
+
+/// Apply QUERIES.md's channel rule to a sample of a two-channel texture.
+#[inline]
+pub(crate) fn fix_channels(mut v: [f32; 4], two_channel: bool) -> [f32; 4] {
+    if two_channel {
+        v[2] = v[0];
+    }
+    v
+}
+
+/// Run `work(first, end)` over `n` items cut into chunks of [`CHUNK`], `threads` threads
+/// taking chunks in order from a shared counter as they become free. Returns what each
+/// chunk's call returned, in chunk order.
+pub(crate) fn for_each_chunk<R: Send>(
+    n: usize,
+    threads: usize,
+    work: impl Fn(usize, usize) -> R + Sync,
+) -> Vec<R> {
+    let chunks = n.div_ceil(CHUNK);
+    let next = AtomicUsize::new(0);
+    let mut out: Vec<(usize, R)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads.min(chunks.max(1)))
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let c = next.fetch_add(1, Ordering::Relaxed);
+                        if c >= chunks {
+                            return mine;
+                        }
+                        let first = c * CHUNK;
+                        mine.push((c, work(first, (first + CHUNK).min(n))));
+                    }
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    });
+    out.sort_unstable_by_key(|(c, _)| *c);
+    out.into_iter().map(|(_, r)| r).collect()
+}
+
+/// Read the trace and check its textures: each must exist; its channel count is read from
+/// its header.
+fn prepare(args: &ReplayArgs) -> Result<Prepared, CliError> {
+    let trace = Trace::read(&args.trace)?;
+    let dir = match &args.textures {
+        Some(d) => d.clone(),
+        None => args
+            .trace
+            .parent()
+            .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
+    };
+    let mut paths = Vec::with_capacity(trace.textures.len());
+    let mut two_channel = Vec::with_capacity(trace.textures.len());
+    for (i, rel) in trace.textures.iter().enumerate() {
+        let path = dir.join(rel);
+        let meta = exr::meta::MetaData::read_from_file(&path, false)
+            .map_err(|e| CliError::Io(format!("texture {i} ({}): {e}", path.display())))?;
+        let channels = meta.headers.first().map_or(0, |h| h.channels.list.len());
+        two_channel.push(channels == 2);
+        paths.push(path);
+    }
+    Ok(Prepared {
+        queries: trace.queries,
+        paths,
+        two_channel,
+    })
+}
+
+/// The results' checksum: the f64 sum of r + g + b + a, in query order.
+pub fn checksum(results: &[[f32; 4]]) -> f64 {
+    results
+        .iter()
+        .map(|r| r.iter().map(|&c| c as f64).sum::<f64>())
+        .sum()
+}
+
+/// Write results as 4 × f32 little-endian per query.
+pub fn write_results(path: &Path, results: &[[f32; 4]]) -> Result<(), CliError> {
+    let mut bytes = Vec::with_capacity(results.len() * 16);
+    for r in results {
+        for c in r {
+            bytes.extend_from_slice(&c.to_le_bytes());
+        }
+    }
+    std::fs::write(path, bytes).map_err(|e| CliError::Io(format!("{}: {e}", path.display())))
+}
+
+impl Report {
+    /// Lookups per second.
+    pub fn lookups_per_s(&self) -> f64 {
+        if self.seconds > 0.0 {
+            self.lookups as f64 / self.seconds
+        } else {
+            0.0
+        }
+    }
+
+    /// The report as one JSON object, with what it was run with.
+    pub fn to_json(&self, args: &ReplayArgs) -> serde_json::Value {
+        serde_json::json!({
+            "system": "demandtex",
+            "mode": args.mode.name(),
+            "threads": args.threads,
+            "cache_mb": args.cache_mb,
+            "lookups": self.lookups,
+            "seconds": self.seconds,
+            "lookups_per_s": self.lookups_per_s(),
+            "tiles_read": self.tiles_read,
+            "mip_tails_read": self.mip_tails_read,
+            "bytes_read": self.bytes_read,
+            "peak_resident_bytes": self.peak_resident_bytes,
+            "evictions": self.evictions,
+            "failed_textures": self.failed_textures,
+            "non_resident": self.non_resident,
+            "passes": self.passes,
+            "checksum": self.checksum,
+        })
+    }
+
+    fn print_text(&self, args: &ReplayArgs) {
+        println!(
+            "demandtex {} replay of {}: {} thread(s), cache {} MiB",
+            args.mode.name(),
+            args.trace.display(),
+            args.threads,
+            args.cache_mb
+        );
+        println!(
+            "  {} lookups in {:.3} s: {:.3} M lookups/s{}",
+            self.lookups,
+            self.seconds,
+            self.lookups_per_s() / 1e6,
+            if args.mode == Mode::Multipass {
+                format!(" ({} passes)", self.passes)
+            } else {
+                String::new()
+            }
+        );
+        println!(
+            "  tiles read {} (+{} mip tails), bytes read {}, peak resident {}",
+            self.tiles_read,
+            self.mip_tails_read,
+            format_bytes(self.bytes_read),
+            format_bytes(self.peak_resident_bytes)
+        );
+        println!(
+            "  evictions {}, non-resident results {}, checksum {}",
+            self.evictions, self.non_resident, self.checksum
+        );
+    }
+}
+
+/// Replay the trace and print the figures (and write the results with `--out`).
+pub fn run(args: &ReplayArgs) -> Result<(), CliError> {
+    let prepared = prepare(args)?;
+    let budget = args.cache_mb << 20;
+    let threads = args.threads as usize;
+    let (mut report, results) = match args.mode {
+        Mode::Blocking => blocking::replay(&prepared, threads, budget)?,
+        Mode::Multipass => multipass::replay(&prepared, threads, budget, args.max_passes)?,
+    };
+    report.checksum = checksum(&results);
+    if let Some(out) = &args.out {
+        write_results(out, &results)?;
+    }
+    if report.failed_textures > 0 {
+        eprintln!(
+            "bench replay: {} texture(s) failed and sampled as their fallback colour",
+            report.failed_textures
+        );
+    }
+    if args.json {
+        println!("{}", report.to_json(args));
+    } else {
+        report.print_text(args);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_cover_every_item_once_in_order() {
+        for threads in [1, 2, 5] {
+            let n = 3 * CHUNK + 17;
+            let seen = Results::new(n);
+            let spans = for_each_chunk(n, threads, |a, b| {
+                for i in a..b {
+                    seen.set(i, [i as f32, 0.0, 0.0, 1.0]);
+                }
+                (a, b)
+            });
+            assert_eq!(
+                spans,
+                vec![
+                    (0, CHUNK),
+                    (CHUNK, 2 * CHUNK),
+                    (2 * CHUNK, 3 * CHUNK),
+                    (3 * CHUNK, n)
+                ]
+            );
+            let r = seen.into_floats();
+            assert!(r.iter().enumerate().all(|(i, v)| v[0] == i as f32));
+            assert_eq!(checksum(&r), (0..n).map(|i| i as f64 + 1.0).sum::<f64>());
+        }
+        assert!(for_each_chunk(0, 2, |a, b| (a, b)).is_empty());
+    }
+
+    #[test]
+    fn two_channel_results_repeat_the_first_channel() {
+        assert_eq!(
+            fix_channels([0.2, 0.4, 0.0, 1.0], true),
+            [0.2, 0.4, 0.2, 1.0]
+        );
+        assert_eq!(
+            fix_channels([0.2, 0.4, 0.0, 1.0], false),
+            [0.2, 0.4, 0.0, 1.0]
+        );
+    }
+}
