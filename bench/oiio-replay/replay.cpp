@@ -23,8 +23,10 @@
 // does per lookup (two bilinear levels) is unchanged. `--lod native` passes the trace's
 // derivatives through untouched.
 //
-// Channels. 1-channel textures give (c, c, c, 1), 2-channel (c0, c1, c0, 1), 3-channel
-// (r, g, b, 1): QUERIES.md's rule, applied here to what OIIO returns.
+// Channels. A texture has the channels demandtex's EXR reader serves: R G B A; R G B (alpha
+// 1); Y when there is no R G B (a `Y A` file is served as Y, its alpha dropped); otherwise
+// the first channels. Then QUERIES.md's rule: 1 channel gives (c, c, c, 1), 2 channels
+// (c0, c1, c0, 1). OIIO is asked for 4 channels and its answer is rearranged to match.
 //
 // Figures (one JSON line with --json): lookups, seconds (the replay itself: thread start,
 // handles, lazy opens, lookups), lookups_per_s, tiles_read (stat:tiles_created),
@@ -160,9 +162,37 @@ Trace read_trace(const std::string& path)
     return tr;
 }
 
+// How OIIO's 4-channel answer becomes the RGBA result.
+enum class Map { Rgba, Rgb, Gray, Two };
+
 struct TexInfo {
-    int width = 0, height = 0, channels = 4, levels = 1;
+    int width = 0, height = 0, levels = 1;
+    Map map   = Map::Rgba;
+    int gray  = 0;  // Map::Gray: the channel to replicate
 };
+
+// The channels demandtex's EXR reader would serve from a file with these channel names.
+void choose_map(const std::vector<std::string>& names, TexInfo& ti)
+{
+    auto find = [&](const char* n) {
+        auto it = std::find(names.begin(), names.end(), n);
+        return it == names.end() ? -1 : int(it - names.begin());
+    };
+    int r = find("R"), g = find("G"), b = find("B"), a = find("A"), y = find("Y");
+    if (r == 0 && g == 1 && b == 2) {
+        ti.map = a == 3 ? Map::Rgba : Map::Rgb;
+    } else if (r < 0 && y >= 0 && y < 4) {
+        ti.map  = Map::Gray;
+        ti.gray = y;
+    } else {
+        switch (names.size()) {
+        case 1: ti.map = Map::Gray, ti.gray = 0; break;
+        case 2: ti.map = Map::Two; break;
+        case 3: ti.map = Map::Rgb; break;
+        default: ti.map = Map::Rgba; break;
+        }
+    }
+}
 
 // The smaller side of level m of a width × height chain (as OIIO's `minwh`).
 inline float minwh(const TexInfo& ti, int m)
@@ -310,14 +340,13 @@ int main(int argc, char** argv)
                 if (!known[tex]) {  // once per texture per thread
                     known[tex]   = 1;
                     handles[tex] = ts->get_texture_handle(names[tex], pt);
-                    int res[2]   = { 0, 0 };
-                    int ch = 4, levels = 1;
-                    if (ts->get_texture_info(handles[tex], pt, 0, ustring("resolution"),
-                                             TypeDesc(TypeDesc::INT, 2), res))
-                        info[tex].width = res[0], info[tex].height = res[1];
-                    if (ts->get_texture_info(handles[tex], pt, 0, ustring("channels"),
-                                             TypeDesc::INT, &ch))
-                        info[tex].channels = ch;
+                    OIIO::ImageSpec spec;
+                    int levels = 1;
+                    if (ts->get_imagespec(handles[tex], pt, 0, spec)) {
+                        info[tex].width  = spec.width;
+                        info[tex].height = spec.height;
+                        choose_map(spec.channelnames, info[tex]);
+                    }
                     if (ts->get_texture_info(handles[tex], pt, 0, ustring("miplevels"),
                                              TypeDesc::INT, &levels))
                         info[tex].levels = levels;
@@ -335,11 +364,11 @@ int main(int argc, char** argv)
                         first_error = ts->geterror();
                     }
                 }
-                switch (ti.channels) {
-                case 1: r[1] = r[2] = r[0]; r[3] = 1.0f; break;
-                case 2: r[2] = r[0]; r[3] = 1.0f; break;
-                case 3: r[3] = 1.0f; break;
-                default: break;
+                switch (ti.map) {
+                case Map::Rgba: break;
+                case Map::Rgb: r[3] = 1.0f; break;
+                case Map::Two: r[2] = r[0], r[3] = 1.0f; break;
+                case Map::Gray: r[0] = r[1] = r[2] = r[ti.gray], r[3] = 1.0f; break;
                 }
             }
         }

@@ -87,7 +87,10 @@ fn parse_trace(b: &[u8]) -> (Vec<String>, Vec<Q>) {
     (names, queries)
 }
 
-/// Every level of an RGBA mip EXR, as RGBA f32 texels, finest first.
+/// Every level of a mip EXR as RGBA f32 texels, finest first, with the channels
+/// demandtex's reader serves (R G B A; R G B with alpha 1; Y, also from a `Y A` file;
+/// otherwise the first channels) and QUERIES.md's rule: one channel gives (c, c, c, 1), two
+/// (c0, c1, c0, 1).
 struct Levels(Vec<(usize, usize, Vec<[f32; 4]>)>);
 
 fn read_levels(path: &Path) -> Levels {
@@ -102,26 +105,32 @@ fn read_levels(path: &Path) -> Levels {
         .unwrap();
     let layer = &image.layer_data;
     let (w, h) = (layer.size.0, layer.size.1);
-    let channel = |name: &str| {
-        layer
-            .channel_data
-            .list
-            .iter()
-            .find(|c| c.name.eq(name))
-            .unwrap_or_else(|| panic!("no channel {name}"))
+    let list = &layer.channel_data.list;
+    let find = |name: &str| list.iter().find(|c| c.name.eq(name));
+    let served: Vec<_> = match (find("R"), find("G"), find("B"), find("A"), find("Y")) {
+        (Some(r), Some(g), Some(b), a, _) => [Some(r), Some(g), Some(b), a].to_vec(),
+        (None, _, _, _, Some(y)) => vec![Some(y)],
+        _ => list.iter().take(4).map(Some).collect(),
     };
-    let rgba = ["R", "G", "B", "A"].map(channel);
-    let count = rgba[0].sample_data.levels_as_slice().len();
+    let count = served[0].unwrap().sample_data.levels_as_slice().len();
     Levels(
         (0..count)
             .map(|l| {
                 let (lw, lh) = ((w >> l).max(1), (h >> l).max(1));
-                let data: Vec<Vec<f32>> = rgba
+                let data: Vec<Option<Vec<f32>>> = served
                     .iter()
-                    .map(|c| c.sample_data.levels_as_slice()[l].values_as_f32().collect())
+                    .map(|c| {
+                        c.map(|c| c.sample_data.levels_as_slice()[l].values_as_f32().collect())
+                    })
                     .collect();
+                let at = |c: usize, i: usize| data[c].as_ref().map_or(1.0, |d| d[i]);
                 let texels = (0..lw * lh)
-                    .map(|i| [data[0][i], data[1][i], data[2][i], data[3][i]])
+                    .map(|i| match data.len() {
+                        1 => [at(0, i), at(0, i), at(0, i), 1.0],
+                        2 => [at(0, i), at(1, i), at(0, i), 1.0],
+                        3 => [at(0, i), at(1, i), at(2, i), 1.0],
+                        _ => [at(0, i), at(1, i), at(2, i), at(3, i)],
+                    })
                     .collect();
                 (lw, lh, texels)
             })
@@ -358,6 +367,87 @@ fn damaged_traces_and_missing_files_give_clear_errors() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Gray, gray + alpha and RGB PNGs converted to EXR: results follow the channel rule.
+fn write_channel_textures(dir: &Path) -> Vec<String> {
+    let (w, h) = (96u32, 80u32);
+    let v = |x: u32, y: u32, k: u32| ((x * (3 + k) + y * (5 + 2 * k)) % 256) as u8;
+    let gray = image::GrayImage::from_fn(w, h, |x, y| image::Luma([v(x, y, 0)]));
+    let gray_alpha =
+        image::GrayAlphaImage::from_fn(w, h, |x, y| image::LumaA([v(x, y, 1), v(x, y, 2)]));
+    let rgb = image::RgbImage::from_fn(w, h, |x, y| {
+        image::Rgb([v(x, y, 3), v(x, y, 4), v(x, y, 5)])
+    });
+    gray.save(dir.join("y.png")).unwrap();
+    gray_alpha.save(dir.join("ya.png")).unwrap();
+    rgb.save(dir.join("rgb.png")).unwrap();
+    let mut names = Vec::new();
+    for stem in ["y", "ya", "rgb"] {
+        ok(
+            demandtex()
+                .arg("convert")
+                .arg(dir.join(format!("{stem}.png")))
+                .arg("-o")
+                .arg(dir.join(format!("{stem}.exr")))
+                .arg("-q")
+                .output()
+                .unwrap(),
+            "convert",
+        );
+        names.push(format!("{stem}.exr"));
+    }
+    names
+}
+
+/// Deterministic queries over `textures` textures, footprints over every level.
+fn spread_queries(textures: u32, n: u32) -> Vec<Q> {
+    (0..n)
+        .map(|i| {
+            let f = |k: u32| {
+                ((i.wrapping_mul(2_654_435_761).wrapping_add(k * 40_503)) % 10_007) as f32
+                    / 10_007.0
+            };
+            let len = (f(3) * 7.0).exp2() / 96.0;
+            Q {
+                texture: i % textures,
+                s: f(1) * 3.0 - 1.0,
+                t: f(2),
+                ddx: [len, 0.0],
+                ddy: [0.0, len * 0.5],
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn channel_rules_hold_for_gray_gray_alpha_and_rgb_files() {
+    let dir = temp_dir("channels");
+    let names = write_channel_textures(&dir);
+    let levels: Vec<Levels> = names.iter().map(|n| read_levels(&dir.join(n))).collect();
+    let queries = spread_queries(3, 3000);
+    let trace = dir.join("channels.dtxq");
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    std::fs::write(&trace, trace_bytes(&refs, &queries)).unwrap();
+    for mode in ["blocking", "multipass"] {
+        let (_, results) = replay(&trace, mode, 64);
+        for (q, r) in queries.iter().zip(&results) {
+            let e = levels[q.texture as usize].trilinear(q);
+            for c in 0..4 {
+                assert!(
+                    (e[c] - r[c] as f64).abs() < 1e-4,
+                    "{mode} {q:?}: {r:?} vs {e:?}"
+                );
+            }
+            if q.texture < 2 {
+                assert!(
+                    r[0] == r[1] && r[1] == r[2] && (r[3] - 1.0).abs() < 1e-6,
+                    "{r:?}"
+                );
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn openimageio_agrees_where_it_is_installed() {
     let has_oiio = Command::new("pkg-config")
@@ -377,7 +467,14 @@ fn openimageio_agrees_where_it_is_installed() {
     );
     let dir = temp_dir("oiio");
     make_traces(&dir);
-    for kind in ["coherent", "incoherent"] {
+    let names = write_channel_textures(&dir);
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    std::fs::write(
+        dir.join("channels.dtxq"),
+        trace_bytes(&refs, &spread_queries(3, 3000)),
+    )
+    .unwrap();
+    for kind in ["coherent", "incoherent", "channels"] {
         let trace = dir.join(format!("{kind}.dtxq"));
         let (json, _) = replay(&trace, "blocking", 64);
         let oiio_out = dir.join(format!("{kind}-oiio.f32"));

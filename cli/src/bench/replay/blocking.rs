@@ -1,25 +1,23 @@
 //! Blocking replay: the queries through a [`TextureCache`]; a miss reads its tiles in the
 //! calling thread.
 
-use super::{fix_channels, for_each_chunk, Prepared, Report, Results};
+use super::{for_each_chunk, Prepared, Replayed, Report, Results};
 use crate::error::CliError;
 use demandtex::{LoaderOptions, SampleOptions, TextureCache, TextureDesc, TextureId};
 use std::time::Instant;
 
-/// Replay `prepared` on `threads` threads through a cache of `budget` bytes. Returns the
-/// figures (checksum left at 0) and the results in query order.
+/// Replay `prepared` on `threads` threads through a cache of `budget` bytes.
 pub(crate) fn replay(
     prepared: &Prepared,
     threads: usize,
     budget: u64,
-) -> Result<(Report, Vec<[f32; 4]>), CliError> {
+) -> Result<Replayed, CliError> {
     let cache = TextureCache::new(LoaderOptions {
         max_texture_memory: budget,
         fill_threads: threads,
         ..Default::default()
     })?;
     let queries = &prepared.queries;
-    let two = &prepared.two_channel;
     let results = Results::new(queries.len());
     let options = SampleOptions::default();
 
@@ -32,10 +30,9 @@ pub(crate) fn replay(
     let non_resident: u64 = for_each_chunk(queries.len(), threads, |first, end| {
         let mut misses = 0u64;
         for (i, q) in queries[first..end].iter().enumerate() {
-            let t = q.texture as usize;
-            let s = cache.tex2d_grad(ids[t], q.s, q.t, q.ddx, q.ddy, &options);
+            let s = cache.tex2d_grad(ids[q.texture as usize], q.s, q.t, q.ddx, q.ddy, &options);
             misses += u64::from(!s.resident);
-            results.set(first + i, fix_channels(s.value, two[t]));
+            results.set(first + i, s.value);
         }
         misses
     })
@@ -65,5 +62,6 @@ pub(crate) fn replay(
             );
         }
     }
-    Ok((report, results.into_floats()))
+    let two = super::two_channel(cache.loader(), &ids);
+    Ok((report, results.into_floats(), two))
 }

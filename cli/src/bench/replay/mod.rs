@@ -10,8 +10,14 @@
 //!   the queries that were not resident. Every pass is timed.
 //!
 //! The wall time covers the replay itself: registering the files, opening them (lazily, at
-//! their first lookup), every lookup and fill. Reading the trace, checking that the files
-//! exist and reading their channel counts from their headers come before it.
+//! their first lookup), every lookup and fill. Reading the trace and checking that the
+//! files exist come before it.
+//!
+//! Channels: a texture has the channels demandtex's EXR reader serves (R G B A; R G B with
+//! an alpha of 1; Y — a `Y A` file is served as Y; otherwise the first channels). The
+//! samplers give (c, c, c, 1) for one channel, as QUERIES.md asks, and (c0, c1, 0, 1) for
+//! two, whose third channel is set to c0 after the replay (QUERIES.md: missing colour
+//! channels repeat the first).
 
 mod blocking;
 mod multipass;
@@ -105,10 +111,11 @@ pub(crate) struct Prepared {
     pub queries: Vec<Query>,
     /// Absolute (or working-directory-relative) path of each texture.
     pub paths: Vec<PathBuf>,
-    /// Per texture: whether it has two channels (its third result channel repeats the
-    /// first, by QUERIES.md's rule; the samplers give 0 there).
-    pub two_channel: Vec<bool>,
 }
+
+/// What a replay returns: its figures (checksum left at 0), the results in query order,
+/// and per texture whether it was served with two channels.
+pub(crate) type Replayed = (Report, Vec<[f32; 4]>, Vec<bool>);
 
 /// One result per query, written by the replay threads. Relaxed atomic stores compile to
 /// plain stores, so threads write disjoint (or scattered) queries without locks.
@@ -136,13 +143,28 @@ impl Results {
     }
 }
 
-/// Apply QUERIES.md's channel rule to a sample of a two-channel texture.
-#[inline]
-pub(crate) fn fix_channels(mut v: [f32; 4], two_channel: bool) -> [f32; 4] {
-    if two_channel {
-        v[2] = v[0];
+/// QUERIES.md's channel rule for two-channel textures, whose samples are (c0, c1, 0, 1):
+/// the missing third colour channel repeats the first.
+pub(crate) fn apply_channel_rule(results: &mut [[f32; 4]], queries: &[Query], two: &[bool]) {
+    if !two.iter().any(|&t| t) {
+        return;
     }
-    v
+    for (r, q) in results.iter_mut().zip(queries) {
+        if two[q.texture as usize] {
+            r[2] = r[0];
+        }
+    }
+}
+
+/// Per texture, whether it was served with two channels (known once it was opened).
+pub(crate) fn two_channel(loader: &demandtex::Loader, ids: &[demandtex::TextureId]) -> Vec<bool> {
+    ids.iter()
+        .map(|&id| {
+            loader
+                .texture_layout(id)
+                .is_some_and(|l| l.format.channels == 2)
+        })
+        .collect()
 }
 
 /// Run `work(first, end)` over `n` items cut into chunks of [`CHUNK`], `threads` threads
@@ -180,8 +202,7 @@ pub(crate) fn for_each_chunk<R: Send>(
     out.into_iter().map(|(_, r)| r).collect()
 }
 
-/// Read the trace and check its textures: each must exist; its channel count is read from
-/// its header.
+/// Read the trace and check that its textures exist.
 fn prepare(args: &ReplayArgs) -> Result<Prepared, CliError> {
     let trace = Trace::read(&args.trace)?;
     let dir = match &args.textures {
@@ -192,19 +213,28 @@ fn prepare(args: &ReplayArgs) -> Result<Prepared, CliError> {
             .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
     };
     let mut paths = Vec::with_capacity(trace.textures.len());
-    let mut two_channel = Vec::with_capacity(trace.textures.len());
     for (i, rel) in trace.textures.iter().enumerate() {
         let path = dir.join(rel);
-        let meta = exr::meta::MetaData::read_from_file(&path, false)
-            .map_err(|e| CliError::Io(format!("texture {i} ({}): {e}", path.display())))?;
-        let channels = meta.headers.first().map_or(0, |h| h.channels.list.len());
-        two_channel.push(channels == 2);
+        match std::fs::metadata(&path) {
+            Ok(m) if m.is_file() => {}
+            Ok(_) => {
+                return Err(CliError::Io(format!(
+                    "texture {i} ({}): not a file",
+                    path.display()
+                )))
+            }
+            Err(e) => {
+                return Err(CliError::Io(format!(
+                    "texture {i} ({}): {e}",
+                    path.display()
+                )))
+            }
+        }
         paths.push(path);
     }
     Ok(Prepared {
         queries: trace.queries,
         paths,
-        two_channel,
     })
 }
 
@@ -297,10 +327,11 @@ pub fn run(args: &ReplayArgs) -> Result<(), CliError> {
     let prepared = prepare(args)?;
     let budget = args.cache_mb << 20;
     let threads = args.threads as usize;
-    let (mut report, results) = match args.mode {
+    let (mut report, mut results, two) = match args.mode {
         Mode::Blocking => blocking::replay(&prepared, threads, budget)?,
         Mode::Multipass => multipass::replay(&prepared, threads, budget, args.max_passes)?,
     };
+    apply_channel_rule(&mut results, &prepared.queries, &two);
     report.checksum = checksum(&results);
     if let Some(out) = &args.out {
         write_results(out, &results)?;
@@ -352,13 +383,14 @@ mod tests {
 
     #[test]
     fn two_channel_results_repeat_the_first_channel() {
-        assert_eq!(
-            fix_channels([0.2, 0.4, 0.0, 1.0], true),
-            [0.2, 0.4, 0.2, 1.0]
-        );
-        assert_eq!(
-            fix_channels([0.2, 0.4, 0.0, 1.0], false),
-            [0.2, 0.4, 0.0, 1.0]
-        );
+        let q = |texture| Query {
+            texture,
+            ..Default::default()
+        };
+        let mut r = [[0.2, 0.4, 0.0, 1.0]; 3];
+        apply_channel_rule(&mut r, &[q(0), q(1), q(0)], &[false, true]);
+        assert_eq!(r[0], [0.2, 0.4, 0.0, 1.0]);
+        assert_eq!(r[1], [0.2, 0.4, 0.2, 1.0]);
+        assert_eq!(r[2], [0.2, 0.4, 0.0, 1.0]);
     }
 }

@@ -2,7 +2,7 @@
 //! [`Loader`]; the launch's requests are then filled, and the queries that were not
 //! resident are repeated in the next pass. Every pass, fills included, is timed.
 
-use super::{fix_channels, for_each_chunk, Prepared, Report, Results};
+use super::{for_each_chunk, Prepared, Replayed, Report, Results};
 use crate::error::CliError;
 use demandtex::sources::ExrSource;
 use demandtex::{Loader, LoaderOptions, SampleOptions, TextureDesc, TextureId};
@@ -14,21 +14,19 @@ use std::time::Instant;
 const STALLED_PASSES: u32 = 8;
 
 /// Replay `prepared` on `threads` sampling threads (and as many fill threads) with a budget
-/// of `budget` bytes, in at most `max_passes` passes. Returns the figures (checksum left at
-/// 0) and the results in query order.
+/// of `budget` bytes, in at most `max_passes` passes.
 pub(crate) fn replay(
     prepared: &Prepared,
     threads: usize,
     budget: u64,
     max_passes: u32,
-) -> Result<(Report, Vec<[f32; 4]>), CliError> {
+) -> Result<Replayed, CliError> {
     let loader = Loader::new(LoaderOptions {
         max_texture_memory: budget,
         fill_threads: threads,
         ..Default::default()
     })?;
     let queries = &prepared.queries;
-    let two = &prepared.two_channel;
     let results = Results::new(queries.len());
     let options = SampleOptions::default();
 
@@ -59,10 +57,10 @@ pub(crate) fn replay(
             for k in first..end {
                 let i = index(k);
                 let q = &queries[i];
-                let t = q.texture as usize;
-                let s = launch.tex2d_grad(ids[t], q.s, q.t, q.ddx, q.ddy, &options);
+                let s =
+                    launch.tex2d_grad(ids[q.texture as usize], q.s, q.t, q.ddx, q.ddy, &options);
                 if s.resident {
-                    results.set(i, fix_channels(s.value, two[t]));
+                    results.set(i, s.value);
                 } else {
                     missed.push(i as u32);
                 }
@@ -105,5 +103,6 @@ pub(crate) fn replay(
         non_resident: 0,
         passes: passes as u64,
     };
-    Ok((report, results.into_floats()))
+    let two = super::two_channel(&loader, &ids);
+    Ok((report, results.into_floats(), two))
 }
