@@ -1,6 +1,7 @@
 //! Image sources: where texel data comes from. A source describes its image once
 //! ([`ImageSource::open`]) and then produces any tile on request, from many threads at once.
 
+mod box_filter;
 pub mod exr;
 pub mod memory;
 pub mod procedural;

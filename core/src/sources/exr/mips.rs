@@ -6,6 +6,7 @@
 //! rayon pool while other fill tasks of the same texture wait for it; a rayon join here
 //! could steal one of those tasks onto this very thread and deadlock it on itself.
 
+use crate::sources::box_filter::{box_span, filter_row};
 use crate::sources::SourceError;
 use crate::textures::TexelFormat;
 use parking_lot::Mutex;
@@ -64,16 +65,6 @@ pub(crate) fn generate(
         levels.push(next);
     }
     Ok(levels)
-}
-
-/// The source span `[start, end)` that output index `i` of `out_len` averages along a side
-/// of `in_len`: two texels, three for the last output of an odd side, one for a side of 1
-/// (as `InMemoryImage` filters).
-#[inline]
-fn box_span(i: usize, out_len: usize, in_len: usize) -> (usize, usize) {
-    let start = 2 * i;
-    let end = if i + 1 == out_len { in_len } else { start + 2 };
-    (start, end)
 }
 
 /// The next coarser level of a `sw × sh` level read through `read_rows`.
@@ -140,42 +131,4 @@ fn downsample(
         height: dh,
         data,
     })
-}
-
-/// Output row `j`: each texel the `f32` average of its 2×2 (or 3-wide at an odd edge)
-/// box of source texels, in the order and arithmetic of `InMemoryImage`'s filter.
-/// `src` holds source rows from `src_y0` on.
-fn filter_row(
-    format: TexelFormat,
-    (sw, sh): (usize, usize),
-    (dw, dh): (usize, usize),
-    j: usize,
-    (src, src_y0): (&[u8], usize),
-    sums: &mut Vec<[f32; 4]>,
-    out: &mut [u8],
-) {
-    let tb = format.texel_bytes();
-    let src_row_bytes = sw * tb;
-    sums.clear();
-    sums.resize(dw, [0.0; 4]);
-    let (y0, y1) = box_span(j, dh, sh);
-    for y in y0..y1 {
-        let row = &src[(y - src_y0) * src_row_bytes..][..src_row_bytes];
-        for (i, sum) in sums.iter_mut().enumerate() {
-            let (x0, x1) = box_span(i, dw, sw);
-            for texel in row[x0 * tb..x1 * tb].chunks_exact(tb) {
-                let c = format.decode(texel);
-                for k in 0..4 {
-                    sum[k] += c[k];
-                }
-            }
-        }
-    }
-    let rows = (y1 - y0) as f32;
-    for (i, sum) in sums.iter_mut().enumerate() {
-        let (x0, x1) = box_span(i, dw, sw);
-        let n = rows * (x1 - x0) as f32;
-        *sum = sum.map(|s| s / n);
-    }
-    format.encode_row(sums, out);
 }

@@ -1,6 +1,7 @@
 //! In-memory images: texel data held in memory, with an optional box-filtered mip chain
 //! generated once at construction. Reads are row copies; nothing is locked.
 
+use super::box_filter::filter_row;
 use super::region::check_read;
 use super::{ImageInfo, ImageSource, Readiness, SourceError};
 use crate::error::{Error, Result};
@@ -200,49 +201,18 @@ fn widen_to_four_channels(format: TexelFormat, rgb: &[u8]) -> Vec<u8> {
     out
 }
 
-/// The source span `[start, end)` that output index `i` of `out_len` averages along a side
-/// of `in_len`: two texels, three for the last output of an odd side, one for a side of 1.
-#[inline]
-fn box_span(i: usize, out_len: usize, in_len: usize) -> (usize, usize) {
-    let start = 2 * i;
-    let end = if i + 1 == out_len { in_len } else { start + 2 };
-    (start, end)
-}
-
 /// The next coarser level of `src`: a box filter in `f32`, encoded back to `format`.
 fn downsample(format: TexelFormat, src: &Level) -> Level {
     let (sw, sh) = (src.width as usize, src.height as usize);
     let (dw, dh) = ((sw / 2).max(1), (sh / 2).max(1));
     let texel_bytes = format.texel_bytes();
-    let src_row_bytes = sw * texel_bytes;
     let dst_row_bytes = dw * texel_bytes;
     let mut data = vec![0u8; dst_row_bytes * dh];
     data.par_chunks_mut(dst_row_bytes)
         .enumerate()
         .with_min_len((MIP_TEXELS_PER_TASK / dw).max(1))
         .for_each_init(Vec::new, |sums: &mut Vec<[f32; 4]>, (j, out)| {
-            sums.clear();
-            sums.resize(dw, [0.0; 4]);
-            let (y0, y1) = box_span(j, dh, sh);
-            for y in y0..y1 {
-                let row = &src.data[y * src_row_bytes..(y + 1) * src_row_bytes];
-                for (i, sum) in sums.iter_mut().enumerate() {
-                    let (x0, x1) = box_span(i, dw, sw);
-                    for texel in row[x0 * texel_bytes..x1 * texel_bytes].chunks_exact(texel_bytes) {
-                        let c = format.decode(texel);
-                        for k in 0..4 {
-                            sum[k] += c[k];
-                        }
-                    }
-                }
-            }
-            let rows = (y1 - y0) as f32;
-            for (i, sum) in sums.iter_mut().enumerate() {
-                let (x0, x1) = box_span(i, dw, sw);
-                let n = rows * (x1 - x0) as f32;
-                *sum = sum.map(|s| s / n);
-            }
-            format.encode_row(sums, out);
+            filter_row(format, (sw, sh), (dw, dh), j, (&src.data, 0), sums, out);
         });
     Level {
         width: dw as u32,
