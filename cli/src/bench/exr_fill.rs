@@ -11,12 +11,12 @@
 //! noise) is written to the temp dir first and removed afterwards. It stays in the page
 //! cache, so the figures are of decoding, not of the disk.
 
-use super::rounds::{Rounds, Tally};
-use super::{warm_up, Record};
+use super::rounds::loader_fill_tallies;
+use super::Record;
 use crate::error::CliError;
 use demandtex::sources::{ExrOptions, ExrSource, FileHandles, ImageSource};
 use demandtex::textures::{TextureLayout, TileRegion};
-use demandtex::{Loader, LoaderOptions, SampleOptions, TextureCache, TextureDesc, TILE_BYTES};
+use demandtex::{LoaderOptions, SampleOptions, TextureCache, TextureDesc, TILE_BYTES};
 use exr::block::chunk::Chunk;
 use exr::block::UncompressedBlock;
 use exr::io::{PeekRead, Tracking};
@@ -292,33 +292,11 @@ fn direct_rates(
 /// (c): rounds of K new level-0 tiles requested through a loader with `threads` fill
 /// threads, as the `fill` benchmark times them (process_requests + wait).
 fn loader_rate(path: &Path, threads: usize, time: Duration) -> Result<f64, CliError> {
-    let src = Arc::new(ExrSource::new(path));
-    let info = src.open().map_err(|e| CliError::Demandtex(e.to_string()))?;
-    let layout = TextureLayout::new(info.width, info.height, info.num_levels, info.format)?;
-    let loader = Loader::new(LoaderOptions {
-        max_texture_memory: 3 * (K * TILE_BYTES) as u64 + (1 << 20),
-        fill_threads: threads,
-        max_requests_per_launch: K,
-        ..LoaderOptions::default()
-    })?;
-    let texture = loader.create_texture(src, TextureDesc::default())?;
-    warm_up(&loader, texture)?;
-    let rounds = Rounds {
-        loader: &loader,
-        texture,
-        layout: &layout,
-        pages_per_round: K,
-        time_whole_round: false,
-    };
-    let mut best = 0f64;
-    let mut next = rounds.fill_the_budget(time);
-    for _ in 0..REPEATS {
-        let mut tally = Tally::default();
-        rounds.run(next, u64::MAX, time, &mut tally);
-        next += tally.pages;
-        best = best.max(tally.bytes_read as f64 / tally.seconds.max(1e-9));
-    }
-    Ok(best)
+    let tallies = loader_fill_tallies(Arc::new(ExrSource::new(path)), threads, K, time, REPEATS)?;
+    Ok(tallies
+        .iter()
+        .map(|t| t.bytes_read as f64 / t.seconds.max(1e-9))
+        .fold(0.0, f64::max))
 }
 
 /// (d): T threads take level-0 tiles in order from a shared counter and look each up

@@ -3,12 +3,11 @@
 //! The pool is filled to its budget first (untimed, for at most the measuring time), so the
 //! figures are of the source and the fill path, not of fresh memory being faulted in.
 
-use super::rounds::{Rounds, Tally};
-use super::{warm_up, Record};
+use super::rounds::{loader_fill_tallies, Tally};
+use super::Record;
 use crate::error::CliError;
 use demandtex::sources::{Checkerboard, ImageSource, Mandelbrot, Noise};
-use demandtex::textures::{TexelFormat, TextureLayout};
-use demandtex::{Loader, LoaderOptions, TextureDesc, TILE_BYTES};
+use demandtex::textures::TexelFormat;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -36,28 +35,8 @@ fn one_case(
     threads: usize,
     time: Duration,
 ) -> Result<Tally, CliError> {
-    let src = source(pattern, format);
-    let info = src.open().map_err(|e| CliError::Demandtex(e.to_string()))?;
-    let layout = TextureLayout::new(info.width, info.height, info.num_levels, info.format)?;
-    let loader = Loader::new(LoaderOptions {
-        max_texture_memory: 3 * (K * TILE_BYTES) as u64 + (1 << 20),
-        fill_threads: threads,
-        max_requests_per_launch: K,
-        ..LoaderOptions::default()
-    })?;
-    let texture = loader.create_texture(src, TextureDesc::default())?;
-    warm_up(&loader, texture)?;
-    let rounds = Rounds {
-        loader: &loader,
-        texture,
-        layout: &layout,
-        pages_per_round: K,
-        time_whole_round: false,
-    };
-    let mut tally = Tally::default();
-    let first = rounds.fill_the_budget(time);
-    rounds.run(first, u64::MAX, time, &mut tally);
-    Ok(tally)
+    let tallies = loader_fill_tallies(source(pattern, format), threads, K, time, 1)?;
+    Ok(tallies.into_iter().next().unwrap_or_default())
 }
 
 /// Run the fill benchmark.

@@ -1,10 +1,54 @@
 //! Rounds of "one launch touching K new level-0 tiles → process_requests → wait → next
 //! launch", shared by the request and fill benchmarks.
 
-use super::scattered_tile_centre;
+use super::{scattered_tile_centre, warm_up};
+use crate::error::CliError;
+use demandtex::sources::ImageSource;
 use demandtex::textures::TextureLayout;
-use demandtex::{Loader, SampleOptions, TextureId, TILE_BYTES};
+use demandtex::{Loader, LoaderOptions, SampleOptions, TextureDesc, TextureId, TILE_BYTES};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// Fill throughput of `source` through a loader: `threads` fill threads, `pages_per_round`
+/// new tiles per round and a budget of three rounds. The texture is opened first, the
+/// budget filled, then `repeats` timed runs of rounds of about `time` each follow; one
+/// tally per run.
+pub fn loader_fill_tallies(
+    source: Arc<dyn ImageSource>,
+    threads: usize,
+    pages_per_round: usize,
+    time: Duration,
+    repeats: u32,
+) -> Result<Vec<Tally>, CliError> {
+    let info = source
+        .open()
+        .map_err(|e| CliError::Demandtex(e.to_string()))?;
+    let layout = TextureLayout::new(info.width, info.height, info.num_levels, info.format)?;
+    let loader = Loader::new(LoaderOptions {
+        max_texture_memory: 3 * (pages_per_round * TILE_BYTES) as u64 + (1 << 20),
+        fill_threads: threads,
+        max_requests_per_launch: pages_per_round,
+        ..LoaderOptions::default()
+    })?;
+    let texture = loader.create_texture(source, TextureDesc::default())?;
+    warm_up(&loader, texture)?;
+    let rounds = Rounds {
+        loader: &loader,
+        texture,
+        layout: &layout,
+        pages_per_round,
+        time_whole_round: false,
+    };
+    let mut next = rounds.fill_the_budget(time);
+    let mut tallies = Vec::new();
+    for _ in 0..repeats {
+        let mut tally = Tally::default();
+        rounds.run(next, u64::MAX, time, &mut tally);
+        next += tally.pages;
+        tallies.push(tally);
+    }
+    Ok(tallies)
+}
 
 /// What the rounds run on.
 pub struct Rounds<'a> {
