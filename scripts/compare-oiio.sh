@@ -14,6 +14,8 @@
 # Environment:
 #   DIR        traces and textures (default target/bench-traces; made with
 #              `demandtex bench make-trace` if missing)
+#   TILE       tile size of the textures make-trace writes: page (default: one demandtex
+#              page, 128x64 for half RGBA) or 64 (OIIO maketx's layout)
 #   RUNS       runs per cell (default 5)
 #   THREADS    lookup threads (default 2)
 #   CELLS      trace:cache pairs (default: coherent and incoherent × fits and quarter)
@@ -32,6 +34,7 @@ CELLS=${CELLS:-"coherent:fits coherent:quarter incoherent:fits incoherent:quarte
 MULTIPASS=${MULTIPASS:-1}
 LOD=${LOD:-exact}
 OUT=${OUT:-target/compare-oiio}
+TILE=${TILE:-page}
 DTX=target/release/demandtex
 OIIO=target/oiio-replay/oiio-replay
 
@@ -58,7 +61,7 @@ run scripts/build-oiio-replay.sh
 
 for kind in coherent incoherent; do
   if [[ " $CELLS " == *" $kind:"* && ! -f $DIR/$kind.dtxq ]]; then
-    run "$DTX" bench make-trace --out "$DIR" --kind "$kind"
+    run "$DTX" bench make-trace --out "$DIR" --kind "$kind" --tile "$TILE"
   fi
 done
 
@@ -149,5 +152,5 @@ printf '%s\n' "${table_rows[@]}" | awk -F'|' '
       mib($14), ($15 == "inf" ? "inf" : sprintf("%.1f", $15))
   }'
 echo "(ratio: of the medians; r/run: median of the per-run ratios; MiB rd: bytes read from"
-echo " files, decoded; tl: tiles read (demandtex 64 KiB tiles, OIIO the files' 64×64 tiles);"
+echo " files, decoded; tl: tiles read (demandtex 64 KiB tiles, OIIO the files' tiles);"
 echo " pk: peak texture memory; JSON lines and results in $OUT)"

@@ -15,6 +15,7 @@ pub use mips::MipFilter;
 pub use write::{write_mip_exr, Compression, SampleType, WriteOptions, WrittenFile};
 
 use crate::error::CliError;
+use demandtex::textures::{TexelFormat, TexelType};
 use crate::progress::Progress;
 use crate::table::{format_bytes, format_seconds};
 use std::io::IsTerminal;
@@ -30,9 +31,12 @@ pub struct ConvertArgs {
     /// The tiled, mip-mapped OpenEXR file to write (written to OUT.tmp, then renamed).
     #[arg(short, long, value_name = "OUT")]
     pub output: PathBuf,
-    /// Tile size: N (square) or WxH.
-    #[arg(long, value_name = "N|WxH", default_value = "64", value_parser = parse_tile)]
-    pub tile: (u32, u32),
+    /// Tile size: `page` (the default) writes tiles the shape of one demandtex page for
+    /// the texel format written (half RGBA: 128x64, float RGBA: 64x64, half Y: 256x128), so
+    /// each page read decodes exactly one file tile; N (square) or WxH for another size (64
+    /// is what OIIO's maketx writes).
+    #[arg(long, value_name = "page|N|WxH", default_value = "page", value_parser = parse_tile)]
+    pub tile: TileShape,
     /// Compression of the tiles.
     #[arg(long, value_enum, default_value_t = Compression::Zip)]
     pub compression: Compression,
@@ -62,10 +66,10 @@ pub struct ConvertArgs {
 }
 
 impl ConvertArgs {
-    /// The writer's options these arguments ask for.
-    pub fn write_options(&self) -> WriteOptions {
+    /// The writer's options these arguments ask for, for an image of `channels` channels.
+    pub fn write_options(&self, channels: u32) -> WriteOptions {
         WriteOptions {
-            tile: self.tile,
+            tile: self.tile.resolve(channels, self.sample_type),
             compression: self.compression,
             sample_type: self.sample_type,
             filter: self.filter,
@@ -74,8 +78,53 @@ impl ConvertArgs {
     }
 }
 
+/// The tile size asked for on the command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TileShape {
+    /// One demandtex page for the texel format written ([`page_tile`]).
+    Page,
+    /// A fixed width and height.
+    Fixed(u32, u32),
+}
+
+impl TileShape {
+    /// The tile width and height for an image of `channels` channels written as `sample_type`.
+    pub fn resolve(self, channels: u32, sample_type: SampleType) -> (u32, u32) {
+        match self {
+            TileShape::Page => page_tile(channels, sample_type),
+            TileShape::Fixed(w, h) => (w, h),
+        }
+    }
+}
+
+/// The extent of one demandtex page (64 KiB) for the texels demandtex serves from a file of
+/// `channels` channels of `sample_type` (three channels are served as four).
+pub fn page_tile(channels: u32, sample_type: SampleType) -> (u32, u32) {
+    let texel_type = match sample_type {
+        SampleType::Half => TexelType::F16,
+        SampleType::Float => TexelType::F32,
+    };
+    let channels = match channels {
+        0..=2 => channels.max(1),
+        _ => 4,
+    };
+    TexelFormat {
+        texel_type,
+        channels,
+    }
+    .tile_extent()
+}
+
+/// Parses `page`, `N` or `WxH` (each 1 to `write::MAX_TILE_SIDE`).
+pub fn parse_tile(text: &str) -> Result<TileShape, String> {
+    if text.trim().eq_ignore_ascii_case("page") {
+        return Ok(TileShape::Page);
+    }
+    parse_tile_size(text).map(|(w, h)| TileShape::Fixed(w, h))
+}
+
 /// Parses `N` or `WxH` (each 1 to `write::MAX_TILE_SIDE`).
-pub fn parse_tile(text: &str) -> Result<(u32, u32), String> {
+pub fn parse_tile_size(text: &str) -> Result<(u32, u32), String> {
     let side = |s: &str| -> Result<u32, String> {
         let v: u32 = s
             .trim()
@@ -109,7 +158,7 @@ pub fn run(args: &ConvertArgs) -> Result<(), CliError> {
         },
     )?;
     let image = &loaded.image;
-    let options = args.write_options();
+    let options = args.write_options(image.channels);
     let show_progress =
         !args.quiet && std::io::stdout().is_terminal() && std::io::stderr().is_terminal();
     let total = options.chunk_count(image.width, image.height);
@@ -210,7 +259,14 @@ mod tests {
             args: ConvertArgs,
         }
         let cli = Cli::try_parse_from(["convert", "in.png", "-o", "out.exr"]).unwrap();
-        assert_eq!(cli.args.write_options(), WriteOptions::default());
+        assert_eq!(cli.args.tile, TileShape::Page);
+        assert_eq!(
+            cli.args.write_options(4),
+            WriteOptions {
+                tile: (128, 64),
+                ..WriteOptions::default()
+            }
+        );
         assert_eq!(WriteOptions::default().tile, (64, 64));
         assert!(!cli.args.linearize && !cli.args.premultiply && !cli.args.quiet);
         let cli = Cli::try_parse_from([
@@ -229,7 +285,7 @@ mod tests {
             "--no-mips",
         ])
         .unwrap();
-        let o = cli.args.write_options();
+        let o = cli.args.write_options(4);
         assert_eq!(
             (o.tile, o.compression, o.sample_type),
             ((32, 8), Compression::B44a, SampleType::Float)
@@ -243,10 +299,29 @@ mod tests {
     }
 
     #[test]
+    fn page_tiles_are_one_page_of_the_served_format() {
+        assert_eq!(page_tile(4, SampleType::Half), (128, 64));
+        assert_eq!(page_tile(3, SampleType::Half), (128, 64), "RGB is served as RGBA");
+        assert_eq!(page_tile(4, SampleType::Float), (64, 64));
+        assert_eq!(page_tile(1, SampleType::Half), (256, 128));
+        assert_eq!(page_tile(2, SampleType::Float), (128, 64));
+        for (c, t) in [(1, SampleType::Half), (3, SampleType::Float), (2, SampleType::Half)] {
+            let (w, h) = page_tile(c, t);
+            let served = if c == 3 { 4 } else { c };
+            let bytes = match t {
+                SampleType::Half => 2,
+                SampleType::Float => 4,
+            };
+            assert_eq!((w * h * served * bytes) as usize, demandtex::TILE_BYTES);
+        }
+    }
+
+    #[test]
     fn tile_sizes_parse_square_and_rectangular() {
-        assert_eq!(parse_tile("64"), Ok((64, 64)));
-        assert_eq!(parse_tile("128x32"), Ok((128, 32)));
-        assert_eq!(parse_tile("16X8"), Ok((16, 8)));
+        assert_eq!(parse_tile("64"), Ok(TileShape::Fixed(64, 64)));
+        assert_eq!(parse_tile("128x32"), Ok(TileShape::Fixed(128, 32)));
+        assert_eq!(parse_tile("16X8"), Ok(TileShape::Fixed(16, 8)));
+        assert_eq!(parse_tile("page"), Ok(TileShape::Page));
         assert!(parse_tile("0").is_err());
         assert!(parse_tile("64x").is_err());
         assert!(parse_tile("big").is_err());

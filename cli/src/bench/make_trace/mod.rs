@@ -9,9 +9,11 @@
 //!   is spread evenly over the texture's levels, in a random direction with an anisotropy
 //!   of 1 to 4.
 //!
-//! Both are deterministic for a seed. Textures are RGBA half, 64 × 64 tiles, ZIP, box
-//! mips, alternately S and S/2 texels square; an existing texture file of the right size
-//! and seed is reused (`--force` rewrites it). Paths in the trace are relative to DIR.
+//! Both are deterministic for a seed. Textures are RGBA half, ZIP, box mips, alternately S
+//! and S/2 texels square, in tiles of one demandtex page (128 × 64) unless `--tile` says
+//! otherwise (`--tile 64` writes OIIO maketx's layout); an existing texture file of the
+//! right size, seed and tile is reused (`--force` rewrites it). Paths in the trace are
+//! relative to DIR.
 
 mod coherent;
 mod incoherent;
@@ -75,6 +77,10 @@ pub struct MakeTraceArgs {
     /// Coherent: frame height in pixels.
     #[arg(long, default_value_t = 720, value_parser = clap::value_parser!(u32).range(1..=16384))]
     pub height: u32,
+    /// Tile size of the textures: `page` (one demandtex page, 128x64 for half RGBA), N or
+    /// WxH (64: the layout of OIIO's maketx).
+    #[arg(long, value_name = "page|N|WxH", default_value = "page", value_parser = crate::convert::parse_tile)]
+    pub tile: crate::convert::TileShape,
     /// Rewrite textures that already exist.
     #[arg(long)]
     pub force: bool,
@@ -145,13 +151,19 @@ fn texture_image(index: u32, size: u32, seed: u64) -> Result<FloatImage, CliErro
     })
 }
 
-/// Whether `path` is an OpenEXR file of `size × size` texels (a texture to reuse).
-fn existing_texture_fits(path: &Path, size: u32) -> bool {
+/// Whether `path` is an OpenEXR file of `size × size` texels in `tile` tiles (a texture to
+/// reuse).
+fn existing_texture_fits(path: &Path, size: u32, tile: (u32, u32)) -> bool {
     match exr::meta::MetaData::read_from_file(path, false) {
-        Ok(meta) => meta
-            .headers
-            .first()
-            .is_some_and(|h| h.layer_size.0 == size as usize && h.layer_size.1 == size as usize),
+        Ok(meta) => meta.headers.first().is_some_and(|h| {
+            let tiles = match &h.blocks {
+                exr::meta::BlockDescription::Tiles(t) => Some(t.tile_size),
+                exr::meta::BlockDescription::ScanLines => None,
+            };
+            h.layer_size.0 == size as usize
+                && h.layer_size.1 == size as usize
+                && tiles == Some(exr::math::Vec2(tile.0 as usize, tile.1 as usize))
+        }),
         Err(_) => false,
     }
 }
@@ -162,13 +174,17 @@ fn write_textures(
     dir: &Path,
     set: &[TextureFile],
     seed: u64,
+    tile: crate::convert::TileShape,
     force: bool,
 ) -> Result<(u64, u64), CliError> {
     let (mut decoded, mut on_disk) = (0u64, 0u64);
-    let options = WriteOptions::default();
+    let options = WriteOptions {
+        tile: tile.resolve(4, crate::convert::SampleType::Half),
+        ..WriteOptions::default()
+    };
     for (i, t) in set.iter().enumerate() {
         let path = dir.join(&t.name);
-        if !force && existing_texture_fits(&path, t.size) {
+        if !force && existing_texture_fits(&path, t.size, options.tile) {
             eprintln!("make-trace: reusing {}", path.display());
             on_disk += std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
             decoded += decoded_bytes(t.size);
@@ -211,7 +227,7 @@ pub fn run(args: &MakeTraceArgs) -> Result<(), CliError> {
         .map_err(|e| CliError::Io(format!("{}: {e}", args.out.display())))?;
     let set = texture_set(args.textures, args.size, args.seed);
     let start = Instant::now();
-    let (decoded, on_disk) = write_textures(&args.out, &set, args.seed, args.force)?;
+    let (decoded, on_disk) = write_textures(&args.out, &set, args.seed, args.tile, args.force)?;
     let texture_seconds = start.elapsed().as_secs_f64();
 
     let start = Instant::now();
