@@ -15,9 +15,9 @@ pub use mips::MipFilter;
 pub use write::{write_mip_exr, Compression, SampleType, WriteOptions, WrittenFile};
 
 use crate::error::CliError;
-use demandtex::textures::{TexelFormat, TexelType};
 use crate::progress::Progress;
 use crate::table::{format_bytes, format_seconds};
+use demandtex::textures::{TexelFormat, TexelType};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -301,11 +301,19 @@ mod tests {
     #[test]
     fn page_tiles_are_one_page_of_the_served_format() {
         assert_eq!(page_tile(4, SampleType::Half), (128, 64));
-        assert_eq!(page_tile(3, SampleType::Half), (128, 64), "RGB is served as RGBA");
+        assert_eq!(
+            page_tile(3, SampleType::Half),
+            (128, 64),
+            "RGB is served as RGBA"
+        );
         assert_eq!(page_tile(4, SampleType::Float), (64, 64));
         assert_eq!(page_tile(1, SampleType::Half), (256, 128));
         assert_eq!(page_tile(2, SampleType::Float), (128, 64));
-        for (c, t) in [(1, SampleType::Half), (3, SampleType::Float), (2, SampleType::Half)] {
+        for (c, t) in [
+            (1, SampleType::Half),
+            (3, SampleType::Float),
+            (2, SampleType::Half),
+        ] {
             let (w, h) = page_tile(c, t);
             let served = if c == 3 { 4 } else { c };
             let bytes = match t {
