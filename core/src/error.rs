@@ -12,6 +12,10 @@ pub enum Error {
     /// A texture id that this loader never handed out.
     #[error("unknown texture {0:?}")]
     UnknownTexture(TextureId),
+    /// A texture that was unloaded ([`crate::Loader::unload_texture`]): it samples as its
+    /// fallback colour, and its id cannot be invalidated, replaced or reused.
+    #[error("texture {0:?} was unloaded")]
+    Unloaded(TextureId),
     /// The virtual page space or page table has no room for another allocation.
     #[error("out of virtual pages: {what} needs {needed} pages, {available} left")]
     OutOfPages {

@@ -1,6 +1,6 @@
 //! `Launch`: one launch's view of the loader — what samplers read while it lives.
 
-use crate::ids::TextureId;
+use crate::ids::{PageId, TextureId};
 use crate::paging::DeviceContext;
 use crate::requests::engine::Engine;
 use crate::sampling::{CpuView, Sample, SampleOptions};
@@ -40,6 +40,20 @@ impl Launch {
         self.engine
             .pages
             .device_context(self.launch_num, self.engine.options.eviction)
+    }
+
+    /// The entry of `page` if it is resident; otherwise record a request for it (served by
+    /// the next [`crate::Loader::process_requests`]) and return `None` — the CPU side of
+    /// the device's `pagingMapOrRequest`, for user resources
+    /// ([`crate::Loader::create_resource`]) or any page with an entry. Pages without an
+    /// entry (`page ≥ page_table_entries`) and resource pages whose callback failed return
+    /// `None` and record nothing.
+    #[inline]
+    pub fn map_or_request(&self, page: PageId) -> Option<u64> {
+        if self.engine.is_resource_failed(page.0) {
+            return None;
+        }
+        self.engine.pages.map_or_request(page.0)
     }
 
     /// This launch's number (1 for the first).

@@ -24,6 +24,10 @@
 //!     loader.process_requests(launch).wait();
 //! }
 //! ```
+//!
+//! Textures can be invalidated, replaced or unloaded while in use
+//! ([`Loader::invalidate_texture`], [`Loader::replace_texture`], [`Loader::unload_texture`]);
+//! user resources ([`Loader::create_resource`]) page 64-bit entries that a callback produces.
 
 #![warn(missing_docs)]
 
@@ -51,6 +55,7 @@ pub use launch::Launch;
 pub use loader::Loader;
 pub use options::LoaderOptions;
 pub use requests::Ticket;
+pub use resources::{ResourceCallback, ResourceFill};
 pub use sampling::{MissList, Sample, SampleOptions};
 pub use stats::Stats;
 pub use textures::TextureDesc;

@@ -2,12 +2,12 @@
 //! change the budget, read statistics.
 
 use crate::error::{Error, Result};
-use crate::ids::TextureId;
+use crate::ids::{PageId, TextureId};
 use crate::launch::Launch;
 use crate::options::LoaderOptions;
 use crate::requests::engine::Engine;
-use crate::requests::{process, Ticket};
-use crate::resources::TextureState;
+use crate::requests::{lifecycle, process, resource, Ticket};
+use crate::resources::{ResourceCallback, TextureState};
 use crate::sources::ImageSource;
 use crate::stats::Stats;
 use crate::textures::{TextureDesc, TextureLayout};
@@ -78,13 +78,79 @@ impl Loader {
         self.engine.stats()
     }
 
-    /// Why a texture failed, if it did.
+    /// Why a texture failed, if it did; [`Error::Unloaded`] once it was unloaded.
     pub fn texture_error(&self, texture: TextureId) -> Option<Error> {
         let host = self.engine.host.lock();
         match &host.resources.get(texture)?.state {
             TextureState::Failed(e) => Some(e.clone()),
+            TextureState::Unloaded => Some(Error::Unloaded(texture)),
             _ => None,
         }
+    }
+
+    /// The texture's source content changed: drop every tile (resident, staged, being
+    /// filled or waiting to be published), its mip tail, sampler and base colour. The
+    /// next lookup requests it again: the source is reopened (its size and format may
+    /// have changed) and the tiles read anew. A failed texture is retried.
+    ///
+    /// Lookups after this call — in a launch prepared later, or in the live launch —
+    /// find the texture non-resident (the miss value, zeros) until the reopened sampler is
+    /// published (the launch after the next `process_requests`), then its tiles as they
+    /// are read again. Lookups before it saw the old contents. Memory a live launch or a
+    /// lookup in progress may still read is returned to the pool only when they end; fills
+    /// of the old contents still running publish nothing.
+    ///
+    /// Errors: [`Error::UnknownTexture`], [`Error::Unloaded`], or
+    /// [`Error::InvalidArgument`] for an empty slot of a UDIM grid.
+    pub fn invalidate_texture(&self, texture: TextureId) -> Result<()> {
+        lifecycle::invalidate_texture(&self.engine, texture)
+    }
+
+    /// The texture now reads `source`, sampled with `desc`: its contents are dropped as by
+    /// [`invalidate_texture`](Self::invalidate_texture) and `source` is opened at the next
+    /// lookup. Size and format may differ: the texture's page range is reused if the new
+    /// layout fits in it, otherwise a new range is allocated (the old one is never
+    /// reused, and requests for it are ignored). Fills of the old source still running
+    /// publish nothing; the old source is dropped once they end (at once if none runs).
+    ///
+    /// Errors: as [`invalidate_texture`](Self::invalidate_texture), or an invalid `desc`.
+    pub fn replace_texture(
+        &self,
+        texture: TextureId,
+        source: Arc<dyn ImageSource>,
+        desc: TextureDesc,
+    ) -> Result<()> {
+        lifecycle::replace_texture(&self.engine, texture, source, desc)
+    }
+
+    /// Drop the texture for good: its tiles, mip tail and sampler (freed once no launch
+    /// can see them) and its source (dropped once no fill of it is running — at once if
+    /// none is). From this call on, lookups of the id return its fallback colour, resident
+    /// (as a failed texture), and [`texture_error`](Self::texture_error) gives
+    /// [`Error::Unloaded`]. The id is not reused. Unloading twice is not an error.
+    ///
+    /// Errors: [`Error::UnknownTexture`], or [`Error::InvalidArgument`] for an empty slot
+    /// of a UDIM grid.
+    pub fn unload_texture(&self, texture: TextureId) -> Result<()> {
+        lifecycle::unload_texture(&self.engine, texture)
+    }
+
+    /// Register a user resource (OTK's `createResource`): `num_pages` consecutive pages
+    /// with 64-bit page-table entries, which `callback` produces when a launch requests
+    /// them ([`Launch::map_or_request`]); returns the first page. Entries are published at
+    /// the next launch and never evicted; a "not yet" is asked again at the next
+    /// `process_requests`; an error marks the page failed for good (see
+    /// [`ResourceCallback`]).
+    ///
+    /// Errors: [`Error::InvalidArgument`] for 0 pages, [`Error::OutOfPages`] if the
+    /// page-table-entry range (`page_table_entries`, shared with UDIM textures) has not
+    /// `num_pages` pages left.
+    pub fn create_resource(
+        &self,
+        num_pages: u32,
+        callback: Arc<dyn ResourceCallback>,
+    ) -> Result<PageId> {
+        resource::create_resource(&self.engine, num_pages, callback)
     }
 
     /// The shared engine (for the blocking cache built on the same loader).

@@ -41,7 +41,8 @@ pub struct Stats {
     /// Staged tiles whose memory was reused or freed: they must be read again if needed.
     pub evictions: u64,
     /// Bytes of texture memory held now: tiles (resident, staged, being filled, free for
-    /// reuse) and mip tails.
+    /// reuse, or dropped by an invalidation but still visible to a live launch) and mip
+    /// tails.
     pub resident_bytes: u64,
     /// Highest `resident_bytes` seen.
     pub peak_resident_bytes: u64,

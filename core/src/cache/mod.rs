@@ -243,6 +243,59 @@ impl TextureCache {
         self.loader.texture_error(texture)
     }
 
+    /// The texture's source content changed: drop its tiles, mip tail and sampler; the
+    /// next lookup reopens the source and reads what it needs again (see
+    /// [`Loader::invalidate_texture`]). A lookup already in progress in another thread may
+    /// still return old texels; a fill of the old contents still running publishes
+    /// nothing, and memory is reused only once the lookups that could read it are done.
+    pub fn invalidate_texture(&self, texture: TextureId) -> Result<()> {
+        self.loader.invalidate_texture(texture)
+    }
+
+    /// The texture now reads `source`, sampled with `desc` (see
+    /// [`Loader::replace_texture`]). A texture registered by path keeps its path.
+    pub fn replace_texture(
+        &self,
+        texture: TextureId,
+        source: Arc<dyn ImageSource>,
+        desc: TextureDesc,
+    ) -> Result<()> {
+        self.loader.replace_texture(texture, source, desc)
+    }
+
+    /// Drop the texture and its source for good; lookups of it (also by its path, if it
+    /// was registered by one) give its fallback colour (see [`Loader::unload_texture`]).
+    pub fn unload_texture(&self, texture: TextureId) -> Result<()> {
+        self.loader.unload_texture(texture)
+    }
+
+    /// Register a user resource (see [`Loader::create_resource`]); read its entries with
+    /// [`map_or_request`](Self::map_or_request) here, or through launches of the loader.
+    pub fn create_resource(
+        &self,
+        num_pages: u32,
+        callback: Arc<dyn crate::resources::ResourceCallback>,
+    ) -> Result<crate::ids::PageId> {
+        self.loader.create_resource(num_pages, callback)
+    }
+
+    /// The entry of an entry page (a user resource's, say), blocking: if it is not
+    /// resident, its callback runs in the calling thread now and the entry is published
+    /// at once. `None` if the callback answered "not yet" (ask again later) or failed
+    /// (the page is marked failed and never asked again), and for pages without an entry
+    /// (`page ≥ page_table_entries`). Concurrent calls for one page cause one callback.
+    pub fn map_or_request(&self, page: crate::ids::PageId) -> Option<u64> {
+        let engine = self.loader.engine();
+        if page.0 >= engine.layout.page_table_entries || engine.is_resource_failed(page.0) {
+            return None;
+        }
+        if let Some(entry) = engine.pages.map_or_request(page.0) {
+            return Some(entry);
+        }
+        crate::requests::blocking::fill_page(engine, page.0);
+        engine.pages.map_or_request(page.0)
+    }
+
     /// A blocking lookup through `sample`.
     #[inline]
     fn lookup(

@@ -54,6 +54,23 @@ impl StagedTiles {
         self.tiles.remove(&page).map(|s| s.buffer)
     }
 
+    /// Take every staged tile of pages `[start, end)` out of the staging area, for good
+    /// (their contents are obsolete: they must never be restored). Their buffers may still
+    /// be seen by launches pinned before they were staged: retire them, do not reuse them.
+    pub fn remove_range(&mut self, start: u32, end: u32) -> Vec<(u32, TileBuffer)> {
+        let pages: Vec<u32> = self
+            .tiles
+            .keys()
+            .copied()
+            .filter(|p| (start..end).contains(p))
+            .collect();
+        // Their queue entries become stale and are skipped (their seq no longer matches).
+        pages
+            .into_iter()
+            .filter_map(|p| self.tiles.remove(&p).map(|s| (p, s.buffer)))
+            .collect()
+    }
+
     /// The stamp of the oldest staged tile, if any (what reclaiming waits for).
     pub fn oldest_stamp(&mut self) -> Option<u64> {
         while let Some(&(page, seq)) = self.order.front() {
@@ -119,5 +136,23 @@ mod tests {
         s.stage(12, b, epochs.retire_stamp());
         assert_eq!(s.reclaim_oldest(&epochs).unwrap().0, 12);
         assert_eq!(s.len(), 0);
+    }
+
+    #[test]
+    fn removed_ranges_are_never_restored_or_reclaimed() {
+        let epochs = Epochs::new();
+        let mut s = StagedTiles::new();
+        for page in 10..20 {
+            s.stage(page, TileBuffer::new(), epochs.retire_stamp());
+        }
+        let mut gone: Vec<u32> = s.remove_range(12, 15).into_iter().map(|(p, _)| p).collect();
+        gone.sort_unstable();
+        assert_eq!(gone, vec![12, 13, 14]);
+        assert!(s.restore(13).is_none());
+        assert_eq!(s.len(), 7);
+        let reclaimed: Vec<u32> = std::iter::from_fn(|| s.reclaim_oldest(&epochs))
+            .map(|(p, _)| p)
+            .collect();
+        assert_eq!(reclaimed, vec![10, 11, 15, 16, 17, 18, 19]);
     }
 }

@@ -10,11 +10,15 @@
 //!   lookup that could have seen it has finished (thread epoch pins, which never block),
 //!   so a tile is never freed or overwritten under a reader.
 //! - The host lock is never held during a read.
+//! - A fill whose texture's contents were dropped meanwhile (invalidate, replace, unload)
+//!   publishes nothing, as in the multi-pass mode (`requests::fill`); the lookup looks
+//!   again and finds the texture to reopen.
 
 use super::engine::Engine;
 use super::fill::{self, TileJob};
 use super::host_state::{HostState, Pending};
 use super::process;
+use super::resource::ResourceTask;
 use super::ticket::Ticket;
 use crate::ids::PageId;
 use crate::memory::epoch::Quiescence;
@@ -67,9 +71,13 @@ pub(crate) fn fill_page(engine: &Engine, page: u32) -> bool {
         return true;
     }
     match host.resources.route(&engine.layout, PageId(page)) {
-        Route::InitTexture(texture) => init_now(engine, host, texture),
+        Route::InitTexture {
+            texture,
+            generation,
+        } => init_now(engine, host, texture, generation),
         Route::Tile {
             texture,
+            generation,
             level,
             tile_x,
             tile_y,
@@ -79,11 +87,17 @@ pub(crate) fn fill_page(engine: &Engine, page: u32) -> bool {
             TileJob {
                 page,
                 texture,
+                generation,
                 level,
                 tile_x,
                 tile_y,
             },
         ),
+        Route::Resource { index, page_index } => {
+            resource_now(engine, host, page, index, page_index)
+        }
+        // Missed through contents dropped since: the lookup will see the texture anew.
+        Route::Stale(_) => true,
         Route::UnknownTexture(texture) => {
             process::publish_unknown_texture(engine, &mut host, texture);
             engine.publish_pending(&mut host) > 0
@@ -102,13 +116,21 @@ fn init_now(
     engine: &Engine,
     mut host: MutexGuard<'_, HostState>,
     texture: crate::ids::TextureId,
+    generation: u32,
 ) -> bool {
     let sampler_page = engine.layout.sampler_page(texture).0;
     let base_page = engine.layout.base_color_page(texture).0;
     for attempt in 0..2 {
+        if !fill::is_current(&host, texture, generation) {
+            // Dropped while room was being made: the lookup will see the texture anew.
+            engine.fill_done.notify_all();
+            return true;
+        }
         host.in_flight.insert(sampler_page);
         host.in_flight.insert(base_page);
-        MutexGuard::unlocked(&mut host, || fill::init_texture(engine, texture));
+        MutexGuard::unlocked(&mut host, || {
+            fill::init_texture(engine, texture, generation)
+        });
         if host.deferred.remove(&sampler_page) {
             // Deferred: no room for the mip tail, or the source said "not yet".
             let wanted = std::mem::take(&mut host.wanted_bytes);
@@ -126,11 +148,44 @@ fn init_now(
     false
 }
 
+/// Ask a resource's callback for one page's entry in this thread and publish it. A failed
+/// page is never asked again.
+fn resource_now(
+    engine: &Engine,
+    mut host: MutexGuard<'_, HostState>,
+    page: u32,
+    index: u32,
+    page_index: u32,
+) -> bool {
+    if engine.is_resource_failed(page) {
+        return false;
+    }
+    let Some(callback) = host.resources.resource(index).map(|r| r.callback.clone()) else {
+        return false;
+    };
+    host.in_flight.insert(page);
+    let task = ResourceTask {
+        page,
+        page_index,
+        callback,
+    };
+    MutexGuard::unlocked(&mut host, || task.run(engine, None));
+    // "Not yet": nobody serves the deferred list in blocking mode.
+    let not_yet = host.deferred.remove(&page);
+    let published = engine.publish_pending(&mut host);
+    engine.fill_done.notify_all();
+    !not_yet && published > 0
+}
+
 /// Read one tile in this thread and publish it.
 fn tile_now(engine: &Engine, mut host: MutexGuard<'_, HostState>, job: TileJob) -> bool {
     host.in_flight.insert(job.page);
     let Some(buffer) = take_buffer_now(engine, &mut host) else {
-        host.in_flight.remove(&job.page);
+        // The marker is ours unless the contents were dropped while we waited for memory
+        // (then it may be a newer fill's).
+        if fill::is_current(&host, job.texture, job.generation) {
+            host.in_flight.remove(&job.page);
+        }
         host.counters.blocking_no_memory += 1;
         engine.fill_done.notify_all();
         return false;

@@ -2,17 +2,19 @@
 //! workers — the page table and tile directory that samplers read without locks, the epoch
 //! tracker, the host state behind one mutex, and the fill thread pool.
 
-use super::host_state::{HostState, Pending};
+use super::host_state::{HostState, Pending, Retired};
 use crate::backend::cpu::TileDirectory;
 use crate::error::{Error, Result};
 use crate::ids::{PageId, TextureId};
 use crate::memory::Epochs;
 use crate::options::LoaderOptions;
+use crate::paging::bits;
 use crate::paging::{PageKind, PageLayout, PageMapping, PageSpace, PageTable, NON_EVICTABLE};
 use crate::sources::ImageSource;
 use crate::stats::Stats;
 use crate::textures::TextureDesc;
 use parking_lot::{Condvar, Mutex};
+use std::sync::atomic::AtomicU32;
 use std::sync::Arc;
 
 /// Shared loader internals.
@@ -26,6 +28,20 @@ pub(crate) struct Engine {
     /// Signalled (with `host`) when a blocking fill finishes, for the lookups waiting on it.
     pub fill_done: Condvar,
     pub workers: rayon::ThreadPool,
+    /// One bit per entry page: a resource page whose callback failed (never asked again).
+    resource_failed: Box<[AtomicU32]>,
+}
+
+/// Check a texture description for values the samplers cannot honour.
+pub(crate) fn check_desc(desc: &TextureDesc) -> Result<()> {
+    if !(1..=crate::textures::MAX_ANISOTROPY).contains(&desc.max_anisotropy) {
+        return Err(Error::InvalidArgument(format!(
+            "max_anisotropy {} (1..={})",
+            desc.max_anisotropy,
+            crate::textures::MAX_ANISOTROPY
+        )));
+    }
+    Ok(())
 }
 
 impl Engine {
@@ -55,6 +71,9 @@ impl Engine {
             host: Mutex::new(HostState::new(PageSpace::new(layout), budget)),
             fill_done: Condvar::new(),
             workers,
+            resource_failed: bits::zeroed_words(bits::words_for_bits(
+                layout.page_table_entries as u64,
+            )),
             options,
         }))
     }
@@ -64,13 +83,7 @@ impl Engine {
         source: Arc<dyn ImageSource>,
         desc: TextureDesc,
     ) -> Result<TextureId> {
-        if !(1..=crate::textures::MAX_ANISOTROPY).contains(&desc.max_anisotropy) {
-            return Err(Error::InvalidArgument(format!(
-                "max_anisotropy {} (1..={})",
-                desc.max_anisotropy,
-                crate::textures::MAX_ANISOTROPY
-            )));
-        }
+        check_desc(&desc)?;
         let mut host = self.host.lock();
         if host.resources.len() >= self.layout.max_textures as usize {
             return Err(Error::InvalidArgument(format!(
@@ -111,6 +124,7 @@ impl Engine {
     pub fn launch_prepare(&self) -> (u32, u64) {
         let mut host = self.host.lock();
         self.publish_pending(&mut host);
+        super::lifecycle::reclaim_retired(self, &mut host);
         self.pages.clear_references(host.space.end_page());
         host.launch_num = host.launch_num.wrapping_add(1);
         host.counters.launches += 1;
@@ -135,7 +149,14 @@ impl Engine {
                         lru: 0,
                         entry: 0,
                     });
-                    host.resident.insert(page, buffer);
+                    if let Some(old) = host.resident.insert(page, buffer) {
+                        // Two fills of one page: never expected (in-flight markers prevent
+                        // it), but launches may be reading the first buffer: retire it.
+                        tracing::warn!(page, "a tile was published twice");
+                        let stamp = self.epochs.retire_stamp();
+                        host.retired
+                            .retire(stamp, Retired::Tile { page, buffer: old });
+                    }
                     host.in_flight.remove(&page);
                 }
                 Pending::Entry { page, entry } => {
@@ -158,9 +179,26 @@ impl Engine {
         count
     }
 
+    /// Mark a resource page failed: its requests are ignored from now on.
+    pub fn mark_resource_failed(&self, page: u32) {
+        if page < self.layout.page_table_entries {
+            bits::set_bit_if_clear(&self.resource_failed, page);
+        }
+    }
+
+    /// Whether a resource page's callback failed (lock-free).
+    #[inline]
+    pub fn is_resource_failed(&self, page: u32) -> bool {
+        page < self.layout.page_table_entries && bits::test_bit(&self.resource_failed, page)
+    }
+
     pub fn stats(&self) -> Stats {
         let host = self.host.lock();
-        host.stats(self.pages.bookkeeping_bytes() + self.tiles.bookkeeping_bytes())
+        host.stats(
+            self.pages.bookkeeping_bytes()
+                + self.tiles.bookkeeping_bytes()
+                + self.resource_failed.len() as u64 * 4,
+        )
     }
 
     /// Change the budget. Memory no launch or fill is using is freed at once (staging the

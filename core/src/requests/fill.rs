@@ -1,6 +1,11 @@
 //! Fill tasks, run on the worker pool: open a texture (sampler, base colour, mip tail) or
 //! read one tile. Each ends in a result under the host lock: published, deferred ("not
 //! yet", no memory), or the texture marked failed. Panics in sources are contained.
+//!
+//! Every task carries the texture generation it was started for. If the texture's
+//! contents were dropped meanwhile (invalidate, replace, unload), the task publishes
+//! nothing, gives its memory back and leaves the in-flight markers alone (they belong to
+//! fills of the new generation).
 
 use super::engine::Engine;
 use super::host_state::{Deferral, HostState, Pending};
@@ -21,6 +26,7 @@ use std::time::Instant;
 pub(crate) struct TileJob {
     pub page: u32,
     pub texture: TextureId,
+    pub generation: u32,
     pub level: u32,
     pub tile_x: u32,
     pub tile_y: u32,
@@ -35,16 +41,30 @@ pub(crate) struct TileTask {
     full_tile: bool,
     texel_bytes: usize,
     buffer: TileBuffer,
-    guard: TaskGuard,
+    guard: Option<TaskGuard>,
 }
 
-/// Gather what a tile read needs. `None` (buffer returned) if the texture went away.
+/// Whether `texture` is still at `generation` (its contents were not dropped since).
+pub(crate) fn is_current(host: &HostState, texture: TextureId, generation: u32) -> bool {
+    host.resources
+        .get(texture)
+        .is_some_and(|r| r.generation == generation)
+}
+
+/// Gather what a tile read needs. `None` (buffer returned) if the texture went away or its
+/// contents were dropped since the job was routed.
 pub(crate) fn prepare_tile(
     host: &mut HostState,
     job: TileJob,
     buffer: TileBuffer,
     guard: TaskGuard,
 ) -> Option<TileTask> {
+    if !is_current(host, job.texture, job.generation) {
+        // The buffer was never visible. The page's in-flight marker was dropped with the
+        // contents (it may be a newer fill's now).
+        host.pool.give_back(buffer);
+        return None;
+    }
     let record = host.resources.get(job.texture);
     let layout = record.and_then(|r| r.layout.as_ref());
     let (Some(record), Some(layout)) = (record, layout) else {
@@ -62,26 +82,46 @@ pub(crate) fn prepare_tile(
         full_tile: region.width == layout.tile_width && region.height == layout.tile_height,
         texel_bytes,
         buffer,
-        guard,
+        guard: Some(guard),
     })
 }
 
 impl TileTask {
     /// Read the tile and record the outcome.
     pub(crate) fn run(mut self, engine: &Engine) {
-        let _guard = self.guard;
+        // The ticket completes only once the task has let go of everything, the source
+        // included (its Drop may be what the caller waits for).
+        let guard = self.guard.take();
+        self.read_and_publish(engine);
+        drop(guard);
+    }
+
+    fn read_and_publish(self, engine: &Engine) {
+        let TileTask {
+            guard: _,
+            source,
+            job,
+            region,
+            row_bytes,
+            full_tile,
+            texel_bytes,
+            mut buffer,
+        } = self;
         let start = Instant::now();
-        let dest = self.buffer.as_mut_slice();
-        if !self.full_tile {
+        let dest = buffer.as_mut_slice();
+        if !full_tile {
             // Edge tiles: texels past the image are never sampled; keep them defined.
             dest.fill(0);
         }
-        let source = &self.source;
-        let (region, row_bytes) = (self.region, self.row_bytes);
         let outcome = contain(|| source.read_tile(region, dest, row_bytes));
-        let job = self.job;
         let mut host = engine.host.lock();
         host.counters.fill_seconds += start.elapsed().as_secs_f64();
+        if !is_current(&host, job.texture, job.generation) {
+            // Read from contents that were dropped meanwhile: publish nothing.
+            host.pool.give_back(buffer);
+            host.counters.read_errors += outcome.is_err() as u64;
+            return;
+        }
         let failed = matches!(
             host.resources.get(job.texture).map(|r| &r.state),
             Some(TextureState::Failed(_))
@@ -90,23 +130,23 @@ impl TileTask {
             Ok(Readiness::Ready) if !failed => {
                 host.counters.tiles_filled += 1;
                 host.counters.bytes_read +=
-                    (region.width as usize * region.height as usize * self.texel_bytes) as u64;
+                    (region.width as usize * region.height as usize * texel_bytes) as u64;
                 host.pending.push(Pending::Tile {
                     page: job.page,
-                    buffer: self.buffer,
+                    buffer,
                 });
             }
             Ok(Readiness::Ready) => {
-                host.pool.give_back(self.buffer);
+                host.pool.give_back(buffer);
                 host.in_flight.remove(&job.page);
             }
             Ok(Readiness::NotYet) => {
-                host.pool.give_back(self.buffer);
+                host.pool.give_back(buffer);
                 host.in_flight.remove(&job.page);
                 host.defer(job.page, Deferral::NotYet);
             }
             Err(e) => {
-                host.pool.give_back(self.buffer);
+                host.pool.give_back(buffer);
                 host.in_flight.remove(&job.page);
                 host.counters.read_errors += 1;
                 let msg = format!(
@@ -119,14 +159,15 @@ impl TileTask {
     }
 }
 
-/// Open a texture, read its mip tail and base colour, and publish its sampler.
-pub(crate) fn init_texture(engine: &Engine, texture: TextureId) {
+/// Open a texture, read its mip tail and base colour, and publish its sampler — if the
+/// texture is still at `generation`.
+pub(crate) fn init_texture(engine: &Engine, texture: TextureId, generation: u32) {
     let start = Instant::now();
     let (source, desc) = {
         let host = engine.host.lock();
         match host.resources.get(texture) {
-            Some(r) => (r.source.clone(), r.desc),
-            None => return,
+            Some(r) if r.generation == generation => (r.source.clone(), r.desc),
+            _ => return,
         }
     };
     let opened = contain(|| source.open()).map_err(|e| format!("opening: {e}"));
@@ -136,14 +177,20 @@ pub(crate) fn init_texture(engine: &Engine, texture: TextureId) {
     });
     let layout = match layout {
         Ok(l) => l,
-        Err(msg) => return fail_texture(engine, &mut engine.host.lock(), texture, msg),
+        Err(msg) => {
+            let mut host = engine.host.lock();
+            if is_current(&host, texture, generation) {
+                fail_texture(engine, &mut host, texture, msg);
+            }
+            return;
+        }
     };
 
     let start_page = {
         let mut host = engine.host.lock();
-        match reserve(engine, &mut host, texture, &source, &layout) {
+        match reserve(engine, &mut host, texture, generation, &source, &layout) {
             Reserve::Ok(p) => p,
-            Reserve::Later => return,
+            Reserve::Later | Reserve::Stale => return,
             Reserve::Fail(msg) => return fail_texture(engine, &mut host, texture, msg),
         }
     };
@@ -167,6 +214,11 @@ pub(crate) fn init_texture(engine: &Engine, texture: TextureId) {
 
     let mut host = engine.host.lock();
     host.counters.fill_seconds += start.elapsed().as_secs_f64();
+    if !is_current(&host, texture, generation) {
+        // Dropped while we read: nothing of this was published.
+        host.pool.release(layout.mip_tail_bytes);
+        return;
+    }
     match (read, base) {
         (Ok(Readiness::Ready), Ok(base)) => {
             let mut sampler = TextureSampler::new(&layout, &desc, start_page);
@@ -215,20 +267,30 @@ enum Reserve {
     Ok(u32),
     Later,
     Fail(String),
+    /// The texture's contents were dropped since the fill started: nothing was reserved.
+    Stale,
 }
 
-/// Reserve the texture's page range (once) and its mip tail's bytes.
+/// Reserve the texture's page range and its mip tail's bytes. The texture's range is kept
+/// while the layout fits in it (a reopen after invalidation, or a replacement no larger);
+/// otherwise a new range is allocated.
 fn reserve(
     engine: &Engine,
     host: &mut HostState,
     texture: TextureId,
+    generation: u32,
     source: &Arc<dyn ImageSource>,
     layout: &TextureLayout,
 ) -> Reserve {
-    let existing = host.resources.get(texture).and_then(|r| r.start_page);
-    let start = match existing {
-        Some(p) => p,
-        None => match host.space.allocate_tiles(layout.num_pages, &source.name()) {
+    let Some(record) = host.resources.get(texture) else {
+        return Reserve::Stale;
+    };
+    if record.generation != generation {
+        return Reserve::Stale;
+    }
+    let start = match record.start_page {
+        Some(p) if layout.num_pages <= record.range_pages => p,
+        _ => match host.space.allocate_tiles(layout.num_pages, &source.name()) {
             Ok(p) => {
                 host.resources.add_tile_range(texture, p, layout.num_pages);
                 p
@@ -237,7 +299,6 @@ fn reserve(
         },
     };
     if let Some(r) = host.resources.get_mut(texture) {
-        r.start_page = Some(start);
         r.layout = Some(layout.clone());
     }
     let bytes = layout.mip_tail_bytes;
@@ -317,7 +378,7 @@ pub(crate) fn fail_texture(
 }
 
 /// Run source code, turning a panic into an error.
-fn contain<T>(f: impl FnOnce() -> Result<T, SourceError>) -> Result<T, SourceError> {
+pub(crate) fn contain<T>(f: impl FnOnce() -> Result<T, SourceError>) -> Result<T, SourceError> {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(r) => r,
         Err(panic) => {

@@ -1,12 +1,13 @@
 //! The loader's host-side state, guarded by one mutex: resources, page space, pool,
-//! resident and staged tiles, fills in flight, deferred requests and the mappings waiting
-//! for the next launch. Samplers never take this lock.
+//! resident, staged and retired tiles, fills in flight, deferred requests and the mappings
+//! waiting for the next launch. Samplers never take this lock.
 
 use crate::ids::TextureId;
-use crate::memory::{StagedTiles, TileBuffer, TilePool};
+use crate::memory::{RawBox, RetiredQueue, StagedTiles, TileBuffer, TilePool};
 use crate::paging::{encode_base_color, PageLayout, PageSpace, PullResult};
 use crate::resources::Resources;
 use crate::stats::Stats;
+use crate::textures::TextureSampler;
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 /// A mapping that becomes visible at the next `launch_prepare`.
@@ -32,6 +33,27 @@ pub enum Pending {
     },
 }
 
+/// Memory of a texture whose contents were dropped, waiting until no launch or lookup can
+/// see it ([`crate::memory::RetiredQueue`]).
+pub enum Retired {
+    /// A tile that was resident, staged or waiting to be published.
+    Tile {
+        /// Its page (the tile directory forgets it if it still points at the buffer).
+        page: u32,
+        /// Its data; back to the pool.
+        buffer: TileBuffer,
+    },
+    /// The published sampler record and mip tail.
+    Contents {
+        /// The sampler record (launches may hold its address).
+        sampler: Option<RawBox<TextureSampler>>,
+        /// The packed mip tail (the sampler addresses it).
+        mip_tail: Option<RawBox<[u8]>>,
+        /// Non-evictable bytes the tail holds in the pool.
+        tail_bytes: u64,
+    },
+}
+
 /// Why a request was carried to the next launch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Deferral {
@@ -51,6 +73,8 @@ pub struct HostState {
     /// Visible tile pages and their data.
     pub resident: HashMap<u32, TileBuffer>,
     pub staged: StagedTiles,
+    /// Memory of dropped texture contents, freed once no reader can see it.
+    pub retired: RetiredQueue<Retired>,
     pub pending: Vec<Pending>,
     /// Pages being filled or waiting to be published: not requested again meanwhile.
     pub in_flight: HashSet<u32>,
@@ -74,6 +98,7 @@ impl HostState {
             pool: TilePool::new(budget_bytes),
             resident: HashMap::new(),
             staged: StagedTiles::new(),
+            retired: RetiredQueue::new(),
             pending: Vec::new(),
             in_flight: HashSet::new(),
             deferred: BTreeSet::new(),

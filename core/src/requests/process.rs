@@ -6,6 +6,8 @@
 use super::engine::Engine;
 use super::fill::{self, TileJob};
 use super::host_state::{Deferral, HostState, Pending};
+use super::lifecycle::reclaim_retired;
+use super::resource::ResourceTask;
 use super::ticket::Ticket;
 use crate::ids::{PageId, TextureId, TILE_BYTES};
 use crate::memory::TileBuffer;
@@ -26,6 +28,8 @@ pub(crate) fn process_requests(engine: &Arc<Engine>, launch_num: u32) -> Ticket 
         &mut pull,
     );
     host.counters.requests += pull.requested.len() as u64;
+    // The launch has ended: memory retired while it lived may be free now.
+    reclaim_retired(engine, &mut host);
 
     // Deferred requests and new ones, ascending: samplers first, then each texture's
     // coarse levels before its fine ones.
@@ -33,8 +37,9 @@ pub(crate) fn process_requests(engine: &Arc<Engine>, launch_num: u32) -> Ticket 
     candidates.extend(pull.requested.iter().copied());
 
     let max = engine.options.max_requests_per_launch;
-    let mut inits: Vec<TextureId> = Vec::new();
+    let mut inits: Vec<(TextureId, u32)> = Vec::new();
     let mut tiles: Vec<TileJob> = Vec::new();
+    let mut resources: Vec<ResourceTask> = Vec::new();
     for page in candidates {
         if host.in_flight.contains(&page) || engine.pages.is_resident(page) {
             continue;
@@ -45,18 +50,23 @@ pub(crate) fn process_requests(engine: &Arc<Engine>, launch_num: u32) -> Ticket 
             host.pending.push(Pending::Tile { page, buffer });
             continue;
         }
-        if inits.len() + tiles.len() >= max {
+        if inits.len() + tiles.len() + resources.len() >= max {
             host.defer(page, Deferral::OverLimit);
             continue;
         }
         match host.resources.route(&engine.layout, PageId(page)) {
-            Route::InitTexture(t) => {
-                host.in_flight.insert(engine.layout.sampler_page(t).0);
-                host.in_flight.insert(engine.layout.base_color_page(t).0);
-                inits.push(t);
+            Route::InitTexture {
+                texture,
+                generation,
+            } => {
+                host.in_flight.insert(engine.layout.sampler_page(texture).0);
+                host.in_flight
+                    .insert(engine.layout.base_color_page(texture).0);
+                inits.push((texture, generation));
             }
             Route::Tile {
                 texture,
+                generation,
                 level,
                 tile_x,
                 tile_y,
@@ -65,14 +75,31 @@ pub(crate) fn process_requests(engine: &Arc<Engine>, launch_num: u32) -> Ticket 
                 tiles.push(TileJob {
                     page,
                     texture,
+                    generation,
                     level,
                     tile_x,
                     tile_y,
                 });
             }
+            Route::Resource { index, page_index } => {
+                // A failed page is never asked for again (see `requests::resource`).
+                if engine.is_resource_failed(page) {
+                    continue;
+                }
+                if let Some(r) = host.resources.resource(index) {
+                    let callback = r.callback.clone();
+                    host.in_flight.insert(page);
+                    resources.push(ResourceTask {
+                        page,
+                        page_index,
+                        callback,
+                    });
+                }
+            }
             Route::UnknownTexture(t) => publish_unknown_texture(engine, &mut host, t),
             // A failed texture's sampler entry is (or is about to be) 0: nothing to read.
-            Route::Failed(_) => {}
+            // Stale pages were asked for through contents that have been dropped.
+            Route::Failed(_) | Route::Stale(_) => {}
             Route::Unowned => {
                 host.counters.unowned_requests += 1;
                 tracing::warn!(page, "request for a page no resource owns");
@@ -104,20 +131,28 @@ pub(crate) fn process_requests(engine: &Arc<Engine>, launch_num: u32) -> Ticket 
         }
     }
     host.pull = pull;
-    let ticket = Ticket::new(inits.len() + jobs.len());
+    let ticket = Ticket::new(inits.len() + jobs.len() + resources.len());
     let tile_tasks: Vec<_> = jobs
         .into_iter()
         .filter_map(|(job, buffer)| fill::prepare_tile(&mut host, job, buffer, ticket.task()))
         .collect();
     drop(host);
 
-    for t in inits {
+    for (t, generation) in inits {
         let engine = engine.clone();
         let guard = ticket.task();
         engine.clone().workers.spawn(move || {
             let _guard = guard;
-            fill::init_texture(&engine, t);
+            fill::init_texture(&engine, t, generation);
         });
+    }
+    for task in resources {
+        let engine = engine.clone();
+        let guard = ticket.task();
+        engine
+            .clone()
+            .workers
+            .spawn(move || task.run(&engine, Some(guard)));
     }
     for task in tile_tasks {
         let engine = engine.clone();
@@ -172,11 +207,20 @@ pub(crate) fn stage_pages(engine: &Engine, host: &mut HostState, pages: &[u32]) 
     }
 }
 
-/// A buffer for a fill: free memory first, then the oldest reclaimable staged tile.
+/// A buffer for a fill: free memory first, then retired memory no reader can see, then
+/// the oldest reclaimable staged tile.
 pub(crate) fn take_buffer(engine: &Engine, host: &mut HostState) -> Option<TileBuffer> {
     if host.pool.excess_bytes() == 0 {
         if let Some(b) = host.pool.take() {
             return Some(b);
+        }
+    }
+    if !host.retired.is_empty() {
+        reclaim_retired(engine, host);
+        if host.pool.excess_bytes() == 0 {
+            if let Some(b) = host.pool.take() {
+                return Some(b);
+            }
         }
     }
     let (page, buffer) = host.staged.reclaim_oldest(&engine.epochs)?;
@@ -185,8 +229,10 @@ pub(crate) fn take_buffer(engine: &Engine, host: &mut HostState) -> Option<TileB
     Some(buffer)
 }
 
-/// Free staged tiles no launch can see while the pool is over its budget.
+/// Free retired memory and staged tiles no launch can see while the pool is over its
+/// budget.
 pub(crate) fn free_reclaimable(engine: &Engine, host: &mut HostState) {
+    reclaim_retired(engine, host);
     while host.pool.excess_bytes() > 0 {
         let Some((page, buffer)) = host.staged.reclaim_oldest(&engine.epochs) else {
             break;
