@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every test of the project, on a fresh machine: formatting, lints, unit, property,
-# concurrency and integration tests, doc tests, and a small end-to-end demo run.
+# concurrency and integration tests, doc tests, the C ABI's C and C++ consumers built
+# against the installed CMake package (valgrind, ASan), and a small end-to-end demo run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -37,5 +38,7 @@ echo "== cargo clippy -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings
 echo "== cargo test"
 cargo test --workspace
+echo "== C/C++ consumers: CMake package, pkg-config, symbol list, valgrind, ASan"
+./scripts/test-consumers.sh
 echo "== demo smoke run (small frame, verified against the fully resident render)"
 cargo run --release -q -p demandtex-cli -- demo --width 160 --height 90 --out target/demo-smoke --verify

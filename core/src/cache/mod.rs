@@ -81,8 +81,12 @@ thread_local! {
 
 impl TextureCache {
     /// A cache with its own loader (see [`LoaderOptions`]; `max_texture_memory` is the
-    /// cache size). Fill threads are not used by blocking lookups.
-    pub fn new(options: LoaderOptions) -> Result<TextureCache> {
+    /// cache size). Blocking lookups do not use fill threads, so `fill_threads: 0` (one
+    /// per core) means a single one here, for multi-pass launches on [`loader`](Self::loader).
+    pub fn new(mut options: LoaderOptions) -> Result<TextureCache> {
+        if options.fill_threads == 0 {
+            options.fill_threads = 1;
+        }
         Ok(TextureCache::from_loader(&Loader::new(options)?))
     }
 

@@ -3,6 +3,7 @@
 //! tracker, the host state behind one mutex, and the fill thread pool.
 
 use super::host_state::{HostState, Pending, Retired};
+use super::workers::FillPool;
 use crate::backend::cpu::TileDirectory;
 use crate::error::{Error, Result};
 use crate::ids::{PageId, TextureId};
@@ -27,7 +28,8 @@ pub(crate) struct Engine {
     pub host: Mutex<HostState>,
     /// Signalled (with `host`) when a blocking fill finishes, for the lookups waiting on it.
     pub fill_done: Condvar,
-    pub workers: rayon::ThreadPool,
+    /// Joined when the engine drops (unless it drops on one of them).
+    pub workers: FillPool,
     /// One bit per entry page: a resource page whose callback failed (never asked again).
     resource_failed: Box<[AtomicU32]>,
 }
@@ -56,12 +58,7 @@ impl Engine {
             0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
             n => n,
         };
-        let workers = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .thread_name(|i| format!("demandtex-fill-{i}"))
-            .panic_handler(|_| tracing::error!("a demandtex fill task panicked outside its guard"))
-            .build()
-            .map_err(|e| Error::Internal(format!("cannot start fill threads: {e}")))?;
+        let workers = FillPool::new(threads)?;
         let budget = options.max_texture_memory;
         Ok(Arc::new(Engine {
             layout,

@@ -87,6 +87,12 @@ pub(crate) fn prepare_tile(
 }
 
 impl TileTask {
+    /// Take the task's ticket guard, for a caller that completes the ticket itself after
+    /// the task ran (and after it let go of the engine).
+    pub(crate) fn take_guard(&mut self) -> Option<TaskGuard> {
+        self.guard.take()
+    }
+
     /// Read the tile and record the outcome.
     pub(crate) fn run(mut self, engine: &Engine) {
         // The ticket completes only once the task has let go of everything, the source

@@ -10,5 +10,6 @@ pub(crate) mod lifecycle;
 pub(crate) mod process;
 pub(crate) mod resource;
 mod ticket;
+pub(crate) mod workers;
 
 pub use ticket::Ticket;

@@ -138,25 +138,36 @@ pub(crate) fn process_requests(engine: &Arc<Engine>, launch_num: u32) -> Ticket 
         .collect();
     drop(host);
 
+    // Each task lets go of the engine before its guard completes the ticket: a caller who
+    // saw the ticket complete and drops the loader then drops the engine on its own thread,
+    // which joins the fill threads (see `workers`), rather than leaving that to a fill
+    // thread, which cannot.
     for (t, generation) in inits {
         let engine = engine.clone();
         let guard = ticket.task();
         engine.clone().workers.spawn(move || {
-            let _guard = guard;
             fill::init_texture(&engine, t, generation);
+            drop(engine);
+            drop(guard);
         });
     }
     for task in resources {
         let engine = engine.clone();
         let guard = ticket.task();
-        engine
-            .clone()
-            .workers
-            .spawn(move || task.run(&engine, Some(guard)));
+        engine.clone().workers.spawn(move || {
+            task.run(&engine, None);
+            drop(engine);
+            drop(guard);
+        });
     }
-    for task in tile_tasks {
+    for mut task in tile_tasks {
         let engine = engine.clone();
-        engine.clone().workers.spawn(move || task.run(&engine));
+        let guard = task.take_guard();
+        engine.clone().workers.spawn(move || {
+            task.run(&engine);
+            drop(engine);
+            drop(guard);
+        });
     }
     ticket
 }

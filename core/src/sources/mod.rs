@@ -80,7 +80,10 @@ pub trait ImageSource: Send + Sync {
     /// A short description for messages: a file path or the procedural kind and size.
     fn name(&self) -> String;
 
-    /// Describe the image. Called once per texture, before any read.
+    /// Describe the image. Called before any read: once per texture, and again when its
+    /// opening was deferred (a "not yet" from the mip tail or base colour) or its contents
+    /// were dropped (`invalidate_texture`, `replace_texture`). Answers must agree with the
+    /// data the reads produce; after an invalidation the size may change.
     fn open(&self) -> Result<ImageInfo, SourceError>;
 
     /// Write the texels of `region` into `dest` (rows `row_bytes` apart).

@@ -1,0 +1,202 @@
+//! The blocking texture cache: OIIO-style lookups that load what they miss in the calling
+//! thread, on the same engine as the multi-pass loader.
+
+use crate::boundary::{c_str, entry, optional_in, slice_in, slice_out, versioned_out, Out};
+use crate::handles::{into_unique, DtexCache, Registry};
+use crate::options::{DtexLoaderOptions, DtexStats, DtexTextureDesc};
+use crate::sampling::{sample_options, DtexGradQuery, DtexSample, DtexSampleOptions};
+use crate::status::{ApiResult, DtexStatus};
+use engine::{TextureCache, TextureId};
+use std::ffi::c_char;
+use std::sync::Arc;
+
+/// The live caches.
+pub(crate) static CACHES: Registry<TextureCache> = Registry::new(4, "cache");
+
+/// The cache of `handle`, or `DTEX_STATUS_INVALID_HANDLE`.
+#[inline]
+fn get(handle: DtexCache) -> ApiResult<Arc<TextureCache>> {
+    CACHES.get(handle.id)
+}
+
+/// Create a blocking cache with its own engine. `options` NULL means the defaults;
+/// `max_texture_memory` is the cache size. Lookups do not use fill threads: `fill_threads`
+/// 0 (the default) starts a single one.
+///
+/// Errors: INVALID_ARGUMENT (NULL `out`, bad options). Ownership: destroy it with
+/// `dtex_cache_destroy`. Thread-safety: any thread; the cache may be used from many threads.
+///
+/// # Safety
+/// `options` is NULL or points to a `DtexLoaderOptions`; `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn dtex_cache_create(
+    options: *const DtexLoaderOptions,
+    out: *mut DtexCache,
+) -> DtexStatus {
+    entry(|| {
+        // SAFETY: the caller's contract.
+        let out = unsafe { Out::new(out, "out") }?;
+        // SAFETY: the caller's contract.
+        let options = unsafe { optional_in(options) }?
+            .copied()
+            .unwrap_or_default()
+            .to_engine()?;
+        let id = CACHES.insert(Arc::new(TextureCache::new(options)?))?;
+        out.write(DtexCache { id });
+        Ok(())
+    })
+}
+
+/// Destroy a cache (its texture ids mean nothing afterwards). Lookups other threads are
+/// making on it finish first.
+///
+/// Errors: INVALID_HANDLE. Ownership: ends the caller's ownership of the handle; the
+/// library releases everything the cache held. Thread-safety: any thread.
+#[no_mangle]
+pub extern "C" fn dtex_cache_destroy(cache: DtexCache) -> DtexStatus {
+    entry(|| {
+        drop(into_unique(CACHES.remove(cache.id)?));
+        Ok(())
+    })
+}
+
+/// The texture of an OpenEXR file: registered at the first call for `path` (with `desc`;
+/// NULL = default), the same id for later calls (which ignore `desc`). The file is opened
+/// at its first lookup; a missing or bad file samples its fallback colour.
+///
+/// Errors: INVALID_HANDLE; INVALID_ARGUMENT (NULL pointer, path not UTF-8, bad `desc`);
+/// OUT_OF_PAGES. Ownership: the path is copied; the texture belongs to the cache.
+/// Thread-safety: any thread.
+///
+/// # Safety
+/// `path` is NULL or a NUL-terminated string; `desc` is NULL or points to a
+/// `DtexTextureDesc`; `out_texture` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn dtex_cache_texture_for_path(
+    cache: DtexCache,
+    path: *const c_char,
+    desc: *const DtexTextureDesc,
+    out_texture: *mut u32,
+) -> DtexStatus {
+    entry(|| {
+        // SAFETY: the caller's contract (all three pointers).
+        let (out, path, desc) = unsafe {
+            (
+                Out::new(out_texture, "out_texture")?,
+                c_str(path, "path")?,
+                optional_in(desc)?,
+            )
+        };
+        let c = get(cache)?;
+        let desc = DtexTextureDesc::resolve(desc, Default::default())?;
+        out.write(c.texture_for_path(path, desc)?.0);
+        Ok(())
+    })
+}
+
+/// Sample `texture` at (s, t) with the gradients of (s, t), loading the missing tiles in
+/// this thread first (blocking). `resident` is 0 only when the footprint could not be made
+/// resident (budget too small for the lookups in flight, a failed read): the value is then
+/// the best resident approximation.
+///
+/// Errors: INVALID_HANDLE; INVALID_ARGUMENT (NULL `out`, bad options). Ownership:
+/// `options` is read during the call; `*out` is the caller's. Thread-safety: any number
+/// of threads at once.
+///
+/// # Safety
+/// `options` is NULL or points to a `DtexSampleOptions`; `out` is NULL or writable.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn dtex_cache_tex2d_grad(
+    cache: DtexCache,
+    texture: u32,
+    s: f32,
+    t: f32,
+    dsdx: f32,
+    dtdx: f32,
+    dsdy: f32,
+    dtdy: f32,
+    options: *const DtexSampleOptions,
+    out: *mut DtexSample,
+) -> DtexStatus {
+    entry(|| {
+        // SAFETY: the caller's contract.
+        let (out, o) = unsafe { (Out::new(out, "out")?, sample_options(options)?) };
+        let c = get(cache)?;
+        let v = c.tex2d_grad(TextureId(texture), s, t, [dsdx, dtdx], [dsdy, dtdy], &o);
+        out.write(v.into());
+        Ok(())
+    })
+}
+
+/// `count` blocking lookups in one call: `out_samples[i]` is what `dtex_cache_tex2d_grad`
+/// gives for `queries[i]`.
+///
+/// Errors: INVALID_HANDLE; INVALID_ARGUMENT (NULL arrays with `count > 0`, bad options).
+/// Ownership: the arrays are the caller's, used only during the call. Thread-safety: any
+/// number of threads at once.
+///
+/// # Safety
+/// `queries` points to `count` readable queries and `out_samples` to `count` writable
+/// samples (either may be NULL if `count` is 0); they must not overlap.
+#[no_mangle]
+pub unsafe extern "C" fn dtex_cache_tex2d_grad_batch(
+    cache: DtexCache,
+    queries: *const DtexGradQuery,
+    count: usize,
+    options: *const DtexSampleOptions,
+    out_samples: *mut DtexSample,
+) -> DtexStatus {
+    entry(|| {
+        // SAFETY: the caller's contract.
+        let (queries, mut samples, o) = unsafe {
+            (
+                slice_in(queries, count, "queries")?,
+                slice_out(out_samples, count, "out_samples")?,
+                sample_options(options)?,
+            )
+        };
+        let c = get(cache)?;
+        for (i, q) in queries.iter().enumerate() {
+            let v = c.tex2d_grad(
+                TextureId(q.texture),
+                q.s,
+                q.t,
+                [q.dsdx, q.dtdx],
+                [q.dsdy, q.dtdy],
+                &o,
+            );
+            samples.set(i, v.into());
+        }
+        Ok(())
+    })
+}
+
+/// Write a statistics snapshot of the cache to `*out` (caller sets `out->struct_size`).
+///
+/// Errors: INVALID_HANDLE; INVALID_ARGUMENT (NULL `out`, bad `struct_size`).
+/// Ownership: `*out` is the caller's; nothing is kept. Thread-safety: any thread.
+///
+/// # Safety
+/// `out` is NULL or readable and writable as a `DtexStats`.
+#[no_mangle]
+pub unsafe extern "C" fn dtex_cache_get_stats(cache: DtexCache, out: *mut DtexStats) -> DtexStatus {
+    entry(|| {
+        // SAFETY: the caller's contract.
+        let out = unsafe { versioned_out(out, "out") }?;
+        out.write(DtexStats::from_engine(&get(cache)?.stats()));
+        Ok(())
+    })
+}
+
+/// Change the cache size (texture memory budget) in bytes.
+///
+/// Errors: INVALID_HANDLE; BUDGET_TOO_SMALL (unchanged then). Ownership: nothing is
+/// passed. Thread-safety: any thread.
+#[no_mangle]
+pub extern "C" fn dtex_cache_set_max_texture_memory(cache: DtexCache, bytes: u64) -> DtexStatus {
+    entry(|| {
+        get(cache)?.set_max_texture_memory(bytes)?;
+        Ok(())
+    })
+}

@@ -1,0 +1,361 @@
+//! The option and statistics structs shared with C, their defaults, and their checked
+//! conversion to and from the engine's types.
+
+use crate::boundary::{c_bool, check_reserved, entry_value, Out, Versioned};
+use crate::status::{ApiError, ApiResult};
+use engine::textures::{AddressMode, FilterMode, MipFilter, TextureDesc};
+use engine::{LoaderOptions, Stats};
+
+/// Address mode: repeat.
+pub const DTEX_ADDRESS_WRAP: u32 = 0;
+/// Address mode: clamp to the edge texel.
+pub const DTEX_ADDRESS_CLAMP: u32 = 1;
+/// Address mode: repeat mirrored.
+pub const DTEX_ADDRESS_MIRROR: u32 = 2;
+/// Address mode: outside is transparent black.
+pub const DTEX_ADDRESS_BORDER: u32 = 3;
+/// Filter: nearest texel (or nearest level, for `mip_filter`).
+pub const DTEX_FILTER_POINT: u32 = 0;
+/// Filter: bilinear (or blend two levels, for `mip_filter`).
+pub const DTEX_FILTER_LINEAR: u32 = 1;
+
+/// How a loader (or a cache) is set up. Fill it with `dtex_loader_options_default`, then
+/// change fields. Sizes are in pages and bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DtexLoaderOptions {
+    /// `sizeof(DtexLoaderOptions)` (set by `dtex_loader_options_default`).
+    pub struct_size: u32,
+    /// Pages in the virtual page space (default 1<<26: 4 TiB of 64 KiB tiles; at most 1<<31).
+    pub num_pages: u32,
+    /// Pages with a 64-bit page-table entry (default 1<<18; at least 2 * max_textures).
+    pub page_table_entries: u32,
+    /// Most textures (default 1<<16).
+    pub max_textures: u32,
+    /// Texture memory budget in bytes: tiles and mip tails (default 2 GiB).
+    pub max_texture_memory: u64,
+    /// Most fills started by one `dtex_process_requests`; the rest are deferred (default
+    /// 8192; at least 1).
+    pub max_requests_per_launch: u32,
+    /// Boolean: evict stale tiles when memory is needed (default 1).
+    pub eviction: u32,
+    /// Fill threads (0 = one per core; the default).
+    pub fill_threads: u32,
+    /// Launches a page must go unused before it may be evicted, as 2^(n-1) (default 1; 1..=14).
+    pub lru_threshold: u32,
+    /// Fraction of the budget kept as staged tiles for a second chance (default 0.0625; 0..=1).
+    pub staged_reserve: f32,
+    /// Must be 0.
+    pub reserved: u32,
+}
+
+// SAFETY: repr(C), first field u32 struct_size.
+unsafe impl Versioned for DtexLoaderOptions {
+    const NAME: &'static str = "DtexLoaderOptions";
+}
+
+impl Default for DtexLoaderOptions {
+    fn default() -> Self {
+        let d = LoaderOptions::default();
+        DtexLoaderOptions {
+            struct_size: std::mem::size_of::<DtexLoaderOptions>() as u32,
+            num_pages: d.num_pages,
+            page_table_entries: d.page_table_entries,
+            max_textures: d.max_textures,
+            max_texture_memory: d.max_texture_memory,
+            max_requests_per_launch: d.max_requests_per_launch as u32,
+            eviction: d.eviction as u32,
+            fill_threads: d.fill_threads as u32,
+            lru_threshold: d.lru_threshold as u32,
+            staged_reserve: d.staged_reserve,
+            reserved: 0,
+        }
+    }
+}
+
+impl DtexLoaderOptions {
+    /// The engine's options (checked by the engine when the loader is created).
+    pub fn to_engine(&self) -> ApiResult<LoaderOptions> {
+        check_reserved(self.reserved, "DtexLoaderOptions.reserved")?;
+        let lru_threshold = u8::try_from(self.lru_threshold).map_err(|_| {
+            ApiError::invalid_argument(format!(
+                "DtexLoaderOptions.lru_threshold {} (1..=14)",
+                self.lru_threshold
+            ))
+        })?;
+        Ok(LoaderOptions {
+            num_pages: self.num_pages,
+            page_table_entries: self.page_table_entries,
+            max_textures: self.max_textures,
+            max_texture_memory: self.max_texture_memory,
+            max_requests_per_launch: self.max_requests_per_launch as usize,
+            eviction: c_bool(self.eviction, "DtexLoaderOptions.eviction")?,
+            fill_threads: self.fill_threads as usize,
+            lru_threshold,
+            staged_reserve: self.staged_reserve,
+        })
+    }
+}
+
+/// Fill `*out` with the default options (and `struct_size`). NULL: does nothing.
+///
+/// Ownership: `*out` is the caller's; nothing is kept. Thread-safety: any thread.
+///
+/// # Safety
+/// `out` is NULL or valid for writing a `DtexLoaderOptions`.
+#[no_mangle]
+pub unsafe extern "C" fn dtex_loader_options_default(out: *mut DtexLoaderOptions) {
+    entry_value((), || {
+        // SAFETY: the caller's contract.
+        if let Some(out) = unsafe { Out::optional(out) } {
+            out.write(DtexLoaderOptions::default());
+        }
+    })
+}
+
+/// How a texture is sampled, fixed at creation. Fill it with `dtex_texture_desc_default`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DtexTextureDesc {
+    /// `sizeof(DtexTextureDesc)` (set by `dtex_texture_desc_default`).
+    pub struct_size: u32,
+    /// `DTEX_ADDRESS_*` for s (default WRAP).
+    pub address_s: u32,
+    /// `DTEX_ADDRESS_*` for t (default WRAP).
+    pub address_t: u32,
+    /// `DTEX_FILTER_*` within a level (default LINEAR).
+    pub filter: u32,
+    /// `DTEX_FILTER_*` between levels (default LINEAR: trilinear).
+    pub mip_filter: u32,
+    /// Largest anisotropy honoured, 1..=16 (default 1).
+    pub max_anisotropy: u32,
+    /// RGBA returned by every lookup once the texture has failed (default opaque magenta).
+    pub fallback_color: [f32; 4],
+}
+
+// SAFETY: repr(C), first field u32 struct_size.
+unsafe impl Versioned for DtexTextureDesc {
+    const NAME: &'static str = "DtexTextureDesc";
+}
+
+impl Default for DtexTextureDesc {
+    fn default() -> Self {
+        DtexTextureDesc::from_engine(&TextureDesc::default())
+    }
+}
+
+impl DtexTextureDesc {
+    /// The C form of an engine description.
+    pub fn from_engine(d: &TextureDesc) -> DtexTextureDesc {
+        DtexTextureDesc {
+            struct_size: std::mem::size_of::<DtexTextureDesc>() as u32,
+            address_s: d.address[0] as u32,
+            address_t: d.address[1] as u32,
+            filter: d.filter as u32,
+            mip_filter: d.mip_filter as u32,
+            max_anisotropy: d.max_anisotropy,
+            fallback_color: d.fallback_color,
+        }
+    }
+
+    /// The engine's description, checking every code.
+    pub fn to_engine(&self) -> ApiResult<TextureDesc> {
+        let address = |v: u32, what: &str| match v {
+            DTEX_ADDRESS_WRAP => Ok(AddressMode::Wrap),
+            DTEX_ADDRESS_CLAMP => Ok(AddressMode::Clamp),
+            DTEX_ADDRESS_MIRROR => Ok(AddressMode::Mirror),
+            DTEX_ADDRESS_BORDER => Ok(AddressMode::Border),
+            _ => Err(ApiError::invalid_argument(format!(
+                "DtexTextureDesc.{what} is {v} (DTEX_ADDRESS_WRAP 0 .. DTEX_ADDRESS_BORDER 3)"
+            ))),
+        };
+        let filter = |v: u32, what: &str| match v {
+            DTEX_FILTER_POINT | DTEX_FILTER_LINEAR => Ok(v == DTEX_FILTER_LINEAR),
+            _ => Err(ApiError::invalid_argument(format!(
+                "DtexTextureDesc.{what} is {v} (DTEX_FILTER_POINT 0 or DTEX_FILTER_LINEAR 1)"
+            ))),
+        };
+        if !(1..=engine::textures::MAX_ANISOTROPY).contains(&self.max_anisotropy) {
+            return Err(ApiError::invalid_argument(format!(
+                "DtexTextureDesc.max_anisotropy is {} (1..=16)",
+                self.max_anisotropy
+            )));
+        }
+        Ok(TextureDesc {
+            address: [
+                address(self.address_s, "address_s")?,
+                address(self.address_t, "address_t")?,
+            ],
+            filter: if filter(self.filter, "filter")? {
+                FilterMode::Linear
+            } else {
+                FilterMode::Point
+            },
+            mip_filter: if filter(self.mip_filter, "mip_filter")? {
+                MipFilter::Linear
+            } else {
+                MipFilter::Point
+            },
+            max_anisotropy: self.max_anisotropy,
+            fallback_color: self.fallback_color,
+        })
+    }
+
+    /// The engine description of an optional C description (NULL = `default`).
+    pub fn resolve(desc: Option<&DtexTextureDesc>, default: TextureDesc) -> ApiResult<TextureDesc> {
+        desc.map_or(Ok(default), DtexTextureDesc::to_engine)
+    }
+}
+
+/// Fill `*out` with the default texture description (wrap, trilinear, anisotropy 1, opaque
+/// magenta fallback). NULL: does nothing.
+///
+/// Ownership: `*out` is the caller's; nothing is kept. Thread-safety: any thread.
+///
+/// # Safety
+/// `out` is NULL or valid for writing a `DtexTextureDesc`.
+#[no_mangle]
+pub unsafe extern "C" fn dtex_texture_desc_default(out: *mut DtexTextureDesc) {
+    entry_value((), || {
+        // SAFETY: the caller's contract.
+        if let Some(out) = unsafe { Out::optional(out) } {
+            out.write(DtexTextureDesc::default());
+        }
+    })
+}
+
+/// A snapshot of a loader's (or cache's) counters; totals are since creation. The caller
+/// sets `struct_size = sizeof(DtexStats)` before the call. The fields are those of the
+/// Rust `demandtex::Stats`, in the same order and with the same meaning.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct DtexStats {
+    /// `sizeof(DtexStats)`, set by the caller.
+    pub struct_size: u32,
+    /// Zero.
+    pub reserved: u32,
+    /// Level-0 texel bytes of the textures opened so far (their virtual size).
+    pub virtual_bytes: u64,
+    /// Textures created.
+    pub textures: u64,
+    /// Textures whose source failed (they sample as their fallback colour).
+    pub failed_textures: u64,
+    /// Distinct pages requested, summed over launches.
+    pub requests: u64,
+    /// Requests carried to a later launch (over the limit, no memory, or "not yet").
+    pub requests_deferred: u64,
+    /// Of those: over `max_requests_per_launch`.
+    pub deferred_over_limit: u64,
+    /// Of those: no tile memory could be had.
+    pub deferred_no_memory: u64,
+    /// Of those: the source answered "not yet".
+    pub deferred_not_yet: u64,
+    /// Tiles read from sources.
+    pub tiles_filled: u64,
+    /// Mip tails read (one per opened texture).
+    pub mip_tails_filled: u64,
+    /// Texel bytes written by sources.
+    pub bytes_read: u64,
+    /// Requests for pages no resource owns, ignored.
+    pub unowned_requests: u64,
+    /// Reads that failed.
+    pub read_errors: u64,
+    /// Staged pages requested again and restored without a read.
+    pub second_chance_restores: u64,
+    /// Pages made non-resident to free memory (staged).
+    pub pages_staged: u64,
+    /// Staged tiles whose memory was reused or freed.
+    pub evictions: u64,
+    /// Bytes of texture memory held now.
+    pub resident_bytes: u64,
+    /// Highest `resident_bytes` seen.
+    pub peak_resident_bytes: u64,
+    /// The texture memory budget.
+    pub budget_bytes: u64,
+    /// Bytes of page bookkeeping.
+    pub bookkeeping_bytes: u64,
+    /// Seconds spent in fills, summed over fill threads.
+    pub fill_seconds: f64,
+    /// Launches prepared.
+    pub launches: u64,
+    /// Blocking mode: misses that waited for another thread's read of the same page.
+    pub fill_waits: u64,
+    /// Blocking mode: tile fills that found no memory.
+    pub blocking_no_memory: u64,
+    /// Blocking mode: clock sweeps over the resident tiles.
+    pub clock_sweeps: u64,
+    /// Blocking mode: lookups that returned the best resident approximation.
+    pub blocking_fallbacks: u64,
+}
+
+// SAFETY: repr(C), first field u32 struct_size.
+unsafe impl Versioned for DtexStats {
+    const NAME: &'static str = "DtexStats";
+}
+
+impl DtexStats {
+    /// The C form of an engine snapshot.
+    pub fn from_engine(s: &Stats) -> DtexStats {
+        // A field added to `Stats` is caught by the `stats_fields_match_the_engine` test
+        // (not by an exhaustive pattern here, which would break the build of whoever adds it).
+        let Stats {
+            virtual_bytes,
+            textures,
+            failed_textures,
+            requests,
+            requests_deferred,
+            deferred_over_limit,
+            deferred_no_memory,
+            deferred_not_yet,
+            tiles_filled,
+            mip_tails_filled,
+            bytes_read,
+            unowned_requests,
+            read_errors,
+            second_chance_restores,
+            pages_staged,
+            evictions,
+            resident_bytes,
+            peak_resident_bytes,
+            budget_bytes,
+            bookkeeping_bytes,
+            fill_seconds,
+            launches,
+            fill_waits,
+            blocking_no_memory,
+            clock_sweeps,
+            blocking_fallbacks,
+            ..
+        } = s.clone();
+        DtexStats {
+            struct_size: std::mem::size_of::<DtexStats>() as u32,
+            reserved: 0,
+            virtual_bytes,
+            textures,
+            failed_textures,
+            requests,
+            requests_deferred,
+            deferred_over_limit,
+            deferred_no_memory,
+            deferred_not_yet,
+            tiles_filled,
+            mip_tails_filled,
+            bytes_read,
+            unowned_requests,
+            read_errors,
+            second_chance_restores,
+            pages_staged,
+            evictions,
+            resident_bytes,
+            peak_resident_bytes,
+            budget_bytes,
+            bookkeeping_bytes,
+            fill_seconds,
+            launches,
+            fill_waits,
+            blocking_no_memory,
+            clock_sweeps,
+            blocking_fallbacks,
+        }
+    }
+}

@@ -1,0 +1,257 @@
+//! CPU sampling on a launch (multi-pass mode): single lookups and batches.
+
+use crate::boundary::{entry, optional_in, slice_in, slice_out, Out, Versioned};
+use crate::handles::DtexLaunch;
+use crate::launch;
+use crate::status::{ApiResult, DtexStatus};
+use engine::ids::UdimId;
+use engine::{Sample, SampleOptions, TextureId};
+
+/// Per-lookup options. NULL means all defaults.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DtexSampleOptions {
+    /// `sizeof(DtexSampleOptions)`.
+    pub struct_size: u32,
+    /// Boolean (default 0): on a miss, return the finest coarser level that is resident
+    /// and report it resident; the missing pages are still requested.
+    pub fallback_to_coarser: u32,
+}
+
+// SAFETY: repr(C), first field u32 struct_size.
+unsafe impl Versioned for DtexSampleOptions {
+    const NAME: &'static str = "DtexSampleOptions";
+}
+
+/// The result of one lookup.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct DtexSample {
+    /// RGBA. One-channel textures give (c, c, c, 1), two-channel (c0, c1, 0, 1).
+    pub value: [f32; 4],
+    /// Boolean: every texel the filter needed was resident. 0: the value is an
+    /// approximation (or 0 / the base colour) and the missing pages were requested.
+    pub resident: u32,
+    /// Zero.
+    pub reserved: u32,
+}
+
+impl From<Sample> for DtexSample {
+    #[inline]
+    fn from(s: Sample) -> DtexSample {
+        DtexSample {
+            value: s.value,
+            resident: s.resident as u32,
+            reserved: 0,
+        }
+    }
+}
+
+/// One lookup of a batch: a texture id and (s, t) with their screen-space gradients.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct DtexGradQuery {
+    /// Texture id.
+    pub texture: u32,
+    /// Horizontal texture coordinate (1.0 = one texture width).
+    pub s: f32,
+    /// Vertical texture coordinate.
+    pub t: f32,
+    /// ds/dx.
+    pub dsdx: f32,
+    /// dt/dx.
+    pub dtdx: f32,
+    /// ds/dy.
+    pub dsdy: f32,
+    /// dt/dy.
+    pub dtdy: f32,
+}
+
+/// The engine options of optional C options (NULL = defaults).
+///
+/// # Safety
+/// `options` is NULL or points to a `DtexSampleOptions`.
+pub(crate) unsafe fn sample_options(options: *const DtexSampleOptions) -> ApiResult<SampleOptions> {
+    // SAFETY: forwarded contract.
+    let Some(o) = (unsafe { optional_in(options) })? else {
+        return Ok(SampleOptions::default());
+    };
+    Ok(SampleOptions {
+        fallback_to_coarser: crate::boundary::c_bool(
+            o.fallback_to_coarser,
+            "DtexSampleOptions.fallback_to_coarser",
+        )?,
+    })
+}
+
+/// Sample level 0 of `texture` at (s, t). An unknown texture id gives the default
+/// fallback colour, resident, with status OK (as a failed texture gives its own).
+///
+/// Errors: INVALID_HANDLE; INVALID_ARGUMENT for a NULL `out` or bad options.
+/// Ownership: `options` is read during the call; `*out` is the caller's.
+/// Thread-safety: many threads may sample one launch at once.
+///
+/// # Safety
+/// `options` is NULL or points to a `DtexSampleOptions`; `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn dtex_launch_tex2d(
+    launch: DtexLaunch,
+    texture: u32,
+    s: f32,
+    t: f32,
+    options: *const DtexSampleOptions,
+    out: *mut DtexSample,
+) -> DtexStatus {
+    entry(|| {
+        // SAFETY: the caller's contract.
+        let (out, o) = unsafe { (Out::new(out, "out")?, sample_options(options)?) };
+        let l = launch::get(launch)?;
+        out.write(l.launch.tex2d(TextureId(texture), s, t, &o).into());
+        Ok(())
+    })
+}
+
+/// Sample `texture` at (s, t) and an explicit level of detail `lod` (0 = finest; fractions
+/// blend levels with a linear mip filter).
+///
+/// Errors, Ownership, Thread-safety: as `dtex_launch_tex2d`.
+///
+/// # Safety
+/// As `dtex_launch_tex2d`.
+#[no_mangle]
+pub unsafe extern "C" fn dtex_launch_tex2d_lod(
+    launch: DtexLaunch,
+    texture: u32,
+    s: f32,
+    t: f32,
+    lod: f32,
+    options: *const DtexSampleOptions,
+    out: *mut DtexSample,
+) -> DtexStatus {
+    entry(|| {
+        // SAFETY: the caller's contract.
+        let (out, o) = unsafe { (Out::new(out, "out")?, sample_options(options)?) };
+        let l = launch::get(launch)?;
+        out.write(l.launch.tex2d_lod(TextureId(texture), s, t, lod, &o).into());
+        Ok(())
+    })
+}
+
+/// Sample `texture` at (s, t) with the screen-space gradients of (s, t): the footprint
+/// picks the level (and anisotropy, up to the texture's `max_anisotropy`).
+///
+/// Errors, Ownership, Thread-safety: as `dtex_launch_tex2d`.
+///
+/// # Safety
+/// As `dtex_launch_tex2d`.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn dtex_launch_tex2d_grad(
+    launch: DtexLaunch,
+    texture: u32,
+    s: f32,
+    t: f32,
+    dsdx: f32,
+    dtdx: f32,
+    dsdy: f32,
+    dtdy: f32,
+    options: *const DtexSampleOptions,
+    out: *mut DtexSample,
+) -> DtexStatus {
+    entry(|| {
+        // SAFETY: the caller's contract.
+        let (out, o) = unsafe { (Out::new(out, "out")?, sample_options(options)?) };
+        let l = launch::get(launch)?;
+        let v = l
+            .launch
+            .tex2d_grad(TextureId(texture), s, t, [dsdx, dtdx], [dsdy, dtdy], &o);
+        out.write(v.into());
+        Ok(())
+    })
+}
+
+/// Sample the UDIM texture `udim` (from `dtex_udim_create*`) at (s, t) in UDIM space
+/// (tile (col, row) covers [col, col+1) x [row, row+1)) with the gradients of (s, t).
+///
+/// Errors, Ownership, Thread-safety: as `dtex_launch_tex2d`.
+///
+/// # Safety
+/// As `dtex_launch_tex2d`.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn dtex_launch_tex2d_grad_udim(
+    launch: DtexLaunch,
+    udim: u32,
+    s: f32,
+    t: f32,
+    dsdx: f32,
+    dtdx: f32,
+    dsdy: f32,
+    dtdy: f32,
+    options: *const DtexSampleOptions,
+    out: *mut DtexSample,
+) -> DtexStatus {
+    entry(|| {
+        // SAFETY: the caller's contract.
+        let (out, o) = unsafe { (Out::new(out, "out")?, sample_options(options)?) };
+        let l = launch::get(launch)?;
+        let v = l
+            .launch
+            .tex2d_grad_udim(UdimId(udim), s, t, [dsdx, dtdx], [dsdy, dtdy], &o);
+        out.write(v.into());
+        Ok(())
+    })
+}
+
+/// Sample `count` queries (each with its own texture) in one call:
+/// `out_samples[i]` is what `dtex_launch_tex2d_grad` gives for `queries[i]`. If
+/// `out_resident_count` is not NULL it receives how many samples were resident.
+///
+/// Errors: INVALID_HANDLE; INVALID_ARGUMENT for NULL arrays with `count > 0` or bad
+/// options (nothing is written then). Ownership: the arrays are the caller's, used only
+/// during the call. Thread-safety: as `dtex_launch_tex2d`; split large batches across
+/// threads for parallelism.
+///
+/// # Safety
+/// `queries` points to `count` readable queries and `out_samples` to `count` writable
+/// samples (either may be NULL if `count` is 0); they must not overlap.
+/// `out_resident_count` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn dtex_launch_tex2d_grad_batch(
+    launch: DtexLaunch,
+    queries: *const DtexGradQuery,
+    count: usize,
+    options: *const DtexSampleOptions,
+    out_samples: *mut DtexSample,
+    out_resident_count: *mut usize,
+) -> DtexStatus {
+    entry(|| {
+        // SAFETY: the caller's contract (arrays of `count`, optional pointers).
+        let (queries, mut samples, resident_out, o) = unsafe {
+            (
+                slice_in(queries, count, "queries")?,
+                slice_out(out_samples, count, "out_samples")?,
+                Out::optional(out_resident_count),
+                sample_options(options)?,
+            )
+        };
+        let l = launch::get(launch)?;
+        let mut resident = 0usize;
+        for (i, q) in queries.iter().enumerate() {
+            let v = l.launch.tex2d_grad(
+                TextureId(q.texture),
+                q.s,
+                q.t,
+                [q.dsdx, q.dtdx],
+                [q.dsdy, q.dtdy],
+                &o,
+            );
+            resident += v.resident as usize;
+            samples.set(i, v.into());
+        }
+        if let Some(r) = resident_out {
+            r.write(resident);
+        }
+        Ok(())
+    })
+}

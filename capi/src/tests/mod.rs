@@ -1,0 +1,15 @@
+//! Unit tests of the C ABI, calling the exported functions as C would.
+
+mod abi;
+mod callbacks;
+mod compile;
+mod errors;
+mod files;
+mod header;
+mod lifecycle;
+mod multipass;
+mod nvrtc;
+mod pixels;
+mod resources;
+mod timing;
+mod util;

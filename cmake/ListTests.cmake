@@ -1,0 +1,40 @@
+# cmake -DJSON=<ctest --show-only=json-v1 output> -DOUT=<file> -P ListTests.cmake
+#
+# Writes one line per test registered in a CTest build tree:
+#   <name> TAB <working directory> TAB <command> TAB <arg> ...
+# so that scripts/test-consumers.sh can run each test's command under valgrind, whatever the
+# consumer project calls its executables. Used by the consumer tests only; not installed.
+cmake_minimum_required(VERSION 3.20)
+
+file(READ "${JSON}" json)
+string(JSON count LENGTH "${json}" tests)
+set(lines "")
+if(count GREATER 0)
+  math(EXPR last "${count} - 1")
+  foreach(i RANGE ${last})
+    string(JSON name GET "${json}" tests ${i} name)
+    string(JSON argc ERROR_VARIABLE no_command LENGTH "${json}" tests ${i} command)
+    if(no_command)
+      message(FATAL_ERROR "test ${name} has no command (is its executable target built?)")
+    endif()
+    set(cwd ".")
+    string(JSON nprops ERROR_VARIABLE no_props LENGTH "${json}" tests ${i} properties)
+    if(NOT no_props AND nprops GREATER 0)
+      math(EXPR plast "${nprops} - 1")
+      foreach(p RANGE ${plast})
+        string(JSON pname GET "${json}" tests ${i} properties ${p} name)
+        if(pname STREQUAL "WORKING_DIRECTORY")
+          string(JSON cwd GET "${json}" tests ${i} properties ${p} value)
+        endif()
+      endforeach()
+    endif()
+    set(line "${name}\t${cwd}")
+    math(EXPR alast "${argc} - 1")
+    foreach(a RANGE ${alast})
+      string(JSON arg GET "${json}" tests ${i} command ${a})
+      string(APPEND line "\t${arg}")
+    endforeach()
+    string(APPEND lines "${line}\n")
+  endforeach()
+endif()
+file(WRITE "${OUT}" "${lines}")
