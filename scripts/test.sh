@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every test of the project, on a fresh machine: formatting, lints, unit, property,
-# concurrency and integration tests, doc tests, the C ABI's C and C++ consumers built
+# concurrency and integration tests, doc tests, NVRTC compile checks of the CUDA device
+# headers and kernels (and of the shipped PTX), the C ABI's C and C++ consumers built
 # against the installed CMake package (valgrind, ASan), and a small end-to-end demo run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,6 +22,9 @@ need_apt=()
 dpkg -s libopenimageio-dev >/dev/null 2>&1 || need_apt+=(libopenimageio-dev)
 command -v g++ >/dev/null 2>&1 || need_apt+=(g++)
 command -v pkg-config >/dev/null 2>&1 || need_apt+=(pkg-config)
+# Python with venv: the pinned NVRTC pip wheels of the CUDA compile checks.
+command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
+python3 -c 'import ensurepip' >/dev/null 2>&1 || need_apt+=(python3-venv)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "== apt-get install ${need_apt[*]}"
   if [ "$(id -u)" = 0 ]; then
@@ -36,6 +40,9 @@ echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings
+cargo clippy -p demandtex --features cuda --all-targets -- -D warnings
+echo "== CUDA compile checks (NVRTC from pinned pip wheels, no GPU)"
+./scripts/check-cuda.sh
 echo "== cargo test"
 cargo test --workspace
 echo "== C/C++ consumers: CMake package, pkg-config, symbol list, valgrind, ASan"

@@ -1,0 +1,177 @@
+/*
+ * demandtex device API: paging primitives.
+ *
+ * Header-only CUDA C++17 over the `DtexDeviceContext` of <demandtex.h>; it needs nothing
+ * beyond what NVRTC provides built in. Everything lives in namespace `dtex` and is
+ * `static __device__ __forceinline__`.
+ *
+ * The page layer as a launch sees it (the same words as the engine's `paging::bits`):
+ * page `p` is bit `p % 32` of word `p / 32` of `residence_bits` (resident) and
+ * `reference_bits` (used in this launch; a request if not resident), and nibble `p % 8` of
+ * word `p / 8` of `lru_table` (its LRU age). Pages below `page_table_entries` also have a
+ * 64-bit entry in `page_table`. These functions are the device side of the engine's
+ * `PageTable::{request_and_test, map_or_request, is_resident}`.
+ *
+ * Reference bits: a lookup that finds a page missing always sets its bit (that is the
+ * request). A lookup that finds it resident sets the bit only while eviction is active
+ * (`DTEX_CONTEXT_FLAG_REQUEST_IF_RESIDENT`), so that the pull kernel's LRU ageing sees the
+ * use; with eviction off nothing reads those bits and the atomic is saved.
+ */
+#ifndef DEMANDTEX_DEVICE_PAGING_CUH
+#define DEMANDTEX_DEVICE_PAGING_CUH
+
+#include <demandtex.h>
+
+namespace dtex {
+
+/// Bytes of one tile page (the engine's `TILE_BYTES`): every tiled level is cut into tiles
+/// of exactly this many bytes.
+constexpr unsigned int kTileBytes = 65536u;
+
+/// Oldest LRU age of an evictable page (the engine's `MAX_LRU_AGE`).
+constexpr unsigned int kMaxLruAge = 14u;
+
+/// LRU age that marks a page as never evictable (the engine's `NON_EVICTABLE`).
+constexpr unsigned int kNonEvictable = 15u;
+
+/// Base-colour entry of a texture that has no base colour (four NaN halfs).
+constexpr unsigned long long kNoBaseColor = 0xFFFFFFFFFFFFFFFFull;
+
+/// Base-colour entry of a hole of a UDIM grid (four signalling-NaN halfs, `0x7C01`); its
+/// sampler entry is 0. Never produced by encoding a real colour.
+constexpr unsigned long long kHoleBaseColor = 0x7C017C017C017C01ull;
+
+/// This thread's lane in its warp (`%laneid`, right for any block shape).
+static __device__ __forceinline__ unsigned int laneId()
+{
+    unsigned int lane;
+    asm("mov.u32 %0, %%laneid;" : "=r"(lane));
+    return lane;
+}
+
+/// Whether bit `i` of a bit array is set.
+static __device__ __forceinline__ bool testBit(const uint32_t* words, uint32_t i)
+{
+    return (words[i >> 5] & (1u << (i & 31u))) != 0u;
+}
+
+/// Set bit `i` of a bit array with one atomic OR.
+static __device__ __forceinline__ void atomicSetBit(uint32_t* words, uint32_t i)
+{
+    atomicOr(&words[i >> 5], 1u << (i & 31u));
+}
+
+/// Clear bit `i` of a bit array with one atomic AND.
+static __device__ __forceinline__ void atomicClearBit(uint32_t* words, uint32_t i)
+{
+    atomicAnd(&words[i >> 5], ~(1u << (i & 31u)));
+}
+
+/// Set reference bit `page`, reading first so that an already-set bit costs no atomic, and
+/// letting the lanes of a warp that ask for the same page at once share one atomic (warp
+/// aggregation over the lanes active here: `__match_any_sync`, sm_70 and newer).
+static __device__ __forceinline__ void setReferenceBit(uint32_t* referenceBits, uint32_t page)
+{
+    uint32_t* word = &referenceBits[page >> 5];
+    const uint32_t mask = 1u << (page & 31u);
+    if ((*word & mask) != 0u)
+        return;
+    const unsigned int active = __activemask();
+    const unsigned int peers = __match_any_sync(active, page);
+    if (laneId() == static_cast<unsigned int>(__ffs(peers) - 1))
+        atomicOr(word, mask);
+}
+
+/// The 4-bit LRU age of `page` (0 = used in the last launch, 14 = oldest, 15 = never
+/// evictable).
+static __device__ __forceinline__ uint32_t lruAge(const uint32_t* lruTable, uint32_t page)
+{
+    return (lruTable[page >> 3] >> ((page & 7u) * 4u)) & 0xFu;
+}
+
+/// Set the LRU age of `page` (compare-and-swap: neighbouring nibbles stay intact).
+static __device__ __forceinline__ void setLruAge(uint32_t* lruTable, uint32_t page, uint32_t age)
+{
+    uint32_t* word = &lruTable[page >> 3];
+    const uint32_t shift = (page & 7u) * 4u;
+    uint32_t old = *word;
+    for (;;) {
+        const uint32_t desired = (old & ~(0xFu << shift)) | ((age & 0xFu) << shift);
+        if (desired == old)
+            return;
+        const uint32_t seen = atomicCAS(word, old, desired);
+        if (seen == old)
+            return;
+        old = seen;
+    }
+}
+
+/// Whether `page` is resident, recording nothing. Pages outside the page space are not.
+static __device__ __forceinline__ bool isResident(const DtexDeviceContext& ctx, uint32_t page)
+{
+    return page < ctx.num_pages && testBit(ctx.residence_bits, page);
+}
+
+/// Record a use of `page` (see the header comment: always when missing, when resident only
+/// while eviction is active) and return whether it is resident. Pages outside the page
+/// space are never resident and record nothing. The engine's `PageTable::request_and_test`.
+static __device__ __forceinline__ bool request(const DtexDeviceContext& ctx, uint32_t page)
+{
+    if (page >= ctx.num_pages)
+        return false;
+    const bool resident = testBit(ctx.residence_bits, page);
+    if (!resident || (ctx.flags & DTEX_CONTEXT_FLAG_REQUEST_IF_RESIDENT) != 0u)
+        setReferenceBit(ctx.reference_bits, page);
+    return resident;
+}
+
+/// Record a use of an entry page and, if it is resident, write its 64-bit page-table entry
+/// to `*entry` and return true. Pages without an entry (`page >= page_table_entries`)
+/// return false and record nothing. The engine's `PageTable::map_or_request` (OTK's
+/// `pagingMapOrRequest`).
+static __device__ __forceinline__ bool mapOrRequest(const DtexDeviceContext& ctx, uint32_t page,
+                                                    uint64_t* entry)
+{
+    if (page >= ctx.page_table_entries || !request(ctx, page))
+        return false;
+    *entry = ctx.page_table[page];
+    return true;
+}
+
+/// One half-float (IEEE binary16 bits) as a float (PTX `cvt.f32.f16`).
+static __device__ __forceinline__ float halfBitsToFloat(unsigned short bits)
+{
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(bits));
+    return f;
+}
+
+/// Decode a base-colour entry (four halfs, red in the low 16 bits) into `*rgba`; false for
+/// `kNoBaseColor` and `kHoleBaseColor` ("no colour"). The engine's `decode_base_color`.
+static __device__ __forceinline__ bool decodeBaseColor(uint64_t entry, float4* rgba)
+{
+    if (entry == kNoBaseColor || entry == kHoleBaseColor)
+        return false;
+    rgba->x = halfBitsToFloat(static_cast<unsigned short>(entry & 0xFFFFu));
+    rgba->y = halfBitsToFloat(static_cast<unsigned short>((entry >> 16) & 0xFFFFu));
+    rgba->z = halfBitsToFloat(static_cast<unsigned short>((entry >> 32) & 0xFFFFu));
+    rgba->w = halfBitsToFloat(static_cast<unsigned short>((entry >> 48) & 0xFFFFu));
+    return true;
+}
+
+/// The sampler page of texture `texture` (the engine's `PageLayout::sampler_page`).
+static __device__ __forceinline__ uint32_t samplerPage(const DtexDeviceContext&, uint32_t texture)
+{
+    return texture;
+}
+
+/// The base-colour page of texture `texture` (`PageLayout::base_color_page`).
+static __device__ __forceinline__ uint32_t baseColorPage(const DtexDeviceContext& ctx,
+                                                         uint32_t texture)
+{
+    return ctx.max_textures + texture;
+}
+
+}  // namespace dtex
+
+#endif  // DEMANDTEX_DEVICE_PAGING_CUH
