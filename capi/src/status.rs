@@ -101,6 +101,7 @@ impl From<engine::Error> for ApiError {
             E::BudgetTooSmall { .. } => DTEX_STATUS_BUDGET_TOO_SMALL,
             E::Internal(_) => DTEX_STATUS_INTERNAL,
             E::Io { .. } => DTEX_STATUS_IO_ERROR,
+            E::NoCudaDriver(_) | E::NoCudaDevice(_) => DTEX_STATUS_NO_CUDA,
         };
         ApiError::new(status, e.to_string())
     }
@@ -148,4 +149,21 @@ pub extern "C" fn dtex_status_string(status: DtexStatus) -> *const c_char {
         .ok()
         .and_then(|i| STATUS_NAMES.get(i))
         .map_or(c"unknown status".as_ptr(), |s| s.as_ptr())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cuda_unavailability_maps_to_no_cuda_with_the_message() {
+        let e = ApiError::from(engine::Error::NoCudaDriver("no CUDA driver found".into()));
+        assert_eq!(e.status, DTEX_STATUS_NO_CUDA);
+        assert_eq!(e.message, "no CUDA driver found");
+        let e = ApiError::from(engine::Error::NoCudaDevice("CUDA_ERROR_NO_DEVICE".into()));
+        assert_eq!(
+            (e.status, e.message.as_str()),
+            (DTEX_STATUS_NO_CUDA, "no CUDA device: CUDA_ERROR_NO_DEVICE")
+        );
+    }
 }

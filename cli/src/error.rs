@@ -11,6 +11,9 @@ pub enum CliError {
     Demandtex(String),
     /// Writing an output failed (exit code 1).
     Io(String),
+    /// What was asked for cannot run on this machine or build, e.g. the CUDA backend without
+    /// a driver or device (exit code 2).
+    Unavailable(String),
     /// The render stopped at its launch limit before converging (exit code 3).
     NotConverged {
         /// Launches used.
@@ -27,7 +30,7 @@ impl CliError {
     /// The process exit code for this error.
     pub fn exit_code(&self) -> u8 {
         match self {
-            CliError::Usage(_) => 2,
+            CliError::Usage(_) | CliError::Unavailable(_) => 2,
             CliError::Demandtex(_) | CliError::Io(_) => 1,
             CliError::NotConverged { .. } => 3,
             CliError::VerifyFailed { .. } => 4,
@@ -40,7 +43,7 @@ impl fmt::Display for CliError {
         match self {
             CliError::Usage(m) => write!(f, "invalid argument: {m}"),
             CliError::Demandtex(m) => write!(f, "{m}"),
-            CliError::Io(m) => write!(f, "{m}"),
+            CliError::Io(m) | CliError::Unavailable(m) => write!(f, "{m}"),
             CliError::NotConverged { launches } => {
                 write!(f, "the render did not converge within {launches} launches")
             }
@@ -68,6 +71,7 @@ mod tests {
     fn every_failure_has_a_distinct_nonzero_exit_code() {
         let codes = [
             CliError::Usage("x".into()).exit_code(),
+            CliError::Unavailable("x".into()).exit_code(),
             CliError::Demandtex("x".into()).exit_code(),
             CliError::NotConverged { launches: 1 }.exit_code(),
             CliError::VerifyFailed { max_abs_diff: 1.0 }.exit_code(),

@@ -7,11 +7,13 @@
 //! - `demandtex convert IN -o OUT.exr`: any EXR, PNG, JPEG or TIFF to a tiled, mip-mapped
 //!   OpenEXR file (the maketx equivalent).
 //! - `demandtex info FILE`: what an OpenEXR file holds (levels, tiles, compression, bytes).
+//! - `demandtex cuda-info`: the CUDA driver and devices, or why there is no CUDA here.
 //!
 //! Logging goes to stderr, filtered by `RUST_LOG` (default `warn`).
 
 mod bench;
 mod convert;
+mod cuda;
 mod demo;
 mod error;
 mod info;
@@ -40,6 +42,8 @@ enum Command {
     Convert(convert::ConvertArgs),
     /// Describe an OpenEXR file from its headers: levels, tiles, compression, bytes.
     Info(info::InfoArgs),
+    /// Describe the CUDA driver and devices, or say why CUDA is unavailable (exit code 2).
+    CudaInfo(cuda::CudaInfoArgs),
 }
 
 fn init_tracing() {
@@ -61,6 +65,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench::run(args),
         Command::Convert(args) => convert::run(args),
         Command::Info(args) => info::run(args),
+        Command::CudaInfo(args) => cuda::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -89,6 +94,12 @@ mod tests {
         );
         assert_eq!(d.out, std::path::PathBuf::from("demandtex-demo"));
         assert!(!d.verify);
+        assert_eq!(d.backend, demo::Backend::Cpu);
+        let cli = Cli::try_parse_from(["demandtex", "demo", "--backend", "cuda"]).unwrap();
+        assert!(matches!(cli.command, Command::Demo(d) if d.backend == demo::Backend::Cuda));
+        assert!(Cli::try_parse_from(["demandtex", "demo", "--backend", "gpu"]).is_err());
+        let cli = Cli::try_parse_from(["demandtex", "cuda-info", "--device", "1"]).unwrap();
+        assert!(matches!(cli.command, Command::CudaInfo(c) if c.device == Some(1) && !c.json));
         let cli = Cli::try_parse_from(["demandtex", "bench", "--threads-list", "1,2,4", "--json"])
             .unwrap();
         let Command::Bench(b) = cli.command else {

@@ -58,6 +58,15 @@ pub enum Error {
         /// The system's message.
         message: String,
     },
+    /// No usable CUDA driver: `libcuda.so.1` cannot be loaded (no NVIDIA driver installed),
+    /// or it lacks a function demandtex calls (a driver too old). The message says which
+    /// and what to do; the CPU backend still works in the same process.
+    #[error("{0}")]
+    NoCudaDriver(String),
+    /// The CUDA driver is there but offers no usable device: it found none, or it failed to
+    /// initialise or to describe one. Holds the driver's own message.
+    #[error("no CUDA device: {0}")]
+    NoCudaDevice(String),
 }
 
 /// `Result` with [`Error`].

@@ -48,6 +48,19 @@ pub struct DemoArgs {
     /// Side of every texture in texels (65536 for the film-scale scene).
     #[arg(long, default_value_t = 65536)]
     pub texture_size: u32,
+    /// Where to render: on the CPU, or on CUDA device 0 (not built yet: it probes the
+    /// device and stops with exit code 2).
+    #[arg(long, value_enum, default_value_t = Backend::Cpu)]
+    pub backend: Backend,
+}
+
+/// The demo's renderer.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    /// Rust shading and the CPU samplers.
+    Cpu,
+    /// A CUDA kernel over the CUDA backend.
+    Cuda,
 }
 
 /// Budget of the verification render: in effect unlimited.
@@ -139,6 +152,9 @@ pub struct DemoReport {
 /// Run the demo, showing progress on stderr when `show_progress`.
 pub fn run(args: &DemoArgs, show_progress: bool) -> Result<DemoReport, CliError> {
     args.check()?;
+    if args.backend == Backend::Cuda {
+        return Err(crate::cuda::demo_backend_error());
+    }
     let size = SceneSize {
         texture_size: args.texture_size,
         ..SceneSize::FULL
@@ -270,6 +286,7 @@ mod tests {
             max_launches: 64,
             verify: true,
             texture_size: 1024,
+            backend: Backend::Cpu,
         };
         let report = run(&args, false).expect("demo runs, converges and verifies");
         assert!(report.summary.converged);
@@ -298,6 +315,7 @@ mod tests {
             max_launches: 1000,
             verify: true,
             texture_size: 1024,
+            backend: Backend::Cpu,
         };
         let report = run(&args, false).expect("converges by shrinking the pixel window");
         assert_eq!(report.summary.verify_max_abs_diff, Some(0.0));
@@ -322,6 +340,7 @@ mod tests {
             max_launches: 1,
             verify: true,
             texture_size: 1024,
+            backend: Backend::Cpu,
         };
         // One launch only requests samplers: it cannot converge.
         assert_eq!(
@@ -329,6 +348,26 @@ mod tests {
             Err(CliError::NotConverged { launches: 1 })
         );
         std::fs::remove_dir_all(&out).ok();
+    }
+
+    #[test]
+    fn the_cuda_backend_is_an_exit_code_2_error_never_a_render() {
+        let out = std::env::temp_dir().join(format!("demandtex-cli-cuda-{}", std::process::id()));
+        let args = DemoArgs {
+            out: out.clone(),
+            budget_mb: 64,
+            width: 32,
+            height: 18,
+            threads: 1,
+            max_launches: 4,
+            verify: false,
+            texture_size: 1024,
+            backend: Backend::Cuda,
+        };
+        let e = run(&args, false).unwrap_err();
+        assert!(matches!(e, CliError::Unavailable(_)), "{e:?}");
+        assert_eq!(e.exit_code(), 2);
+        assert!(!out.exists(), "nothing is written");
     }
 
     #[test]
@@ -342,6 +381,7 @@ mod tests {
             max_launches: 4,
             verify: false,
             texture_size: 1024,
+            backend: Backend::Cpu,
         };
         assert!(matches!(run(&args, false), Err(CliError::Usage(_))));
         args.budget_mb = 1;
