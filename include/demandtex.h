@@ -75,8 +75,8 @@ typedef unsigned long long uint64_t;
 // Filter: bilinear (or blend two levels, for `mip_filter`).
 #define DTEX_FILTER_LINEAR 1
 
-// "No texture": never a valid texture id.
-#define DTEX_NO_TEXTURE 4294967295
+// "No texture": never a valid texture id (`0xFFFFFFFF`).
+#define DTEX_NO_TEXTURE 4294967295u
 
 // Texel component type: 8-bit unsigned, normalised.
 #define DTEX_TEXEL_U8 0
@@ -116,8 +116,9 @@ typedef unsigned long long uint64_t;
 // Callback result: failed; call `dtex_source_set_error` first to say why.
 #define DTEX_SOURCE_ERROR 2
 
-// `dtex_ticket_wait` timeout meaning "no limit".
-#define DTEX_WAIT_FOREVER UINT64_MAX
+// `dtex_ticket_wait` timeout meaning "no limit" (`UINT64_MAX`, written as a literal so
+// that the header needs no `<stdint.h>` macro: NVRTC has none).
+#define DTEX_WAIT_FOREVER 18446744073709551615ull
 
 // Mip levels in a `DtexTextureSampler` (65536 down to 1).
 #define DTEX_MAX_LEVELS 17
@@ -134,6 +135,63 @@ typedef unsigned long long uint64_t;
 
 // `DtexDeviceContext.array_lengths` index of the stale-page count.
 #define DTEX_ARRAY_LENGTH_STALE 1
+
+// Bytes of one tile page: every tiled level is cut into tiles of exactly this many bytes
+// (`tile_width * tile_height * texel_bytes` of a `DtexTextureSampler`).
+#define DTEX_TILE_BYTES 65536u
+
+// `DtexDeviceContext.lru_table` age (4 bits per page): the oldest age of an evictable page
+// (0 = used in the last launch).
+#define DTEX_LRU_MAX_AGE 14u
+
+// `DtexDeviceContext.lru_table` age that marks a page as never evictable.
+#define DTEX_LRU_NON_EVICTABLE 15u
+
+// Base-colour page entry of a texture that has no base colour (`0xFFFFFFFFFFFFFFFF`: four
+// NaN halfs). A base-colour entry is otherwise four IEEE halfs, red in the low 16 bits.
+#define DTEX_NO_BASE_COLOR 18446744073709551615ull
+
+// Base-colour page entry of a hole of a UDIM grid (`0x7C017C017C017C01`: four signalling-NaN
+// halfs, never produced by encoding a real colour); the hole's sampler entry is 0.
+#define DTEX_HOLE_BASE_COLOR 8935559481497058305ull
+
+// Red component of the default fallback colour, opaque magenta: a texture's default
+// `fallback_color` (what it samples as once failed) and what device lookups of an unknown
+// texture or UDIM id return. The four components are plain (double) literals in C, each
+// exact as a `float`.
+#define DTEX_DEFAULT_FALLBACK_COLOR_R 1.0
+
+// Green component of the default fallback colour (see `DTEX_DEFAULT_FALLBACK_COLOR_R`).
+#define DTEX_DEFAULT_FALLBACK_COLOR_G 0.0
+
+// Blue component of the default fallback colour (see `DTEX_DEFAULT_FALLBACK_COLOR_R`).
+#define DTEX_DEFAULT_FALLBACK_COLOR_B 1.0
+
+// Alpha component of the default fallback colour (see `DTEX_DEFAULT_FALLBACK_COLOR_R`).
+#define DTEX_DEFAULT_FALLBACK_COLOR_A 1.0
+
+// UDIM entry (the 64-bit page-table entry of a UDIM id's resource page): mask of a texture
+// id field (24 bits, `0xFFFFFF`) after its shift.
+#define DTEX_UDIM_ID_MASK 16777215u
+
+// UDIM entry: bit position of the first tile's texture id (tile (col, row) is
+// `first + row * width + col`).
+#define DTEX_UDIM_FIRST_SHIFT 0u
+
+// UDIM entry: bit position of the base texture id (`DTEX_UDIM_NO_BASE`: none).
+#define DTEX_UDIM_BASE_SHIFT 24u
+
+// UDIM entry: bit position of the grid width (columns, 1..=255).
+#define DTEX_UDIM_WIDTH_SHIFT 48u
+
+// UDIM entry: bit position of the grid height (rows, 1..=255).
+#define DTEX_UDIM_HEIGHT_SHIFT 56u
+
+// UDIM entry: mask of the width and height fields (8 bits, `0xFF`) after their shift.
+#define DTEX_UDIM_SIDE_MASK 255u
+
+// UDIM entry: the base texture field of a grid without a base texture (`0xFFFFFF`).
+#define DTEX_UDIM_NO_BASE 16777215u
 
 // The result of every fallible call: `DTEX_STATUS_OK` (0) or one of the `DTEX_STATUS_*`
 // codes. A plain `int32_t`, never a C enum, so that any value is well defined.
@@ -577,7 +635,9 @@ typedef struct DtexTextureSampler {
 // `dtex_ticket_wait` ran out of time (not an error of the ticket).
 #define DTEX_STATUS_TIMEOUT 9
 
-// Reserved for the CUDA backend.
+// No usable CUDA: no CUDA driver (`libcuda.so.1` cannot be loaded, or lacks a function
+// demandtex calls: a driver too old) or no usable CUDA device (none found, or it failed
+// to initialise). `dtex_last_error_message` says which; the CPU backend still works.
 #define DTEX_STATUS_NO_CUDA 10
 
 // A caught panic or a broken invariant (a bug in demandtex: please report it).

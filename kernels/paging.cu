@@ -62,10 +62,10 @@ __device__ __forceinline__ uint32_t reserveSlots(unsigned int lanes, uint32_t co
 }
 
 /// The age of an unused page after one more launch (the engine's `lru::age_once`): a page
-/// of age `a` ages on launches where `(launch + page) % 2^a == 0`, up to `kMaxLruAge`.
+/// of age `a` ages on launches where `(launch + page) % 2^a == 0`, up to `DTEX_LRU_MAX_AGE`.
 __device__ __forceinline__ uint32_t ageOnce(uint32_t age, uint32_t launchAndPage)
 {
-    if (age >= dtex::kMaxLruAge)
+    if (age >= DTEX_LRU_MAX_AGE)
         return age;
     return (launchAndPage & ((1u << age) - 1u)) == 0u ? age + 1u : age;
 }
@@ -144,7 +144,7 @@ __device__ __forceinline__ void scanPages(const DtexDeviceContext& ctx, uint32_t
                 uint64_t half = low ? agesLo : agesHi;
                 const uint32_t shift = (bit & 15u) * 4u;
                 const uint32_t age = static_cast<uint32_t>(half >> shift) & 0xFu;
-                if (age == dtex::kNonEvictable)
+                if (age == DTEX_LRU_NON_EVICTABLE)
                     continue;
                 uint32_t now = age;
                 if ((referenced >> bit) & 1u) {

@@ -21,6 +21,48 @@ pub const DTEX_ARRAY_LENGTH_REQUESTS: u32 = 0;
 /// `DtexDeviceContext.array_lengths` index of the stale-page count.
 pub const DTEX_ARRAY_LENGTH_STALE: u32 = 1;
 
+/// Bytes of one tile page: every tiled level is cut into tiles of exactly this many bytes
+/// (`tile_width * tile_height * texel_bytes` of a `DtexTextureSampler`).
+pub const DTEX_TILE_BYTES: u32 = 65536_u32;
+/// `DtexDeviceContext.lru_table` age (4 bits per page): the oldest age of an evictable page
+/// (0 = used in the last launch).
+pub const DTEX_LRU_MAX_AGE: u32 = 14_u32;
+/// `DtexDeviceContext.lru_table` age that marks a page as never evictable.
+pub const DTEX_LRU_NON_EVICTABLE: u32 = 15_u32;
+/// Base-colour page entry of a texture that has no base colour (`0xFFFFFFFFFFFFFFFF`: four
+/// NaN halfs). A base-colour entry is otherwise four IEEE halfs, red in the low 16 bits.
+pub const DTEX_NO_BASE_COLOR: u64 = 0xFFFF_FFFF_FFFF_FFFF_u64;
+/// Base-colour page entry of a hole of a UDIM grid (`0x7C017C017C017C01`: four signalling-NaN
+/// halfs, never produced by encoding a real colour); the hole's sampler entry is 0.
+pub const DTEX_HOLE_BASE_COLOR: u64 = 0x7C01_7C01_7C01_7C01_u64;
+/// Red component of the default fallback colour, opaque magenta: a texture's default
+/// `fallback_color` (what it samples as once failed) and what device lookups of an unknown
+/// texture or UDIM id return. The four components are plain (double) literals in C, each
+/// exact as a `float`.
+pub const DTEX_DEFAULT_FALLBACK_COLOR_R: f32 = 1.0;
+/// Green component of the default fallback colour (see `DTEX_DEFAULT_FALLBACK_COLOR_R`).
+pub const DTEX_DEFAULT_FALLBACK_COLOR_G: f32 = 0.0;
+/// Blue component of the default fallback colour (see `DTEX_DEFAULT_FALLBACK_COLOR_R`).
+pub const DTEX_DEFAULT_FALLBACK_COLOR_B: f32 = 1.0;
+/// Alpha component of the default fallback colour (see `DTEX_DEFAULT_FALLBACK_COLOR_R`).
+pub const DTEX_DEFAULT_FALLBACK_COLOR_A: f32 = 1.0;
+/// UDIM entry (the 64-bit page-table entry of a UDIM id's resource page): mask of a texture
+/// id field (24 bits, `0xFFFFFF`) after its shift.
+pub const DTEX_UDIM_ID_MASK: u32 = 0xFF_FFFF_u32;
+/// UDIM entry: bit position of the first tile's texture id (tile (col, row) is
+/// `first + row * width + col`).
+pub const DTEX_UDIM_FIRST_SHIFT: u32 = 0_u32;
+/// UDIM entry: bit position of the base texture id (`DTEX_UDIM_NO_BASE`: none).
+pub const DTEX_UDIM_BASE_SHIFT: u32 = 24_u32;
+/// UDIM entry: bit position of the grid width (columns, 1..=255).
+pub const DTEX_UDIM_WIDTH_SHIFT: u32 = 48_u32;
+/// UDIM entry: bit position of the grid height (rows, 1..=255).
+pub const DTEX_UDIM_HEIGHT_SHIFT: u32 = 56_u32;
+/// UDIM entry: mask of the width and height fields (8 bits, `0xFF`) after their shift.
+pub const DTEX_UDIM_SIDE_MASK: u32 = 0xFF_u32;
+/// UDIM entry: the base texture field of a grid without a base texture (`0xFFFFFF`).
+pub const DTEX_UDIM_NO_BASE: u32 = 0xFF_FFFF_u32;
+
 // The header's literals (cbindgen cannot evaluate paths) equal the engine's values.
 const _: () = assert!(DTEX_MAX_LEVELS as usize == engine::textures::MAX_LEVELS);
 const _: () = assert!(
@@ -32,6 +74,32 @@ const _: () = assert!(
 );
 const _: () =
     assert!(DTEX_ARRAY_LENGTH_STALE as usize == engine::paging::device_context::ARRAY_LENGTH_STALE);
+const _: () = assert!(DTEX_TILE_BYTES as usize == engine::TILE_BYTES);
+const _: () = assert!(DTEX_LRU_MAX_AGE == engine::paging::MAX_LRU_AGE as u32);
+const _: () = assert!(DTEX_LRU_NON_EVICTABLE == engine::paging::NON_EVICTABLE as u32);
+const _: () = assert!(DTEX_NO_BASE_COLOR == engine::paging::NO_BASE_COLOR);
+const _: () = assert!(DTEX_HOLE_BASE_COLOR == engine::paging::HOLE_BASE_COLOR);
+const _: () = {
+    let c = engine::textures::desc::DEFAULT_FALLBACK_COLOR;
+    assert!(DTEX_DEFAULT_FALLBACK_COLOR_R.to_bits() == c[0].to_bits());
+    assert!(DTEX_DEFAULT_FALLBACK_COLOR_G.to_bits() == c[1].to_bits());
+    assert!(DTEX_DEFAULT_FALLBACK_COLOR_B.to_bits() == c[2].to_bits());
+    assert!(DTEX_DEFAULT_FALLBACK_COLOR_A.to_bits() == c[3].to_bits());
+};
+// The UDIM entry: the engine names the no-base value and the limits; the shifts are checked
+// against `UdimEntry::{encode, decode}` by a unit test below.
+const _: () = assert!(DTEX_UDIM_NO_BASE == engine::udim::UDIM_NO_BASE);
+const _: () = assert!(DTEX_UDIM_ID_MASK == engine::udim::UDIM_NO_BASE);
+const _: () = assert!(engine::udim::UDIM_MAX_TEXTURE_ID == DTEX_UDIM_ID_MASK - 1);
+const _: () = assert!(DTEX_UDIM_SIDE_MASK == engine::udim::UDIM_MAX_GRID_SIDE);
+// The fields tile the 64 bits: 24 + 24 + 8 + 8.
+const _: () = assert!(
+    DTEX_UDIM_FIRST_SHIFT == 0
+        && DTEX_UDIM_BASE_SHIFT == DTEX_UDIM_ID_MASK.count_ones()
+        && DTEX_UDIM_WIDTH_SHIFT == DTEX_UDIM_BASE_SHIFT + DTEX_UDIM_ID_MASK.count_ones()
+        && DTEX_UDIM_HEIGHT_SHIFT == DTEX_UDIM_WIDTH_SHIFT + DTEX_UDIM_SIDE_MASK.count_ones()
+        && DTEX_UDIM_HEIGHT_SHIFT + DTEX_UDIM_SIDE_MASK.count_ones() == 64
+);
 
 // The numbers device code (and the header's asserts) rely on.
 const _: () = assert!(size_of::<DeviceContext>() == 112 && align_of::<DeviceContext>() == 8);
@@ -300,4 +368,62 @@ pub fn static_assert_trailer() -> String {
     }
     t += "#endif /* DEMANDTEX_H_LAYOUT_CHECKS */\n";
     t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use engine::ids::TextureId;
+    use engine::udim::UdimEntry;
+
+    /// Decode a UDIM entry the way the device code does, with the header's constants.
+    fn decode_as_device(entry: u64) -> (u32, u32, u32, u32) {
+        let field = |shift: u32, mask: u32| ((entry >> shift) & mask as u64) as u32;
+        (
+            field(DTEX_UDIM_FIRST_SHIFT, DTEX_UDIM_ID_MASK),
+            field(DTEX_UDIM_BASE_SHIFT, DTEX_UDIM_ID_MASK),
+            field(DTEX_UDIM_WIDTH_SHIFT, DTEX_UDIM_SIDE_MASK),
+            field(DTEX_UDIM_HEIGHT_SHIFT, DTEX_UDIM_SIDE_MASK),
+        )
+    }
+
+    #[test]
+    fn udim_entry_constants_decode_the_engines_encoding() {
+        let grids = [
+            (0xAB_CDEF, Some(0x12_3456), 255, 1),
+            (0xFF_FFFE, None, 1, 255),
+            (7, Some(0), 10, 3),
+        ];
+        for (first, base, width, height) in grids {
+            let e = UdimEntry {
+                first: TextureId(first),
+                base: base.map(TextureId),
+                width,
+                height,
+            };
+            let entry = e.encode().expect("a valid grid");
+            let base_field = base.unwrap_or(DTEX_UDIM_NO_BASE);
+            assert_eq!(decode_as_device(entry), (first, base_field, width, height));
+            assert_eq!(UdimEntry::decode(entry), Some(e));
+        }
+    }
+
+    #[test]
+    fn base_color_markers_are_no_colour_and_never_encoded() {
+        assert_eq!(engine::paging::decode_base_color(DTEX_NO_BASE_COLOR), None);
+        assert_eq!(
+            engine::paging::decode_base_color(DTEX_HOLE_BASE_COLOR),
+            None
+        );
+        let magenta = [
+            DTEX_DEFAULT_FALLBACK_COLOR_R,
+            DTEX_DEFAULT_FALLBACK_COLOR_G,
+            DTEX_DEFAULT_FALLBACK_COLOR_B,
+            DTEX_DEFAULT_FALLBACK_COLOR_A,
+        ];
+        let entry = engine::paging::encode_base_color(magenta);
+        assert_ne!(entry, DTEX_NO_BASE_COLOR);
+        assert_ne!(entry, DTEX_HOLE_BASE_COLOR);
+        assert_eq!(engine::paging::decode_base_color(entry), Some(magenta));
+    }
 }

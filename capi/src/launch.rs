@@ -11,8 +11,10 @@ use engine::{Launch, Ticket};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// `dtex_ticket_wait` timeout meaning "no limit".
-pub const DTEX_WAIT_FOREVER: u64 = u64::MAX;
+/// `dtex_ticket_wait` timeout meaning "no limit" (`UINT64_MAX`, written as a literal so
+/// that the header needs no `<stdint.h>` macro: NVRTC has none).
+pub const DTEX_WAIT_FOREVER: u64 = 0xFFFF_FFFF_FFFF_FFFF_u64;
+const _: () = assert!(DTEX_WAIT_FOREVER == u64::MAX);
 
 /// The live launches.
 pub(crate) static LAUNCHES: Registry<LaunchEntry> = Registry::new(2, "launch");

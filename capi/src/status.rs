@@ -29,7 +29,9 @@ pub const DTEX_STATUS_BUDGET_TOO_SMALL: DtexStatus = 7;
 pub const DTEX_STATUS_IO_ERROR: DtexStatus = 8;
 /// `dtex_ticket_wait` ran out of time (not an error of the ticket).
 pub const DTEX_STATUS_TIMEOUT: DtexStatus = 9;
-/// Reserved for the CUDA backend.
+/// No usable CUDA: no CUDA driver (`libcuda.so.1` cannot be loaded, or lacks a function
+/// demandtex calls: a driver too old) or no usable CUDA device (none found, or it failed
+/// to initialise). `dtex_last_error_message` says which; the CPU backend still works.
 pub const DTEX_STATUS_NO_CUDA: DtexStatus = 10;
 /// A caught panic or a broken invariant (a bug in demandtex: please report it).
 pub const DTEX_STATUS_INTERNAL: DtexStatus = 11;

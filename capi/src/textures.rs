@@ -12,8 +12,8 @@ use engine::textures::{TexelFormat, TexelType, MAX_TEXTURE_SIZE};
 use std::io::Read;
 use std::sync::Arc;
 
-/// "No texture": never a valid texture id.
-pub const DTEX_NO_TEXTURE: u32 = 0xFFFF_FFFF;
+/// "No texture": never a valid texture id (`0xFFFFFFFF`).
+pub const DTEX_NO_TEXTURE: u32 = 0xFFFF_FFFF_u32;
 
 /// Texel component type: 8-bit unsigned, normalised.
 pub const DTEX_TEXEL_U8: u32 = 0;

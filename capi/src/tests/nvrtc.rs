@@ -52,6 +52,16 @@ extern "C" __global__ void probe(DtexDeviceContext ctx, DtexTextureSampler* s, u
     const int32_t status = DTEX_STATUS_OK;
     const size_t bytes = sizeof(DtexPageMapping) + sizeof(DtexSamplerLevel) + sizeof(DtexStats);
     out[0] = pages + (uint64_t)status + bytes + (uint64_t)(s != 0);
+    // The device constants: unsigned literals (no <stdint.h> macro), floats exact.
+    const uint64_t entry = out[1];
+    const uint32_t base = (uint32_t)((entry >> DTEX_UDIM_BASE_SHIFT) & DTEX_UDIM_ID_MASK);
+    const uint32_t side = (uint32_t)((entry >> DTEX_UDIM_HEIGHT_SHIFT) & DTEX_UDIM_SIDE_MASK);
+    const bool marker = entry == DTEX_NO_BASE_COLOR || entry == DTEX_HOLE_BASE_COLOR;
+    const float4 magenta = make_float4(DTEX_DEFAULT_FALLBACK_COLOR_R, DTEX_DEFAULT_FALLBACK_COLOR_G,
+                                       DTEX_DEFAULT_FALLBACK_COLOR_B, DTEX_DEFAULT_FALLBACK_COLOR_A);
+    out[2] = (base == DTEX_UDIM_NO_BASE) + side + marker + (uint64_t)(magenta.x + magenta.w) +
+             DTEX_TILE_BYTES + DTEX_LRU_MAX_AGE + DTEX_LRU_NON_EVICTABLE +
+             (entry == DTEX_WAIT_FOREVER) + (base == DTEX_NO_TEXTURE);
 }
 "#;
 

@@ -24,22 +24,8 @@
 
 namespace dtex {
 
-/// Bytes of one tile page (the engine's `TILE_BYTES`): every tiled level is cut into tiles
-/// of exactly this many bytes.
-constexpr unsigned int kTileBytes = 65536u;
-
-/// Oldest LRU age of an evictable page (the engine's `MAX_LRU_AGE`).
-constexpr unsigned int kMaxLruAge = 14u;
-
-/// LRU age that marks a page as never evictable (the engine's `NON_EVICTABLE`).
-constexpr unsigned int kNonEvictable = 15u;
-
-/// Base-colour entry of a texture that has no base colour (four NaN halfs).
-constexpr unsigned long long kNoBaseColor = 0xFFFFFFFFFFFFFFFFull;
-
-/// Base-colour entry of a hole of a UDIM grid (four signalling-NaN halfs, `0x7C01`); its
-/// sampler entry is 0. Never produced by encoding a real colour.
-constexpr unsigned long long kHoleBaseColor = 0x7C017C017C017C01ull;
+// The constants (tile bytes, LRU ages, base-colour markers, default fallback colour, UDIM
+// entry layout) are the `DTEX_*` macros of <demandtex.h>, defined once, with the engine.
 
 /// This thread's lane in its warp (`%laneid`, right for any block shape).
 static __device__ __forceinline__ unsigned int laneId()
@@ -147,10 +133,11 @@ static __device__ __forceinline__ float halfBitsToFloat(unsigned short bits)
 }
 
 /// Decode a base-colour entry (four halfs, red in the low 16 bits) into `*rgba`; false for
-/// `kNoBaseColor` and `kHoleBaseColor` ("no colour"). The engine's `decode_base_color`.
+/// `DTEX_NO_BASE_COLOR` and `DTEX_HOLE_BASE_COLOR` ("no colour"). The engine's
+/// `decode_base_color`.
 static __device__ __forceinline__ bool decodeBaseColor(uint64_t entry, float4* rgba)
 {
-    if (entry == kNoBaseColor || entry == kHoleBaseColor)
+    if (entry == DTEX_NO_BASE_COLOR || entry == DTEX_HOLE_BASE_COLOR)
         return false;
     rgba->x = halfBitsToFloat(static_cast<unsigned short>(entry & 0xFFFFu));
     rgba->y = halfBitsToFloat(static_cast<unsigned short>((entry >> 16) & 0xFFFFu));

@@ -60,11 +60,14 @@ struct SampleOptions {
     bool fallbackToCoarser;
 };
 
-/// Opaque magenta: what an unknown texture id samples as (the engine's
-/// `DEFAULT_FALLBACK_COLOR`).
+/// Opaque magenta: what an unknown texture id samples as (`DTEX_DEFAULT_FALLBACK_COLOR_*`,
+/// the engine's `DEFAULT_FALLBACK_COLOR`).
 static __device__ __forceinline__ float4 defaultFallbackColor()
 {
-    return make_float4(1.0f, 0.0f, 1.0f, 1.0f);
+    return make_float4(static_cast<float>(DTEX_DEFAULT_FALLBACK_COLOR_R),
+                       static_cast<float>(DTEX_DEFAULT_FALLBACK_COLOR_G),
+                       static_cast<float>(DTEX_DEFAULT_FALLBACK_COLOR_B),
+                       static_cast<float>(DTEX_DEFAULT_FALLBACK_COLOR_A));
 }
 
 /// The value and residency of one lookup, before conversion to the caller's type.
@@ -115,7 +118,7 @@ static __device__ __forceinline__ float4 missColor(const DtexDeviceContext& ctx,
 
 /// Whether a sampler record is one the lookups can use without dividing by zero or
 /// indexing out of bounds: a known format, 1..=DTEX_MAX_LEVELS levels, power-of-two tiles
-/// of exactly `kTileBytes` (the engine's `resolve::is_well_formed`).
+/// of exactly `DTEX_TILE_BYTES` (the engine's `resolve::is_well_formed`).
 static __device__ __forceinline__ bool isWellFormed(const DtexTextureSampler& s)
 {
     uint32_t componentBytes;
@@ -132,7 +135,7 @@ static __device__ __forceinline__ bool isWellFormed(const DtexTextureSampler& s)
            s.texel_bytes == componentBytes * s.channels && s.num_levels >= 1u &&
            s.num_levels <= DTEX_MAX_LEVELS && s.mip_tail_first_level <= s.num_levels && pow2 &&
            static_cast<unsigned long long>(s.tile_width) * s.tile_height * s.texel_bytes ==
-               kTileBytes;
+               DTEX_TILE_BYTES;
 }
 
 /// The sampler record of `texture` (its page recorded as used) in `*sampler`, or, returning

@@ -13,6 +13,9 @@
  *   bits 48..56  grid width  (columns, 1..=255)
  *   bits 56..64  grid height (rows,    1..=255)
  *
+ * (<demandtex.h>: `DTEX_UDIM_{FIRST,BASE,WIDTH,HEIGHT}_SHIFT`, `DTEX_UDIM_ID_MASK`,
+ * `DTEX_UDIM_SIDE_MASK`, `DTEX_UDIM_NO_BASE`.)
+ *
  * The semantics are the engine's `udim::sample::tex2d_grad_udim`:
  *
  * 1. Unknown UDIM id (not a resident resource page whose entry describes a grid of this
@@ -40,14 +43,11 @@
 
 namespace dtex {
 
-/// The base-texture field of a UDIM entry that has no base texture.
-constexpr uint32_t kUdimNoBase = 0xFFFFFFu;
-
 /// A decoded UDIM entry (the engine's `udim::UdimEntry`).
 struct UdimGrid {
     /// Texture id of tile (0, 0).
     uint32_t first;
-    /// The base texture, or `kUdimNoBase`.
+    /// The base texture, or `DTEX_UDIM_NO_BASE`.
     uint32_t base;
     /// Columns (1..=255).
     uint32_t width;
@@ -67,15 +67,16 @@ static __device__ __forceinline__ bool readUdimEntry(const DtexDeviceContext& ct
     uint64_t entry;
     if (!mapOrRequest(ctx, udim, &entry))
         return false;
-    grid->width = static_cast<uint32_t>((entry >> 48) & 0xFFu);
-    grid->height = static_cast<uint32_t>((entry >> 56) & 0xFFu);
+    grid->width = static_cast<uint32_t>((entry >> DTEX_UDIM_WIDTH_SHIFT) & DTEX_UDIM_SIDE_MASK);
+    grid->height = static_cast<uint32_t>((entry >> DTEX_UDIM_HEIGHT_SHIFT) & DTEX_UDIM_SIDE_MASK);
     if (grid->width == 0u || grid->height == 0u)
         return false;
-    grid->first = static_cast<uint32_t>(entry & 0xFFFFFFu);
-    grid->base = static_cast<uint32_t>((entry >> 24) & 0xFFFFFFu);
+    grid->first = static_cast<uint32_t>((entry >> DTEX_UDIM_FIRST_SHIFT) & DTEX_UDIM_ID_MASK);
+    grid->base = static_cast<uint32_t>((entry >> DTEX_UDIM_BASE_SHIFT) & DTEX_UDIM_ID_MASK);
     const unsigned long long end =
         static_cast<unsigned long long>(grid->first) + grid->width * grid->height;
-    return end <= ctx.max_textures && (grid->base == kUdimNoBase || grid->base < ctx.max_textures);
+    return end <= ctx.max_textures &&
+           (grid->base == DTEX_UDIM_NO_BASE || grid->base < ctx.max_textures);
 }
 
 /// Whether `texture` is a hole: a resident null sampler whose base colour is the hole
@@ -88,7 +89,7 @@ static __device__ __forceinline__ bool isUdimHole(const DtexDeviceContext& ctx, 
     uint64_t entry;
     if (!mapOrRequest(ctx, page, &entry) || entry != 0u)
         return false;
-    return mapOrRequest(ctx, baseColorPage(ctx, texture), &entry) && entry == kHoleBaseColor;
+    return mapOrRequest(ctx, baseColorPage(ctx, texture), &entry) && entry == DTEX_HOLE_BASE_COLOR;
 }
 
 /// What the base texture's sampler page says about its size.
@@ -129,7 +130,7 @@ static __device__ __forceinline__ Sample sampleGradUdim(const DtexDeviceContext&
     UdimGrid grid;
     if (!readUdimEntry(ctx, udim, &grid))
         return makeSample(defaultFallbackColor(), true);
-    const bool hasBase = grid.base != kUdimNoBase;
+    const bool hasBase = grid.base != DTEX_UDIM_NO_BASE;
 
     // The base texture's lookup: (s, t) and the gradients scaled to the base, or unscaled
     // for bad input (the base then answers bad input as `tex2DGrad` does).
