@@ -6,7 +6,8 @@ use crate::handles::DtexLoader;
 use crate::options::DtexTextureDesc;
 use crate::status::{ApiError, ApiResult, DtexStatus, DTEX_STATUS_UNSUPPORTED};
 use crate::textures::{check_size, register, texel_type, DtexImageInfo};
-use engine::sources::{ImageInfo, ImageSource, InMemoryImage, Readiness, SourceError};
+use engine::sources::box_filter::filter_row;
+use engine::sources::{check_read, ImageInfo, ImageSource, InMemoryImage, Readiness, SourceError};
 use engine::textures::{full_mip_levels, TexelFormat, TileRegion};
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -154,27 +155,16 @@ impl ImageSource for BorrowedImage {
             };
             return coarser.read_region(r, dest, row_bytes);
         }
-        let (w, h) = (self.layout.width as u64, self.layout.height as u64);
-        if region.x as u64 + region.width as u64 > w || region.y as u64 + region.height as u64 > h {
-            return Err(SourceError(format!(
-                "region {}x{} at ({}, {}) leaves level 0 ({w}x{h})",
-                region.width, region.height, region.x, region.y
-            )));
-        }
+        let level0 = ImageInfo {
+            num_levels: 1,
+            ..self.info()
+        };
+        check_read(&level0, region, dest.len(), row_bytes)?;
         if region.width == 0 || region.height == 0 {
             return Ok(Readiness::Ready);
         }
         let tb = self.format.texel_bytes();
         let n = region.width as usize * tb;
-        let needed = (region.height as u128 - 1) * row_bytes as u128 + n as u128;
-        if row_bytes < n || (dest.len() as u128) < needed {
-            return Err(SourceError(format!(
-                "destination of {} bytes with rows {row_bytes} apart cannot hold {}x{} texels",
-                dest.len(),
-                region.width,
-                region.height
-            )));
-        }
         for j in 0..region.height as usize {
             // SAFETY: DTEX_PIXELS_BORROW's contract; the row index is inside the image.
             let row = unsafe { self.layout.row(self.pixels, region.y as usize + j) };
@@ -185,9 +175,8 @@ impl ImageSource for BorrowedImage {
     }
 }
 
-/// The 2:1 box-filtered level 1 of the caller's level 0, packed — the same arithmetic as
-/// the engine's mip generation (2x2 boxes, 3 wide at the last texel of an odd side, summed
-/// in f32 row by row, then encoded), so that borrowed and copied pixels give identical mips.
+/// The 2:1 box-filtered level 1 of the caller's level 0, packed — the engine's own filter
+/// ([`filter_row`]), so that borrowed and copied pixels give identical mips.
 ///
 /// # Safety
 /// As [`PixelLayout::row`] for every row.
@@ -195,10 +184,6 @@ unsafe fn level1(layout: &PixelLayout, format: TexelFormat, pixels: *const u8) -
     let (sw, sh) = (layout.width as usize, layout.height as usize);
     let (dw, dh) = ((sw / 2).max(1), (sh / 2).max(1));
     let tb = format.texel_bytes();
-    let span = |i: usize, out_len: usize, in_len: usize| {
-        let start = 2 * i;
-        (start, if i + 1 == out_len { in_len } else { start + 2 })
-    };
     let mut out = vec![0u8; dw * dh * tb];
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let rows_per_task = dh.div_ceil(threads).max(1);
@@ -207,31 +192,12 @@ unsafe fn level1(layout: &PixelLayout, format: TexelFormat, pixels: *const u8) -
         for (chunk_index, chunk) in out.chunks_mut(rows_per_task * dw * tb).enumerate() {
             let pixels = &pixels;
             scope.spawn(move || {
-                let mut sums = vec![[0.0f32; 4]; dw];
+                let mut sums = Vec::with_capacity(dw);
+                // SAFETY: the function's contract; the filter asks only for rows y < height.
+                let src_row = |y: usize| unsafe { layout.row(pixels.0, y) };
                 for (k, out_row) in chunk.chunks_mut(dw * tb).enumerate() {
                     let j = chunk_index * rows_per_task + k;
-                    sums.iter_mut().for_each(|s| *s = [0.0; 4]);
-                    let (y0, y1) = span(j, dh, sh);
-                    for y in y0..y1 {
-                        // SAFETY: the function's contract; y < height.
-                        let row = unsafe { layout.row(pixels.0, y) };
-                        for (i, sum) in sums.iter_mut().enumerate() {
-                            let (x0, x1) = span(i, dw, sw);
-                            for texel in row[x0 * tb..x1 * tb].chunks_exact(tb) {
-                                let c = format.decode(texel);
-                                for q in 0..4 {
-                                    sum[q] += c[q];
-                                }
-                            }
-                        }
-                    }
-                    let rows = (y1 - y0) as f32;
-                    for (i, sum) in sums.iter_mut().enumerate() {
-                        let (x0, x1) = span(i, dw, sw);
-                        let n = rows * (x1 - x0) as f32;
-                        *sum = sum.map(|s| s / n);
-                    }
-                    format.encode_row(&sums, out_row);
+                    filter_row(format, (sw, sh), (dw, dh), j, src_row, &mut sums, out_row);
                 }
             });
         }

@@ -1,27 +1,28 @@
-//! The 2:1 box filter that builds mip levels for in-memory images and for OpenEXR files
-//! without a usable mip chain: each output texel is the `f32` average of its 2×2 source
-//! texels (3 wide at the last texel of an odd side), encoded back to the texel format.
+//! The 2:1 box filter that builds mip levels for in-memory images, for OpenEXR files
+//! without a usable mip chain and for caller-owned pixels of the C ABI: each output texel
+//! is the `f32` average of its 2×2 source texels (3 wide at the last texel of an odd side),
+//! encoded back to the texel format. One implementation, so every path gives the same mips.
 
 use crate::textures::TexelFormat;
 
 /// The source span `[start, end)` that output index `i` of `out_len` averages along a side
 /// of `in_len`: two texels, three for the last output of an odd side, one for a side of 1.
 #[inline]
-pub(crate) fn box_span(i: usize, out_len: usize, in_len: usize) -> (usize, usize) {
+pub fn box_span(i: usize, out_len: usize, in_len: usize) -> (usize, usize) {
     let start = 2 * i;
     let end = if i + 1 == out_len { in_len } else { start + 2 };
     (start, end)
 }
 
-/// Output row `j`: each texel the `f32` average of its 2×2 (or 3-wide at an odd edge)
-/// box of source texels.
-/// `src` holds source rows from `src_y0` on.
-pub(crate) fn filter_row(
+/// Output row `j` of a `dw × dh` level made from a `sw × sh` one: each texel the `f32`
+/// average of its 2×2 (or 3-wide at an odd edge) box of source texels. `src_row(y)` gives
+/// source row `y` (at least `sw` texels of `format`); `sums` is scratch space.
+pub fn filter_row<'a>(
     format: TexelFormat,
     (sw, sh): (usize, usize),
     (dw, dh): (usize, usize),
     j: usize,
-    (src, src_y0): (&[u8], usize),
+    src_row: impl Fn(usize) -> &'a [u8],
     sums: &mut Vec<[f32; 4]>,
     out: &mut [u8],
 ) {
@@ -31,7 +32,7 @@ pub(crate) fn filter_row(
     sums.resize(dw, [0.0; 4]);
     let (y0, y1) = box_span(j, dh, sh);
     for y in y0..y1 {
-        let row = &src[(y - src_y0) * src_row_bytes..][..src_row_bytes];
+        let row = &src_row(y)[..src_row_bytes];
         for (i, sum) in sums.iter_mut().enumerate() {
             let (x0, x1) = box_span(i, dw, sw);
             for texel in row[x0 * tb..x1 * tb].chunks_exact(tb) {

@@ -1,7 +1,7 @@
 //! Image sources: where texel data comes from. A source describes its image once
 //! ([`ImageSource::open`]) and then produces any tile on request, from many threads at once.
 
-mod box_filter;
+pub mod box_filter;
 pub mod exr;
 pub mod memory;
 pub mod procedural;
@@ -10,6 +10,7 @@ mod region;
 pub use exr::{ChannelSelection, ExrOptions, ExrSource, FileHandles};
 pub use memory::InMemoryImage;
 pub use procedural::{Checkerboard, Mandelbrot, Noise, LEVEL_COLORS};
+pub use region::check_read;
 
 use crate::textures::{TexelFormat, TileRegion};
 

@@ -34,8 +34,9 @@ pub(crate) fn full_chain_info(
 ///
 /// Rejects a level the image does not have, a region that leaves its level, rows shorter
 /// than the region's width and a destination too small for the last row. An empty region
-/// inside its level passes whatever the stride and destination.
-pub(crate) fn check_read(
+/// inside its level passes whatever the stride and destination. Sources outside the crate
+/// (the C ABI's borrowed pixels) use it too.
+pub fn check_read(
     info: &ImageInfo,
     region: TileRegion,
     dest_len: usize,

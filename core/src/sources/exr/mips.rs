@@ -105,7 +105,8 @@ fn downsample(
                 break;
             }
             for (j, row) in (j0..j1).zip(out.chunks_exact_mut(dst_row_bytes)) {
-                filter_row(format, (sw, sh), (dw, dh), j, (&src, y0), &mut sums, row);
+                let src_row = |y: usize| &src[(y - y0) * src_row_bytes..];
+                filter_row(format, (sw, sh), (dw, dh), j, src_row, &mut sums, row);
             }
         }
     };

@@ -212,7 +212,8 @@ fn downsample(format: TexelFormat, src: &Level) -> Level {
         .enumerate()
         .with_min_len((MIP_TEXELS_PER_TASK / dw).max(1))
         .for_each_init(Vec::new, |sums: &mut Vec<[f32; 4]>, (j, out)| {
-            filter_row(format, (sw, sh), (dw, dh), j, (&src.data, 0), sums, out);
+            let src_row = |y: usize| &src.data[y * sw * texel_bytes..];
+            filter_row(format, (sw, sh), (dw, dh), j, src_row, sums, out);
         });
     Level {
         width: dw as u32,
