@@ -20,11 +20,7 @@ pub fn entry(body: impl FnOnce() -> ApiResult<()>) -> DtexStatus {
             e.status
         }
         Err(payload) => {
-            let what = payload
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "a panic with a non-text payload".into());
+            let what = engine::error::panic_message(&*payload);
             set_last_error(&format!("internal error (caught panic): {what}"));
             DTEX_STATUS_INTERNAL
         }

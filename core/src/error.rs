@@ -69,5 +69,15 @@ pub enum Error {
     NoCudaDevice(String),
 }
 
+/// The text of a caught panic's payload (`panic!` with a message gives a `&str` or a
+/// `String`); other payloads say so.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic with a non-text payload".into())
+}
+
 /// `Result` with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -388,11 +388,7 @@ pub(crate) fn contain<T>(f: impl FnOnce() -> Result<T, SourceError>) -> Result<T
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(r) => r,
         Err(panic) => {
-            let what = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".into());
+            let what = crate::error::panic_message(&*panic);
             Err(SourceError(format!("the source panicked: {what}")))
         }
     }

@@ -49,15 +49,6 @@ fn has_symbol(symbol: &str) -> bool {
     .unwrap_or(false)
 }
 
-/// The text of a caught panic.
-fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
-    payload
-        .downcast_ref::<String>()
-        .cloned()
-        .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
-        .unwrap_or_else(|| "a panic without a message".into())
-}
-
 /// The error for a driver library without `symbol`.
 fn too_old(symbol: &str) -> Error {
     Error::NoCudaDriver(format!(
@@ -74,7 +65,7 @@ fn call<T>(symbol: &'static str, f: impl FnOnce() -> T) -> Result<T> {
     catch_unwind(AssertUnwindSafe(f)).map_err(|p| {
         Error::NoCudaDriver(format!(
             "the CUDA driver failed in {symbol}: {}",
-            panic_text(p.as_ref())
+            crate::error::panic_message(p.as_ref())
         ))
     })
 }

@@ -3,6 +3,7 @@
 //! positioned read and one decompression, from any thread.
 
 use super::handles::{OpenFile, ReadAt};
+use crate::error::panic_message;
 use crate::sources::SourceError;
 use crate::textures::MAX_TEXTURE_SIZE;
 use exr::block::chunk::{Chunk, CompressedBlock};
@@ -103,7 +104,7 @@ impl ExrFile {
             .map_err(|e| fail(format!("cannot read the file's size: {e}")))?;
         // The exr crate reads untrusted bytes; contain a panic as an error.
         let parsed = catch_unwind(AssertUnwindSafe(|| read_meta(file)))
-            .unwrap_or_else(|p| Err(format!("the EXR decoder panicked: {}", panic_text(&p))));
+            .unwrap_or_else(|p| Err(format!("the EXR decoder panicked: {}", panic_message(&*p))));
         let (meta, tables, tables_end) = parsed.map_err(fail)?;
         let parts = meta.headers.len();
         let header = meta.headers.get(part).ok_or_else(|| {
@@ -181,7 +182,7 @@ impl ExrFile {
         let decoded = catch_unwind(AssertUnwindSafe(|| {
             self.decode(scratch, level, bx, by, expected)
         }))
-        .unwrap_or_else(|p| Err(format!("the EXR decoder panicked: {}", panic_text(&p))));
+        .unwrap_or_else(|p| Err(format!("the EXR decoder panicked: {}", panic_message(&*p))));
         decoded.map_err(fail)
     }
 
@@ -415,12 +416,4 @@ fn chunk_spans(
             Span { offset, len }
         })
         .collect()
-}
-
-/// The message of a caught panic.
-pub(crate) fn panic_text(p: &Box<dyn std::any::Any + Send>) -> String {
-    p.downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| p.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic".into())
 }
