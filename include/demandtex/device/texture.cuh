@@ -40,7 +40,9 @@
  * normalised coordinates; address modes `address_s`/`address_t` (border colour transparent
  * black); filter mode `filter`; mipmap filter mode linear (the device passes exact integer
  * levels where a point mip filter wants one level); max anisotropy 1; minimum and maximum
- * mipmap level clamps 0 and `num_levels - 1`; read mode "normalised float" for 8- and
+ * mipmap level clamps 0 and `num_levels - 1`; the trilinear optimisation disabled
+ * (`CU_TRSF_DISABLE_TRILINEAR_OPTIMIZATION`, so level blends use the exact fraction the
+ * footprint computed, as on the CPU); read mode "normalised float" for 8- and
  * 16-bit unsigned formats; no sRGB. The pages of a level are resident exactly when their
  * tiles are mapped (a tile is unmapped only after its residence bit was cleared and no
  * launch can still see it).

@@ -58,7 +58,7 @@ fn too_old(symbol: &str) -> Error {
 
 /// Runs `f`, which calls the driver function `symbol` (and no other that was not checked),
 /// turning a missing symbol or a panic into [`Error::NoCudaDriver`].
-fn call<T>(symbol: &'static str, f: impl FnOnce() -> T) -> Result<T> {
+pub(super) fn call<T>(symbol: &'static str, f: impl FnOnce() -> T) -> Result<T> {
     if !has_symbol(symbol) {
         return Err(too_old(symbol));
     }
@@ -73,7 +73,7 @@ fn call<T>(symbol: &'static str, f: impl FnOnce() -> T) -> Result<T> {
 /// The driver's description of `r`: `"no CUDA-capable device is detected
 /// (CUDA_ERROR_NO_DEVICE from cuInit)"`, or only the code's name when the driver has no
 /// `cuGetErrorString`.
-fn describe(r: CUresult, from: &str) -> String {
+pub(super) fn describe(r: CUresult, from: &str) -> String {
     let mut text: *const c_char = std::ptr::null();
     // SAFETY: `cuGetErrorString` writes a pointer to a static string, or fails.
     let words = call("cuGetErrorString", || unsafe {

@@ -26,7 +26,24 @@
 //! ```
 
 #[cfg(feature = "cuda")]
+pub mod array;
+#[cfg(feature = "cuda")]
+pub mod dense;
+#[cfg(feature = "cuda")]
+pub mod device_context;
+#[cfg(feature = "cuda")]
 mod driver;
+#[cfg(feature = "cuda")]
+pub mod mapping;
+#[cfg(feature = "cuda")]
+pub mod module;
+#[cfg(feature = "cuda")]
+mod ops;
+pub mod sparse;
+pub mod staging;
+#[cfg(feature = "cuda")]
+pub mod texture_object;
+pub mod tile_pool;
 
 use crate::error::Result;
 // The doc links name `Error` in every build; the code only without the feature.

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# The GPU test suite as prebuilt binaries, for a GPU machine that has the NVIDIA driver
+# but no Rust toolchain.
+#
+#   scripts/gpu-suite.sh build OUT_DIR   (here) build the GPU test binaries (core/tests/
+#                                        gpu_*.rs) and the `demandtex` CLI with the cuda
+#                                        feature, in release, into OUT_DIR with a runner
+#   OUT_DIR/run.sh                       (there) run every test binary; one line per test,
+#                                        a summary, exit status non-zero on any failure
+#
+# run.sh sets DEMANDTEX_REQUIRE_GPU=1, so a test that finds no usable GPU fails instead of
+# skipping; DEMANDTEX_REQUIRE_GPU=0 OUT_DIR/run.sh lets them skip (a dry run anywhere).
+set -euo pipefail
+
+usage() {
+  echo "usage: $0 build OUT_DIR" >&2
+  exit 2
+}
+[ "${1:-}" = build ] && [ -n "${2:-}" ] || usage
+OUT="$2"
+cd "$(dirname "$0")/.."
+
+mkdir -p "$OUT/bin"
+rm -f "$OUT"/bin/*
+
+echo "== building the GPU tests (release, --features cuda)"
+tests=()
+for f in core/tests/gpu_*.rs; do
+  tests+=(--test "$(basename "$f" .rs)")
+done
+# The JSON lines name each test executable; keep those of the gpu_* targets.
+cargo test -p demandtex --features cuda --release --no-run --message-format=json "${tests[@]}" \
+  | python3 -c '
+import json, sys
+for line in sys.stdin:
+    try:
+        m = json.loads(line)
+    except ValueError:
+        continue
+    if m.get("reason") == "compiler-artifact" and m.get("executable") \
+            and m["target"]["name"].startswith("gpu_"):
+        print(m["target"]["name"], m["executable"])
+' | while read -r name exe; do
+  cp "$exe" "$OUT/bin/$name"
+done
+
+echo "== building the demandtex CLI (release, cuda)"
+cargo build -p demandtex-cli --release --features cuda
+cp target/release/demandtex "$OUT/bin/demandtex"
+
+# Debug info is for local profiling; the bundle travels.
+if command -v strip >/dev/null 2>&1; then
+  strip --strip-debug "$OUT"/bin/*
+fi
+
+cat > "$OUT/run.sh" <<'RUN'
+#!/usr/bin/env bash
+# Run the demandtex GPU suite (built by scripts/gpu-suite.sh): every bin/gpu_* test
+# binary, one line per test, then a summary. Exit status 1 on any failure.
+set -uo pipefail
+cd "$(dirname "$0")"
+export DEMANDTEX_REQUIRE_GPU="${DEMANDTEX_REQUIRE_GPU:-1}"
+echo "== bin/demandtex cuda-info"
+bin/demandtex cuda-info || echo "(cuda-info failed: exit $?)"
+passed=0
+failed=0
+failures=()
+for t in bin/gpu_*; do
+  name="$(basename "$t")"
+  echo "== $name"
+  log="$(mktemp)"
+  "$t" --test-threads=1 --show-output >"$log" 2>&1
+  rc=$?
+  # The harness's per-test lines, the skips and the figures the tests print.
+  grep -E '^test .* \.\.\. |^skipped: |^sparse properties|^allocation granularity|samples as' "$log" | sed 's/^/  /'
+  ok=$(grep -cE '^test .* \.\.\. ok$' "$log")
+  bad=$(grep -cE '^test .* \.\.\. FAILED$' "$log")
+  passed=$((passed + ok))
+  failed=$((failed + bad))
+  if [ "$rc" -ne 0 ]; then
+    [ "$bad" -eq 0 ] && failed=$((failed + 1))
+    failures+=("$name")
+    echo "  -- $name failed (exit $rc); its output:"
+    sed 's/^/  | /' "$log"
+  fi
+  rm -f "$log"
+done
+echo "== summary: $passed passed, $failed failed"
+if [ "${#failures[@]}" -gt 0 ]; then
+  echo "failed binaries: ${failures[*]}"
+  exit 1
+fi
+RUN
+chmod +x "$OUT/run.sh"
+
+size=$(du -sb "$OUT" | cut -f1)
+echo "== $OUT: $(ls "$OUT/bin" | wc -l) binaries, $size bytes"
+if [ "$size" -ge $((64 << 20)) ]; then
+  echo "gpu-suite: the bundle is $size bytes, over the 64 MiB a device run can carry" >&2
+  exit 1
+fi
