@@ -5,8 +5,11 @@
 #   scripts/gpu-suite.sh build OUT_DIR   (here) build the GPU test binaries (core/tests/
 #                                        gpu_*.rs) and the `demandtex` CLI with the cuda
 #                                        feature, in release, into OUT_DIR with a runner
-#   OUT_DIR/run.sh                       (there) run every test binary; one line per test,
-#                                        a summary, exit status non-zero on any failure
+#   OUT_DIR/run.sh                       (there) run every test binary and the CUDA demo
+#                                        (--verify against the CPU render, then the 1 TiB
+#                                        scene in a 2 GiB pool for its figures); one line
+#                                        per test, a summary, exit status non-zero on any
+#                                        failure
 #
 # run.sh sets DEMANDTEX_REQUIRE_GPU=1, so a test that finds no usable GPU fails instead of
 # skipping; DEMANDTEX_REQUIRE_GPU=0 OUT_DIR/run.sh lets them skip (a dry run anywhere).
@@ -85,6 +88,30 @@ for t in bin/gpu_*; do
   fi
   rm -f "$log"
 done
+# The CUDA demo: verified against the CPU render (pass/fail), then the 1 TiB scene through
+# a 2 GiB pool (figures only). Each prints its launches, time and device counters.
+demo() {
+  local name="$1"; shift
+  local log dir
+  log="$(mktemp)"; dir="$(mktemp -d)"
+  echo "== demo: $name"
+  bin/demandtex demo --backend cuda --out "$dir" "$@" >"$log" 2>&1
+  local rc=$?
+  grep -E '^(CUDA|verify|virtual texture|converged|stopped)|(launches|tiles_uploaded|device_restores|evictions|peak_resident_bytes|pool_peak_bytes|verify_psnr_db) ' "$log" | sed 's/^/  /'
+  if [ "$rc" -ne 0 ]; then
+    echo "  -- demo $name failed (exit $rc); its output:"
+    sed 's/^/  | /' "$log"
+  fi
+  rm -rf "$log" "$dir"
+  return "$rc"
+}
+if demo "verify (960x540, 256 MiB)" --verify; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1))
+  failures+=("demo --verify")
+fi
+demo "1 TiB virtual set through a 2 GiB pool (figures)" --budget-mb 2048 || true
 echo "== summary: $passed passed, $failed failed"
 if [ "${#failures[@]}" -gt 0 ]; then
   echo "failed binaries: ${failures[*]}"

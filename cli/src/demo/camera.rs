@@ -138,6 +138,17 @@ impl Camera {
         }
     }
 
+    /// What a device renderer needs of the camera: eye, forward, right and up vectors,
+    /// the half extents of the image plane at distance 1, and the image size.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    pub fn parts(&self) -> ([Vec3; 4], [f64; 2], [u32; 2]) {
+        (
+            [self.eye, self.forward, self.right, self.up],
+            [self.half_width, self.half_height],
+            [self.width, self.height],
+        )
+    }
+
     /// The ray through the continuous pixel position `(x, y)`; the centre of pixel (i, j)
     /// is `(i + 0.5, j + 0.5)`.
     pub fn ray(&self, x: f64, y: f64) -> Ray {

@@ -127,6 +127,23 @@ impl PageTable {
         }
     }
 
+    /// Word `word` of the residence bits (pages `32·word ..`), or 0 past the end. A
+    /// read-only view for a backend that mirrors residence elsewhere (the CUDA loader
+    /// copies changed words to the device).
+    pub fn residence_word(&self, word: usize) -> u32 {
+        self.residence
+            .get(word)
+            .map_or(0, |w| w.load(Ordering::Acquire))
+    }
+
+    /// The entry of an entry page (0 for a page without one), resident or not. Read-only,
+    /// as [`residence_word`](Self::residence_word).
+    pub fn entry(&self, page: u32) -> u64 {
+        self.entries
+            .get(page as usize)
+            .map_or(0, |e| e.load(Ordering::Acquire))
+    }
+
     /// Make a page resident: entry first, then age, then the residence bit (release), so a
     /// sampler that sees the bit sees the entry.
     pub fn push_mapping(&self, mapping: PageMapping) {

@@ -11,7 +11,7 @@ use super::resource::ResourceTask;
 use super::ticket::Ticket;
 use crate::ids::{PageId, TextureId, TILE_BYTES};
 use crate::memory::TileBuffer;
-use crate::paging::StalePage;
+use crate::paging::{PullResult, StalePage};
 use crate::resources::Route;
 use crate::textures::DEFAULT_FALLBACK_COLOR;
 use std::collections::BTreeSet;
@@ -19,14 +19,31 @@ use std::sync::Arc;
 
 /// Pull and start serving the requests of launch `launch_num` (whose pin is released).
 pub(crate) fn process_requests(engine: &Arc<Engine>, launch_num: u32) -> Ticket {
+    process_pulled(engine, launch_num, None)
+}
+
+/// [`process_requests`] with the pull done elsewhere: the backend hook of the CUDA loader,
+/// whose reference bits and LRU ages live on the device (its pull kernel produces the
+/// same requested and stale lists). `None`: the host pull, as for the CPU backend.
+pub(crate) fn process_pulled(
+    engine: &Arc<Engine>,
+    launch_num: u32,
+    pulled: Option<PullResult>,
+) -> Ticket {
     let mut host = engine.host.lock();
-    let mut pull = std::mem::take(&mut host.pull);
-    engine.pages.pull(
-        host.space.end_page(),
-        launch_num,
-        engine.options.lru_threshold,
-        &mut pull,
-    );
+    let pull = match pulled {
+        Some(p) => p,
+        None => {
+            let mut pull = std::mem::take(&mut host.pull);
+            engine.pages.pull(
+                host.space.end_page(),
+                launch_num,
+                engine.options.lru_threshold,
+                &mut pull,
+            );
+            pull
+        }
+    };
     host.counters.requests += pull.requested.len() as u64;
     // The launch has ended: memory retired while it lived may be free now.
     reclaim_retired(engine, &mut host);

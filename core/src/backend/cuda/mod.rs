@@ -28,11 +28,19 @@
 #[cfg(feature = "cuda")]
 pub mod array;
 #[cfg(feature = "cuda")]
+pub mod demo;
+#[cfg(feature = "cuda")]
 pub mod dense;
 #[cfg(feature = "cuda")]
 pub mod device_context;
 #[cfg(feature = "cuda")]
+mod device_sync;
+#[cfg(feature = "cuda")]
 mod driver;
+#[cfg(feature = "cuda")]
+pub mod gpu_texture;
+#[cfg(feature = "cuda")]
+pub mod loader;
 #[cfg(feature = "cuda")]
 pub mod mapping;
 #[cfg(feature = "cuda")]
@@ -44,6 +52,11 @@ pub mod staging;
 #[cfg(feature = "cuda")]
 pub mod texture_object;
 pub mod tile_pool;
+
+#[cfg(feature = "cuda")]
+pub use device_sync::{device_pool_bytes, CudaStats};
+#[cfg(feature = "cuda")]
+pub use loader::{CudaLaunch, CudaLoader};
 
 use crate::error::Result;
 // The doc links name `Error` in every build; the code only without the feature.

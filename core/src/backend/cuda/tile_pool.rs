@@ -341,6 +341,17 @@ mod gpu {
                 .ok_or_else(|| Error::Internal("a fresh arena has no room".into()))
         }
 
+        /// The most bytes the pool may hold.
+        pub fn max_bytes(&self) -> u64 {
+            self.max_bytes
+        }
+
+        /// Change the most bytes the pool may hold. Blocks in use stay; arenas beyond the
+        /// new cap are released by [`shrink`](Self::shrink) once empty.
+        pub fn set_max_bytes(&mut self, bytes: u64) {
+            self.max_bytes = bytes;
+        }
+
         /// Return a block. Its tiles must be unmapped first, or at least never sampled
         /// again (the next map of the same tiles replaces the old mapping).
         pub fn free(&mut self, block: TileBlock) -> Result<()> {
