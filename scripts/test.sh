@@ -2,7 +2,8 @@
 # Every test of the project, on a fresh machine: formatting, lints, unit, property,
 # concurrency and integration tests, doc tests, NVRTC compile checks of the CUDA device
 # headers and kernels (and of the shipped PTX), the C ABI's C and C++ consumers built
-# against the installed CMake package (valgrind, ASan), and a small end-to-end demo run.
+# against the installed CMake package (valgrind, ASan), the Hydra render delegate (where an
+# OpenUSD install is found: DEMANDTEX_USD_ROOT), and a small end-to-end demo run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -47,5 +48,7 @@ echo "== cargo test"
 cargo test --workspace
 echo "== C/C++ consumers: CMake package, pkg-config, symbol list, valgrind, ASan"
 ./scripts/test-consumers.sh
+echo "== Hydra render delegate (skipped, saying so, without an OpenUSD install)"
+./scripts/test-hydra.sh
 echo "== demo smoke run (small frame, verified against the fully resident render)"
 cargo run --release -q -p demandtex-cli -- demo --width 160 --height 90 --out target/demo-smoke --verify

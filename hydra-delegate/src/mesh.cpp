@@ -1,0 +1,186 @@
+#include "mesh.h"
+
+#include "renderParam.h"
+#include "sceneData.h"
+
+#include "pxr/base/gf/vec2d.h"
+#include "pxr/base/tf/diagnostic.h"
+#include "pxr/imaging/hd/meshUtil.h"
+#include "pxr/imaging/hd/sceneDelegate.h"
+#include "pxr/imaging/hd/tokens.h"
+
+#include <algorithm>
+
+PXR_NAMESPACE_OPEN_SCOPE
+
+namespace {
+
+/// The float2 values of a primvar (float2 or double2 arrays, or one value for constant
+/// interpolation), with its indices applied. Empty when it is not float2.
+std::vector<GfVec2f> _Float2Values(const VtValue& value, const VtIntArray& indices) {
+    std::vector<GfVec2f> raw;
+    if (value.IsHolding<VtVec2fArray>()) {
+        const VtVec2fArray& a = value.UncheckedGet<VtVec2fArray>();
+        raw.assign(a.cbegin(), a.cend());
+    } else if (value.IsHolding<VtVec2dArray>()) {
+        for (const GfVec2d& v : value.UncheckedGet<VtVec2dArray>()) raw.emplace_back(GfVec2f(v));
+    } else if (value.IsHolding<GfVec2f>()) {
+        raw.push_back(value.UncheckedGet<GfVec2f>());
+    } else if (value.IsHolding<GfVec2d>()) {
+        raw.emplace_back(GfVec2f(value.UncheckedGet<GfVec2d>()));
+    } else {
+        return {};
+    }
+    if (indices.empty()) return raw;
+    std::vector<GfVec2f> flat;
+    flat.reserve(indices.size());
+    for (int i : indices) {
+        // An out-of-range index reads (0, 0) rather than stray memory.
+        flat.push_back(i >= 0 && static_cast<size_t>(i) < raw.size() ? raw[i] : GfVec2f(0.0f));
+    }
+    return flat;
+}
+
+/// Corner values (three per triangle) of a primvar with `interp` interpolation; empty when
+/// its size does not fit the topology (reported once per sync).
+std::vector<GfVec2f> _TriangleCorners(const SdfPath& id, const TfToken& name, HdInterpolation interp,
+                                      const std::vector<GfVec2f>& values, const HdMeshTopology& topology,
+                                      const VtVec3iArray& triangles, const VtIntArray& primitiveParams) {
+    std::vector<GfVec2f> corners;
+    corners.reserve(triangles.size() * 3);
+    auto bad = [&](size_t expected) {
+        TF_WARN("demandtex: mesh %s: primvar '%s' has %zu values, %zu expected; ignored", id.GetText(),
+                name.GetText(), values.size(), expected);
+        return std::vector<GfVec2f>();
+    };
+    switch (interp) {
+    case HdInterpolationConstant:
+        if (values.empty()) return bad(1);
+        corners.assign(triangles.size() * 3, values[0]);
+        return corners;
+    case HdInterpolationUniform: {
+        if (values.size() < static_cast<size_t>(topology.GetNumFaces())) return bad(topology.GetNumFaces());
+        for (size_t t = 0; t < triangles.size(); ++t) {
+            const int face = HdMeshUtil::DecodeFaceIndexFromCoarseFaceParam(primitiveParams[t]);
+            corners.insert(corners.end(), 3, values[face]);
+        }
+        return corners;
+    }
+    case HdInterpolationVertex:
+    case HdInterpolationVarying:
+        for (const GfVec3i& tri : triangles) {
+            for (int k = 0; k < 3; ++k) {
+                if (tri[k] < 0 || static_cast<size_t>(tri[k]) >= values.size()) return bad(tri[k] + 1);
+                corners.push_back(values[tri[k]]);
+            }
+        }
+        return corners;
+    case HdInterpolationFaceVarying: {
+        const size_t expected = topology.GetFaceVertexIndices().size();
+        if (values.size() < expected) return bad(expected);
+        HdMeshUtil util(&topology, id);
+        VtValue triangulated;
+        if (!util.ComputeTriangulatedFaceVaryingPrimvar(values.data(), static_cast<int>(values.size()),
+                                                        HdTypeFloatVec2, &triangulated) ||
+            !triangulated.IsHolding<VtVec2fArray>()) {
+            return bad(expected);
+        }
+        const VtVec2fArray& t = triangulated.UncheckedGet<VtVec2fArray>();
+        corners.assign(t.cbegin(), t.cend());
+        if (corners.size() != triangles.size() * 3) return bad(triangles.size() * 3);
+        return corners;
+    }
+    default:
+        return {};
+    }
+}
+
+}  // namespace
+
+HdDirtyBits HdDemandTexMesh::GetInitialDirtyBitsMask() const {
+    return HdChangeTracker::Clean | HdChangeTracker::InitRepr | HdChangeTracker::DirtyPoints |
+           HdChangeTracker::DirtyTopology | HdChangeTracker::DirtyTransform | HdChangeTracker::DirtyVisibility |
+           HdChangeTracker::DirtyPrimvar | HdChangeTracker::DirtyMaterialId | HdChangeTracker::DirtyInstancer;
+}
+
+void HdDemandTexMesh::_InitRepr(TfToken const& reprToken, HdDirtyBits* dirtyBits) {
+    TF_UNUSED(dirtyBits);
+    auto it = std::find_if(_reprs.begin(), _reprs.end(), _ReprComparator(reprToken));
+    if (it == _reprs.end()) _reprs.emplace_back(reprToken, HdReprSharedPtr());
+}
+
+void HdDemandTexMesh::Sync(HdSceneDelegate* sceneDelegate, HdRenderParam* renderParam, HdDirtyBits* dirtyBits,
+                           TfToken const& reprToken) {
+    TF_UNUSED(reprToken);
+    auto* param = static_cast<HdDemandTexRenderParam*>(renderParam);
+    const SdfPath& id = GetId();
+    const HdDirtyBits bits = *dirtyBits;
+
+    if (bits & HdChangeTracker::DirtyMaterialId) SetMaterialId(sceneDelegate->GetMaterialId(id));
+    if (HdChangeTracker::IsVisibilityDirty(bits, id)) _UpdateVisibility(sceneDelegate, dirtyBits);
+    if (HdChangeTracker::IsTransformDirty(bits, id)) _transform = sceneDelegate->GetTransform(id);
+    if (HdChangeTracker::IsTopologyDirty(bits, id)) _topology = GetMeshTopology(sceneDelegate);
+    if (HdChangeTracker::IsPrimvarDirty(bits, id, HdTokens->points)) {
+        const VtValue points = GetPoints(sceneDelegate);
+        _points = points.IsHolding<VtVec3fArray>() ? points.UncheckedGet<VtVec3fArray>() : VtVec3fArray();
+    }
+
+    if (!IsVisible()) {
+        param->SetMesh(id, nullptr);
+        *dirtyBits &= ~HdChangeTracker::AllSceneDirtyBits;
+        return;
+    }
+
+    // Rebuilt whole on any change: meshes in the scenes this delegate serves are small
+    // enough, and the render pass rebuilds its acceleration structure anyway.
+    auto mesh = std::make_shared<HdDemandTexMeshData>();
+    mesh->id = id;
+    mesh->primId = GetPrimId();
+    mesh->materialId = GetMaterialId();
+    const GfMatrix4d& m = _transform;
+    mesh->points.reserve(_points.size());
+    for (const GfVec3f& p : _points) mesh->points.emplace_back(GfVec3f(m.Transform(GfVec3d(p))));
+
+    HdMeshUtil util(&_topology, id);
+    VtVec3iArray triangles;
+    VtIntArray primitiveParams;
+    util.ComputeTriangleIndices(&triangles, &primitiveParams);
+    size_t dropped = 0;
+    for (const GfVec3i& tri : triangles) {
+        const bool valid = tri[0] >= 0 && tri[1] >= 0 && tri[2] >= 0 &&
+                           static_cast<size_t>(std::max({tri[0], tri[1], tri[2]})) < mesh->points.size();
+        dropped += valid ? 0 : 1;
+    }
+    if (dropped != 0) {
+        TF_WARN("demandtex: mesh %s: %zu triangles index past its %zu points; mesh skipped", id.GetText(), dropped,
+                mesh->points.size());
+        param->SetMesh(id, nullptr);
+        *dirtyBits &= ~HdChangeTracker::AllSceneDirtyBits;
+        return;
+    }
+    mesh->triangles.assign(triangles.cbegin(), triangles.cend());
+
+    for (size_t i = 0; i < HdInterpolationCount; ++i) {
+        const auto interp = static_cast<HdInterpolation>(i);
+        for (const HdPrimvarDescriptor& pv : GetPrimvarDescriptors(sceneDelegate, interp)) {
+            if (pv.name == HdTokens->points) continue;
+            VtIntArray indices;
+            const VtValue value = pv.indexed ? GetIndexedPrimvar(sceneDelegate, pv.name, &indices)
+                                             : GetPrimvar(sceneDelegate, pv.name);
+            const std::vector<GfVec2f> values = _Float2Values(value, indices);
+            if (values.empty()) continue;
+            std::vector<GfVec2f> corners =
+                _TriangleCorners(id, pv.name, interp, values, _topology, triangles, primitiveParams);
+            if (!corners.empty()) mesh->texcoords[pv.name] = std::move(corners);
+        }
+    }
+
+    param->SetMesh(id, std::move(mesh));
+    *dirtyBits &= ~HdChangeTracker::AllSceneDirtyBits;
+}
+
+void HdDemandTexMesh::Finalize(HdRenderParam* renderParam) {
+    static_cast<HdDemandTexRenderParam*>(renderParam)->SetMesh(GetId(), nullptr);
+}
+
+PXR_NAMESPACE_CLOSE_SCOPE
