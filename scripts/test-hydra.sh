@@ -5,7 +5,7 @@
 # front ends (UsdImagingDelegate = Hydra 1.0, UsdImagingStageSceneIndex = Hydra 2.0), and
 # check: convergence, texel-for-texel equality with an unlimited-budget render, the budget
 # never exceeded (and tiles evicted when it is small), UDIM tiles across tile boundaries,
-# a missing texture rendering its fallback colour with a warning.
+# missing and unreadable textures rendering their fallback colours with warnings.
 #
 # OpenUSD (24.08 or newer, built with imaging; no GL or Python needed) is found from
 #   DEMANDTEX_USD_ROOT=<OpenUSD install prefix>   (the directory holding pxrConfig.cmake)
@@ -123,11 +123,12 @@ run quad-interactive "$WORK/quad_angled.usda" "$WORK/quad-int.ppm" --budget-mib 
 cmp "$WORK/quad-h1.ppm" "$WORK/quad-h2.ppm" || fail "Hydra 1.0 and 2.0 renders of quad_angled differ"
 
 run udim-hydra1 "$WORK/udim_plane.usda" "$WORK/udim-h1.ppm" --expect-distinct-blue 6 \
-  --expect-prim-color /World/Missing 1 0 1 --compare-unlimited
+  --expect-prim-color /World/Missing 1 0 1 --expect-prim-color /World/Corrupt 0 1 1 --compare-unlimited
 grep -q "missing.exr' not found" "$WORK/udim-hydra1.err" || { cat "$WORK/udim-hydra1.err"; fail "no warning for the missing texture"; }
+grep -q -E "(cannot register texture|texture) '[^']*corrupt.exr'.*fallback colour" "$WORK/udim-hydra1.err" || { cat "$WORK/udim-hydra1.err"; fail "no warning for the unreadable texture"; }
 # Hydra 2.0 (24.08) leaves UDIM paths unresolved: they are found through the search path.
 run udim-hydra2 "$WORK/udim_plane.usda" "$WORK/udim-h2.ppm" --hydra2 --search-path "$WORK" \
-  --expect-distinct-blue 6 --expect-prim-color /World/Missing 1 0 1
+  --expect-distinct-blue 6 --expect-prim-color /World/Missing 1 0 1 --expect-prim-color /World/Corrupt 0 1 1
 cmp "$WORK/udim-h1.ppm" "$WORK/udim-h2.ppm" || fail "Hydra 1.0 and 2.0 renders of udim_plane differ"
 
 run over-budget "$WORK/over_budget.usda" "$WORK/over.ppm" --width 384 --height 384 --budget-mib 3 \

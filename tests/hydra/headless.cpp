@@ -21,7 +21,8 @@
 //     --expect-distinct-blue N  require at least N distinct blue values among covered pixels
 //                            (UDIM tiles encode their number in blue) and a tile change
 //                            between neighbouring pixels
-//     --expect-prim-color PRIM R G B  every pixel of PRIM has colour (R, G, B)
+//     --expect-prim-color PRIM R G B  every interior pixel of PRIM has colour (R, G, B)
+//                            (repeatable)
 // PXR_PLUGINPATH_NAME must name the plugin's resources directory, as for any host.
 // Exit code 0 when every check passes; messages say which failed.
 #include "pxr/pxr.h"
@@ -92,7 +93,7 @@ struct Options {
     int width = 256, height = 256, spp = 4, maxLaunches = 200, expectDistinctBlue = 0;
     long long budgetMiB = 0;
     std::string camera = "/Cam", searchPath;
-    std::optional<std::pair<std::string, GfVec3f>> primColor;
+    std::vector<std::pair<std::string, GfVec3f>> primColors;
 };
 
 struct Render {
@@ -262,6 +263,8 @@ int MakeTextures(const std::string& dir) {
         const GfVec3f tint(0.3f + 0.7f * float(i % 4) / 3.0f, 0.3f + 0.7f * float(i / 4) / 3.0f, 0.5f);
         WriteTexture(dir + "/grid" + std::to_string(i) + ".src.exr", 1024, tint, float(i) / 16.0f);
     }
+    // A file that is not an EXR: the texture must fail cleanly to its fallback colour.
+    std::ofstream(dir + "/corrupt.exr", std::ios::binary) << "this is not an OpenEXR file";
     std::cout << "wrote test textures to " << dir << "\n";
     return 0;
 }
@@ -308,7 +311,7 @@ int main(int argc, char** argv) {
         else if (a == "--expect-prim-color") {
             const std::string prim = next();
             const float r = std::stof(next()), g = std::stof(next()), b = std::stof(next());
-            o.primColor = std::make_pair(prim, GfVec3f(r, g, b));
+            o.primColors.emplace_back(prim, GfVec3f(r, g, b));
         } else {
             std::cerr << "unknown option " << a << "\n";
             return 2;
@@ -372,10 +375,10 @@ int main(int argc, char** argv) {
         if (changes == 0) failures += Fail("no UDIM tile boundary crossed between nearby pixels");
     }
 
-    if (o.primColor) {
-        auto it = r->primIdPaths.find(o.primColor->first);
+    for (const auto& primColor : o.primColors) {
+        auto it = r->primIdPaths.find(primColor.first);
         if (it == r->primIdPaths.end()) {
-            failures += Fail("prim " + o.primColor->first + " not visible");
+            failures += Fail("prim " + primColor.first + " not visible");
         } else {
             const int id = it->second;
             size_t wrong = 0, seen = 0;
@@ -389,10 +392,10 @@ int main(int argc, char** argv) {
                 if (r->primId[i] != id || !interior(int(i % o.width), int(i / o.width))) continue;
                 ++seen;
                 const GfVec3f c(r->color[i][0], r->color[i][1], r->color[i][2]);
-                if ((c - o.primColor->second).GetLength() > 1e-4f) ++wrong;
+                if ((c - primColor.second).GetLength() > 1e-4f) ++wrong;
             }
-            std::printf("%s: %zu interior pixels, %zu not the expected colour\n", o.primColor->first.c_str(), seen, wrong);
-            if (wrong != 0 || seen == 0) failures += Fail(o.primColor->first + " does not show the expected colour");
+            std::printf("%s: %zu interior pixels, %zu not the expected colour\n", primColor.first.c_str(), seen, wrong);
+            if (wrong != 0 || seen == 0) failures += Fail(primColor.first + " does not show the expected colour");
         }
     }
 
