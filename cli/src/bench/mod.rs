@@ -1,9 +1,12 @@
 //! `demandtex bench`: throughput figures for resident lookups (against a flat-array
-//! baseline), the request pipeline without I/O, and fills from procedural sources.
-//! Benchmarks report; they never assert timings.
+//! baseline), the request pipeline without I/O, and fills from procedural sources; with
+//! `--backend cuda`, the GPU figures of [`cuda`] instead. Benchmarks report; they never
+//! assert timings.
 
 mod baseline;
 pub mod compare;
+#[cfg(feature = "cuda")]
+pub mod cuda;
 mod exr_fill;
 mod fill;
 mod lookups;
@@ -36,9 +39,26 @@ pub struct BenchArgs {
     /// Also print one JSON object per measurement, one per line.
     #[arg(long)]
     pub json: bool,
-    /// Benchmarks to run, comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "lookups,requests,fill")]
+    /// Benchmarks to run, comma-separated (default: lookups,requests,fill on the CPU;
+    /// fetch,requests,upload,converge with --backend cuda).
+    #[arg(long, value_delimiter = ',')]
     pub only: Vec<Which>,
+    /// Where to measure: the CPU loader, or CUDA device 0 (without a driver or device: a
+    /// clear error, exit code 2).
+    #[arg(long, value_enum, default_value_t = Backend::Cpu)]
+    pub backend: Backend,
+    /// Repetitions of each GPU measurement (the figures are medians).
+    #[arg(long, default_value_t = 7, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub reps: u32,
+}
+
+/// Where `demandtex bench` measures.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    /// The CPU loader and samplers.
+    Cpu,
+    /// CUDA device 0: the CUDA loader, the device API and the paging kernels.
+    Cuda,
 }
 
 /// `demandtex bench` subcommands: query traces (`.dtxq`, see `shared/bench/QUERIES.md`).
@@ -57,12 +77,62 @@ pub enum BenchCommand {
 pub enum Which {
     /// Resident lookups per second against a flat-array baseline.
     Lookups,
-    /// Pages per second through pull → route → push, without I/O.
+    /// Pages per second through pull → route → push, without I/O (CPU or CUDA).
     Requests,
     /// Tiles and bytes per second filled from procedural sources.
     Fill,
     /// EXR tiles decoded per second: bare exr API vs. demandtex's fill path (not default).
     ExrFill,
+    /// CUDA: demand-path lookups against a plain hardware tex2DGrad.
+    Fetch,
+    /// CUDA: tile uploads (GB/s) and sparse map / unmap operations per second.
+    Upload,
+    /// CUDA: launches to converge on the demo scene, and the 1 TiB set in a 2 GiB pool.
+    Converge,
+}
+
+impl Which {
+    /// The sections `--backend cpu` runs when `--only` names none.
+    pub const CPU_DEFAULT: [Which; 3] = [Which::Lookups, Which::Requests, Which::Fill];
+    /// The sections `--backend cuda` runs when `--only` names none.
+    pub const CUDA_DEFAULT: [Which; 4] = [
+        Which::Fetch,
+        Which::Requests,
+        Which::Upload,
+        Which::Converge,
+    ];
+
+    /// Whether the section runs on `backend`.
+    pub fn runs_on(self, backend: Backend) -> bool {
+        match self {
+            Which::Requests => true,
+            Which::Lookups | Which::Fill | Which::ExrFill => backend == Backend::Cpu,
+            Which::Fetch | Which::Upload | Which::Converge => backend == Backend::Cuda,
+        }
+    }
+}
+
+/// The sections to run: `--only`, or the backend's defaults; a usage error for a section
+/// the backend does not have.
+pub fn sections(args: &BenchArgs) -> Result<Vec<Which>, CliError> {
+    if args.only.is_empty() {
+        return Ok(match args.backend {
+            Backend::Cpu => Which::CPU_DEFAULT.to_vec(),
+            Backend::Cuda => Which::CUDA_DEFAULT.to_vec(),
+        });
+    }
+    if let Some(w) = args.only.iter().find(|w| !w.runs_on(args.backend)) {
+        let name = clap::ValueEnum::to_possible_value(w)
+            .map_or_else(|| format!("{w:?}"), |v| v.get_name().to_owned());
+        let backend = match args.backend {
+            Backend::Cpu => "cpu",
+            Backend::Cuda => "cuda",
+        };
+        return Err(CliError::Usage(format!(
+            "--only {name} does not run with --backend {backend}"
+        )));
+    }
+    Ok(args.only.clone())
 }
 
 /// One measurement: a benchmark, its case, the threads used and named figures.
@@ -95,7 +165,9 @@ impl Record {
 }
 
 fn format_figure(name: &str, v: f64) -> String {
-    if name.contains("per_second") {
+    if name.ends_with("_bytes") && v.fract() == 0.0 && (0.0..1.8e19).contains(&v) {
+        crate::table::format_bytes(v as u64)
+    } else if name.contains("per_second") {
         format_rate(v)
     } else if name.contains("ratio") {
         format!("{v:.3}")
@@ -164,6 +236,7 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
         )));
     }
     let time = Duration::from_secs_f64(args.seconds);
+    let only = sections(args)?;
     let mut records = Vec::new();
     let emit = |batch: Vec<Record>, records: &mut Vec<Record>| {
         if args.json {
@@ -173,25 +246,52 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
         }
         records.extend(batch);
     };
+    if args.backend == Backend::Cuda {
+        return run_cuda(args, &only);
+    }
     emit(vec![paging_record()?], &mut records);
-    if args.only.contains(&Which::Lookups) {
+    if only.contains(&Which::Lookups) {
         eprintln!("bench: resident lookups…");
         emit(lookups::run(&args.threads_list, time)?, &mut records);
     }
-    if args.only.contains(&Which::Requests) {
+    if only.contains(&Which::Requests) {
         eprintln!("bench: requests…");
         emit(requests::run(&args.threads_list, time)?, &mut records);
     }
-    if args.only.contains(&Which::Fill) {
+    if only.contains(&Which::Fill) {
         eprintln!("bench: fills…");
         emit(fill::run(&args.threads_list, time)?, &mut records);
     }
-    if args.only.contains(&Which::ExrFill) {
+    if only.contains(&Which::ExrFill) {
         eprintln!("bench: EXR fills…");
         emit(exr_fill::run(&args.threads_list, time)?, &mut records);
     }
     print!("{}", render_tables(&records));
     Ok(())
+}
+
+/// `--backend cuda`: the sections of [`cuda`], then their tables.
+#[cfg(feature = "cuda")]
+fn run_cuda(args: &BenchArgs, only: &[Which]) -> Result<(), CliError> {
+    let mut records = Vec::new();
+    cuda::run(args, only, &mut |batch| {
+        if args.json {
+            for r in &batch {
+                println!("{}", r.to_json());
+            }
+        }
+        records.extend(batch);
+    })?;
+    print!("{}", render_tables(&records));
+    Ok(())
+}
+
+/// `--backend cuda` in a build without the `cuda` feature.
+#[cfg(not(feature = "cuda"))]
+fn run_cuda(_: &BenchArgs, _: &[Which]) -> Result<(), CliError> {
+    Err(CliError::Unavailable(
+        demandtex::backend::cuda::NOT_BUILT_MESSAGE.into(),
+    ))
 }
 
 /// Page bookkeeping of the default page space (2^26 pages = 4 TiB of 64 KiB tiles): bits,
@@ -306,6 +406,51 @@ mod tests {
         assert!(v.iter().all(|x| (0.0..1.0).contains(x)));
         let mean = v.iter().sum::<f32>() / v.len() as f32;
         assert!((mean - 0.5).abs() < 0.02, "{mean}");
+    }
+
+    fn args(backend: Backend, only: Vec<Which>) -> BenchArgs {
+        BenchArgs {
+            command: None,
+            threads_list: vec![1],
+            seconds: 1.0,
+            json: false,
+            only,
+            backend,
+            reps: 1,
+        }
+    }
+
+    #[test]
+    fn sections_default_per_backend_and_refuse_the_other_backends() {
+        assert_eq!(
+            sections(&args(Backend::Cpu, vec![])).unwrap(),
+            Which::CPU_DEFAULT.to_vec()
+        );
+        assert_eq!(
+            sections(&args(Backend::Cuda, vec![])).unwrap(),
+            Which::CUDA_DEFAULT.to_vec()
+        );
+        let both = vec![Which::Requests];
+        assert_eq!(sections(&args(Backend::Cuda, both.clone())).unwrap(), both);
+        let e = sections(&args(Backend::Cuda, vec![Which::Requests, Which::Lookups])).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "invalid argument: --only lookups does not run with --backend cuda"
+        );
+        let e = sections(&args(Backend::Cpu, vec![Which::Converge])).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(Which::CPU_DEFAULT.iter().all(|w| w.runs_on(Backend::Cpu)));
+        assert!(Which::CUDA_DEFAULT.iter().all(|w| w.runs_on(Backend::Cuda)));
+    }
+
+    #[test]
+    fn byte_figures_read_as_sizes() {
+        assert_eq!(
+            format_figure("peak_resident_bytes", 3.0 * 1048576.0),
+            "3.00 MiB"
+        );
+        assert_eq!(format_figure("bytes_per_page", 2.5), "2.50");
+        assert_eq!(format_figure("time_ratio_demand_to_hardware", 1.1), "1.100");
     }
 
     #[test]

@@ -19,6 +19,13 @@ pub struct NullSource {
     format: TexelFormat,
 }
 
+impl NullSource {
+    /// A `size`² null texture of `format`.
+    pub fn new(size: u32, format: TexelFormat) -> NullSource {
+        NullSource { size, format }
+    }
+}
+
 impl ImageSource for NullSource {
     fn name(&self) -> String {
         format!("null {0}×{0}", self.size)
@@ -43,10 +50,7 @@ fn setup(
     fill_threads: usize,
     k: usize,
 ) -> Result<(Loader, TextureId, TextureLayout), CliError> {
-    let source = Arc::new(NullSource {
-        size,
-        format: TexelFormat::RGBA8,
-    });
+    let source = Arc::new(NullSource::new(size, TexelFormat::RGBA8));
     let info = source
         .open()
         .map_err(|e| CliError::Demandtex(e.to_string()))?;

@@ -157,6 +157,11 @@ impl DeviceState {
         (page - t.start_page < t.num_pages()).then_some(t)
     }
 
+    /// The device texture of texture `id`, if it is on the device now.
+    pub(crate) fn device_texture(&self, id: u32) -> Option<Arc<GpuTexture>> {
+        self.textures.get(&id).cloned()
+    }
+
     /// Withdraw texture `id` from the device (unmapped and dropped after a fence).
     fn retire_texture(&mut self, id: u32) {
         if let Some(t) = self.textures.remove(&id) {

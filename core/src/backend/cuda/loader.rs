@@ -23,6 +23,7 @@
 
 use super::device_context::{DeviceContextBuffers, ListCapacities};
 use super::device_sync::{device_pool_bytes, CudaStats, DeviceState};
+use super::gpu_texture::GpuTexture;
 use super::module::PagingKernels;
 use super::ops::safe;
 use super::sparse::SparseTexture;
@@ -44,7 +45,7 @@ use parking_lot::Mutex;
 use std::sync::Arc;
 
 /// Pinned staging slots (64 KiB each) per loader.
-const STAGING_SLOTS: usize = 64;
+pub(crate) const STAGING_SLOTS: usize = 64;
 
 /// A demand loader on one CUDA device (see the module comment). `Send + Sync`.
 pub struct CudaLoader {
@@ -263,6 +264,15 @@ impl CudaLoader {
             pool.set_max_bytes(device_pool_bytes(bytes));
         }
         Ok(())
+    }
+
+    /// The device side of `texture` (array, texture object, device sampler) if a
+    /// `launch_prepare` has put it on the device and it is still there. Holding the `Arc`
+    /// keeps its array and texture object alive (tiles may still be unmapped under it;
+    /// they then read as zeros). For benchmarks and tests that sample the texture object
+    /// directly, e.g. a plain hardware `tex2DGrad` against the demand path.
+    pub fn device_texture(&self, texture: TextureId) -> Option<Arc<GpuTexture>> {
+        self.state.lock().device_texture(texture.0)
     }
 
     /// Why a texture failed, if it did (as [`crate::Loader::texture_error`]).

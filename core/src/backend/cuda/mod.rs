@@ -28,6 +28,10 @@
 #[cfg(feature = "cuda")]
 pub mod array;
 #[cfg(feature = "cuda")]
+pub mod bench;
+#[cfg(feature = "cuda")]
+pub mod bench_upload;
+#[cfg(feature = "cuda")]
 pub mod demo;
 #[cfg(feature = "cuda")]
 pub mod dense;
