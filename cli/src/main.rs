@@ -3,7 +3,7 @@
 //! - `demandtex demo`: render a scene textured by over a tebibyte of procedural textures
 //!   within a small memory budget, multi-pass until converged (`--verify` compares with a
 //!   fully resident render).
-//! - `demandtex bench`: lookup, request and fill throughput figures.
+//! - `demandtex bench`: lookup, request and fill throughput figures (CPU, or `--backend cuda`).
 //! - `demandtex convert IN -o OUT.exr`: any EXR, PNG, JPEG or TIFF to a tiled, mip-mapped
 //!   OpenEXR file (the maketx equivalent).
 //! - `demandtex info FILE`: what an OpenEXR file holds (levels, tiles, compression, bytes).
@@ -36,7 +36,7 @@ struct Cli {
 enum Command {
     /// Render the built-in 1 TiB scene within a memory budget, multi-pass until converged.
     Demo(demo::DemoArgs),
-    /// Measure lookup, request and fill throughput (figures only, never pass/fail).
+    /// Measure lookup, request and fill throughput, or the GPU with --backend cuda (figures only).
     Bench(bench::BenchArgs),
     /// Convert an EXR, PNG, JPEG or TIFF image to a tiled, mip-mapped OpenEXR file.
     Convert(convert::ConvertArgs),
