@@ -226,18 +226,27 @@ impl DeviceState {
         match pool.allocate(tiles) {
             Ok(b) => Ok(b),
             Err(first) => {
-                if self.released_blocks.is_empty() {
+                if !self.wait_for_released_blocks()? {
                     return Err(first);
                 }
-                let last = self.staging.timeline().last();
-                self.staging.timeline().wait(last)?;
-                self.reclaim()?;
                 match self.pool.as_mut() {
                     Some(pool) => pool.allocate(tiles),
                     None => Err(first),
                 }
             }
         }
+    }
+
+    /// If blocks wait for their fences, wait for the last fence and give them back to the
+    /// pool; returns whether there were any (false: waiting would free nothing).
+    fn wait_for_released_blocks(&mut self) -> Result<bool> {
+        if self.released_blocks.is_empty() {
+            return Ok(false);
+        }
+        let last = self.staging.timeline().last();
+        self.staging.timeline().wait(last)?;
+        self.reclaim()?;
+        Ok(true)
     }
 
     /// Free what completed fences release: blocks to the pool, retired textures dropped.
@@ -290,28 +299,44 @@ impl DeviceState {
                 entry_pushes.push(p);
             }
         }
-        // 2. Samplers withdrawn or (re)published; entries of every entry page pushed.
-        for &p in &invalid {
+        // 2. Samplers withdrawn or (re)published: the old textures are retired first.
+        for &p in invalid.iter().chain(&entry_pushes) {
             if p < layout.max_textures {
                 self.retire_texture(p);
             }
         }
+        // 3. Release device tiles the engine let go of, and retired textures' tails (before
+        //    the builds below, so that their blocks can serve the new textures' tails).
+        self.release_tiles(host)?;
+        // 4. Entries of every entry page pushed, textures built for published samplers.
+        let mut retry = Vec::new();
         let mut mappings = Vec::with_capacity(newly.len() + entry_pushes.len());
         for &p in &entry_pushes {
             let host_entry = engine.pages.entry(p);
             let mut entry = host_entry;
-            if p < layout.max_textures {
-                self.retire_texture(p);
-                if host_entry != 0 {
-                    entry = match self.build_texture(host, p, host_entry) {
-                        Ok(e) => e,
-                        Err(e) => {
-                            let msg = format!("creating the texture on the CUDA device: {e}");
-                            crate::requests::fill::fail_texture(engine, host, TextureId(p), msg);
-                            0
-                        }
-                    };
+            if p < layout.max_textures && host_entry != 0 {
+                let mut built = self.build_texture(host, p, host_entry);
+                if matches!(built, Err(Error::BudgetTooSmall { .. }))
+                    && self.wait_for_released_blocks()?
+                {
+                    built = self.build_texture(host, p, host_entry);
                 }
+                entry = match built {
+                    Ok(e) => e,
+                    // The pool is full for now (not the texture's fault): the sampler page
+                    // stays non-resident on the device and the build is retried next sync.
+                    Err(e @ Error::BudgetTooSmall { .. }) => {
+                        tracing::warn!(texture = p, "no device memory for a mip tail yet: {e}");
+                        invalid.push(p);
+                        retry.push(p);
+                        continue;
+                    }
+                    Err(e) => {
+                        let msg = format!("creating the texture on the CUDA device: {e}");
+                        crate::requests::fill::fail_texture(engine, host, TextureId(p), msg);
+                        0
+                    }
+                };
             }
             self.mirror_entries[p as usize] = host_entry;
             mappings.push(PageMapping {
@@ -320,10 +345,7 @@ impl DeviceState {
                 entry,
             });
         }
-        // 3. Release device tiles the engine let go of, and retired textures' tails.
-        self.release_tiles(host)?;
-        // 4. Map and upload the tiles that became resident.
-        let mut retry = Vec::new();
+        // 5. Map and upload the tiles that became resident.
         let mut uploads = Vec::new();
         for &p in newly.iter().filter(|&&p| p >= layout.page_table_entries) {
             let Some(texture) = self.texture_of(p).cloned() else {
@@ -373,7 +395,7 @@ impl DeviceState {
                 },
             );
         }
-        // 5. The page arrays, then the mirror.
+        // 6. The page arrays, then the mirror.
         self.buffers.invalidate(&self.kernels, &invalid)?;
         self.buffers.push_mappings(&self.kernels, &mappings)?;
         for w in 0..words {

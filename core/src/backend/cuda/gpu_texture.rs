@@ -85,6 +85,7 @@ impl GpuTexture {
     ) -> Result<GpuTexture> {
         let ctx = stream.context();
         let mut tail_block = None;
+        let mut pool_after_map = None;
         let storage = if sparse {
             let tex = SparseTexture::new(ctx, layout)?;
             let pool =
@@ -104,29 +105,58 @@ impl GpuTexture {
                 }
                 tail_block = Some(block);
             }
+            pool_after_map = Some(pool);
             TextureArray::Sparse(tex)
         } else {
             TextureArray::Dense(DenseTexture::new(ctx, layout)?)
         };
-        if layout.mip_tail_bytes > 0 {
-            if (tail.len() as u64) < layout.mip_tail_bytes {
-                return Err(Error::Internal(format!(
-                    "a mip tail of {} bytes for a layout of {}",
-                    tail.len(),
-                    layout.mip_tail_bytes
-                )));
+        let finished = (|| {
+            if layout.mip_tail_bytes > 0 {
+                if (tail.len() as u64) < layout.mip_tail_bytes {
+                    return Err(Error::Internal(format!(
+                        "a mip tail of {} bytes for a layout of {}",
+                        tail.len(),
+                        layout.mip_tail_bytes
+                    )));
+                }
+                upload_page(staging, stream, storage.array(), layout, 0, tail)?;
             }
-            upload_page(staging, stream, storage.array(), layout, 0, tail)?;
-        }
-        let object = TextureObject::new(storage.array(), desc, layout.num_levels())?;
-        let record = TextureSampler {
-            texture_object: object.raw(),
-            mip_tail_data: 0,
-            ..*host_sampler
+            let object = TextureObject::new(storage.array(), desc, layout.num_levels())?;
+            let record = TextureSampler {
+                texture_object: object.raw(),
+                mip_tail_data: 0,
+                ..*host_sampler
+            };
+            let sampler = safe("uploading a texture sampler", || {
+                stream.clone_htod(std::slice::from_ref(&record))
+            })?;
+            Ok((object, sampler))
+        })();
+        let (object, sampler) = match finished {
+            Ok(v) => v,
+            Err(e) => {
+                // The tail is mapped (or its map enqueued): unmap it and wait, so that
+                // its block can go back to the pool before the array is destroyed.
+                if let (Some(block), TextureArray::Sparse(tex), Some(pool)) =
+                    (tail_block, &storage, pool_after_map)
+                {
+                    let unmapped = MapBatch::new(ordinal).and_then(|mut batch| {
+                        if let Some(region) = tex.page_region(0) {
+                            batch.unmap(tex, region)?;
+                        }
+                        batch.submit(stream)?;
+                        safe("cuStreamSynchronize", || stream.synchronize())
+                    });
+                    match unmapped {
+                        Ok(()) => {
+                            let _ = pool.free(block);
+                        }
+                        Err(u) => tracing::warn!("unmapping a failed texture's tail: {u}"),
+                    }
+                }
+                return Err(e);
+            }
         };
-        let sampler = safe("uploading a texture sampler", || {
-            stream.clone_htod(std::slice::from_ref(&record))
-        })?;
         Ok(GpuTexture {
             layout: layout.clone(),
             start_page: host_sampler.start_page,
