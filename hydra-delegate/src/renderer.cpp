@@ -41,6 +41,7 @@ struct HdDemandTexRenderer::Hit {
     unsigned triangle = 0;
     float u = 0.0f, v = 0.0f;  ///< Barycentrics of corners 1 and 2.
     GfVec3f point, normal;      ///< World-space hit point and unit geometric normal.
+    Ray ray, rx, ry;            ///< The camera ray and the rays through the next pixel in x and y.
 };
 
 HdDemandTexRenderer::HdDemandTexRenderer() {
@@ -146,29 +147,28 @@ HdDemandTexIterationStats HdDemandTexRenderer::Iterate(const demandtex::Launch& 
                 if (pixel.samples >= _samplesPerPixel) continue;
                 // As many samples as have their texels resident; stop at the first miss.
                 while (pixel.samples < _samplesPerPixel) {
-                    GfVec4f color;
-                    float depth = 1.0f;
-                    int primId = -1;
+                    Hit hit;
+                    GfVec4f color(0.0f);  // background: transparent
+                    bool resident = true;
+                    const bool covered = _Intersect(x, unsigned(y), pixel.samples, &hit);
+                    if (covered) color = _Shade(hit, launch, false, &resident);
                     ++t;
-                    if (!_TraceSample(x, unsigned(y), pixel.samples, launch, false, &color, &depth, &primId)) {
+                    if (pixel.samples == 0) {
+                        // Depth and id do not wait for texels.
+                        pixel.depth = covered ? _Depth(hit) : 1.0f;
+                        pixel.primId = covered ? hit.mesh->primId : -1;
+                    }
+                    if (!resident) {
                         ++m;
-                        if (pixel.samples == 0) {
-                            // Depth and id do not wait for texels.
-                            pixel.depth = depth;
-                            pixel.primId = primId;
-                            if (preview) {
-                                // Coarser texels that are resident now, for display only.
-                                pixel.hasPreview = _TraceSample(x, unsigned(y), 0, launch, true, &pixel.preview,
-                                                                &depth, &primId);
-                            }
+                        if (preview && pixel.samples == 0) {
+                            // Coarser texels that are resident now, for display only.
+                            bool previewResident = true;
+                            pixel.preview = _Shade(hit, launch, true, &previewResident);
+                            pixel.hasPreview = previewResident;
                         }
                         break;
                     }
                     ++f;
-                    if (pixel.samples == 0) {
-                        pixel.depth = depth;
-                        pixel.primId = primId;
-                    }
                     pixel.sum += color;
                     ++pixel.samples;
                 }
@@ -187,15 +187,11 @@ HdDemandTexIterationStats HdDemandTexRenderer::Iterate(const demandtex::Launch& 
     return stats;
 }
 
-bool HdDemandTexRenderer::_TraceSample(unsigned x, unsigned y, unsigned index, const demandtex::Launch& launch,
-                                       bool coarser, GfVec4f* color, float* depth, int* primId) const {
+bool HdDemandTexRenderer::_Intersect(unsigned x, unsigned y, unsigned index, Hit* hit) const {
     const GfVec2f offset = _SampleOffset(index);
     const float px = float(x) + offset[0], py = float(y) + offset[1];
     const Ray ray = _CameraRay(px, py);
-    *color = GfVec4f(0.0f);
-    *depth = 1.0f;
-    *primId = -1;
-    if (!_scene) return true;
+    if (!_scene) return false;
 
     RTCIntersectContext context;
     rtcInitIntersectContext(&context);
@@ -215,47 +211,46 @@ bool HdDemandTexRenderer::_TraceSample(unsigned x, unsigned y, unsigned index, c
     rh.hit.geomID = RTC_INVALID_GEOMETRY_ID;
     rh.hit.instID[0] = RTC_INVALID_GEOMETRY_ID;
     rtcIntersect1(_scene, &context, &rh);
-    if (rh.hit.geomID == RTC_INVALID_GEOMETRY_ID) return true;  // background: transparent
+    if (rh.hit.geomID == RTC_INVALID_GEOMETRY_ID) return false;
 
-    Hit hit;
-    hit.mesh = _snapshot.meshes[rh.hit.geomID].get();
-    hit.triangle = rh.hit.primID;
-    hit.u = rh.hit.u;
-    hit.v = rh.hit.v;
-    hit.point = ray.origin + ray.dir * rh.ray.tfar;
-    const GfVec3i& tri = hit.mesh->triangles[hit.triangle];
-    const GfVec3f& p0 = hit.mesh->points[tri[0]];
-    hit.normal = GfCross(hit.mesh->points[tri[1]] - p0, hit.mesh->points[tri[2]] - p0);
-    const float len = hit.normal.GetLength();
-    hit.normal = len > 0.0f ? hit.normal / len : GfVec3f(0.0f, 0.0f, 1.0f);
+    hit->mesh = _snapshot.meshes[rh.hit.geomID].get();
+    hit->triangle = rh.hit.primID;
+    hit->u = rh.hit.u;
+    hit->v = rh.hit.v;
+    hit->point = ray.origin + ray.dir * rh.ray.tfar;
+    const GfVec3i& tri = hit->mesh->triangles[hit->triangle];
+    const GfVec3f& p0 = hit->mesh->points[tri[0]];
+    hit->normal = GfCross(hit->mesh->points[tri[1]] - p0, hit->mesh->points[tri[2]] - p0);
+    const float len = hit->normal.GetLength();
+    hit->normal = len > 0.0f ? hit->normal / len : GfVec3f(0.0f, 0.0f, 1.0f);
 
     // Ray differentials: the rays through the next pixel in x and in y.
-    const Ray rx = _CameraRay(px + 1.0f, py);
-    const Ray ry = _CameraRay(px, py + 1.0f);
-    bool resident = true;
-    *color = _Shade(hit, ray, rx, ry, launch, coarser, &resident);
-    *primId = hit.mesh->primId;
-    const GfVec3d clip = _proj.Transform(_view.Transform(GfVec3d(hit.point)));
-    *depth = std::clamp(float(clip[2] * 0.5 + 0.5), 0.0f, 1.0f);
-    return resident;
+    hit->ray = ray;
+    hit->rx = _CameraRay(px + 1.0f, py);
+    hit->ry = _CameraRay(px, py + 1.0f);
+    return true;
 }
 
-GfVec4f HdDemandTexRenderer::_Shade(const Hit& hit, const Ray& ray, const Ray& rx, const Ray& ry,
-                                    const demandtex::Launch& launch, bool coarser, bool* resident) const {
+float HdDemandTexRenderer::_Depth(const Hit& hit) const {
+    const GfVec3d clip = _proj.Transform(_view.Transform(GfVec3d(hit.point)));
+    return std::clamp(float(clip[2] * 0.5 + 0.5), 0.0f, 1.0f);
+}
+
+GfVec4f HdDemandTexRenderer::_Shade(const Hit& hit, const demandtex::Launch& launch, bool coarser,
+                                    bool* resident) const {
     const HdDemandTexMaterialData* material = &_defaultMaterial;
     auto it = _snapshot.materials.find(hit.mesh->materialId);
     if (it != _snapshot.materials.end() && it->second) material = it->second.get();
-    const GfVec3f diffuse = _EvalColor(material->diffuseColor, hit, rx, ry, launch, coarser, resident);
-    const GfVec3f emissive = _EvalColor(material->emissiveColor, hit, rx, ry, launch, coarser, resident);
+    const GfVec3f diffuse = _EvalColor(material->diffuseColor, hit, launch, coarser, resident);
+    const GfVec3f emissive = _EvalColor(material->emissiveColor, hit, launch, coarser, resident);
     // A headlight: enough shape to read a scene, no lights to set up.
-    const float facing = std::abs(GfDot(hit.normal, ray.dir));
+    const float facing = std::abs(GfDot(hit.normal, hit.ray.dir));
     const GfVec3f c = diffuse * (0.2f + 0.8f * facing) + emissive;
     return GfVec4f(c[0], c[1], c[2], 1.0f);
 }
 
-GfVec3f HdDemandTexRenderer::_EvalColor(const HdDemandTexColorInput& input, const Hit& hit, const Ray& rx,
-                                        const Ray& ry, const demandtex::Launch& launch, bool coarser,
-                                        bool* resident) const {
+GfVec3f HdDemandTexRenderer::_EvalColor(const HdDemandTexColorInput& input, const Hit& hit,
+                                        const demandtex::Launch& launch, bool coarser, bool* resident) const {
     if (!input.textured) return input.value;
     const HdDemandTexTextureInput& tex = input.texture;
     GfVec4f rgba = tex.fallback;
@@ -283,8 +278,8 @@ GfVec3f HdDemandTexRenderer::_EvalColor(const HdDemandTexColorInput& input, cons
             };
             st = c[0] * (1.0f - hit.u - hit.v) + c[1] * hit.u + c[2] * hit.v;
             // A grazing differential ray misses the plane: take the whole texture as footprint.
-            if (!stAt(rx, &stx)) stx = st + GfVec2f(1.0f, 0.0f);
-            if (!stAt(ry, &sty)) sty = st + GfVec2f(0.0f, 1.0f);
+            if (!stAt(hit.rx, &stx)) stx = st + GfVec2f(1.0f, 0.0f);
+            if (!stAt(hit.ry, &sty)) sty = st + GfVec2f(0.0f, 1.0f);
         }
         float dsdx = stx[0] - st[0], dtdx = stx[1] - st[1];
         float dsdy = sty[0] - st[0], dtdy = sty[1] - st[1];

@@ -74,13 +74,15 @@ private:
     struct Hit;
 
     Ray _CameraRay(float x, float y) const;
-    /// Trace sample `index` of pixel (x, y); false if a texel it needs is not resident.
-    bool _TraceSample(unsigned x, unsigned y, unsigned index, const demandtex::Launch& launch, bool coarser,
-                      GfVec4f* color, float* depth, int* primId) const;
-    GfVec4f _Shade(const Hit& hit, const Ray& ray, const Ray& rx, const Ray& ry, const demandtex::Launch& launch,
-                   bool coarser, bool* resident) const;
-    GfVec3f _EvalColor(const HdDemandTexColorInput& input, const Hit& hit, const Ray& rx, const Ray& ry,
-                       const demandtex::Launch& launch, bool coarser, bool* resident) const;
+    /// The primary hit of sample `index` of pixel (x, y), with its differential rays;
+    /// false for the background.
+    bool _Intersect(unsigned x, unsigned y, unsigned index, Hit* hit) const;
+    /// NDC depth in [0, 1] of a hit.
+    float _Depth(const Hit& hit) const;
+    /// The colour of a hit; `*resident` is cleared if a texel it needs is not resident.
+    GfVec4f _Shade(const Hit& hit, const demandtex::Launch& launch, bool coarser, bool* resident) const;
+    GfVec3f _EvalColor(const HdDemandTexColorInput& input, const Hit& hit, const demandtex::Launch& launch,
+                       bool coarser, bool* resident) const;
 
     RTCDevice _device = nullptr;
     RTCScene _scene = nullptr;
