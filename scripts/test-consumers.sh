@@ -35,13 +35,7 @@ command -v pkg-config >/dev/null 2>&1 || need_apt+=(pkg-config)
 command -v readelf >/dev/null 2>&1 && command -v nm >/dev/null 2>&1 || need_apt+=(binutils)
 command -v cc >/dev/null 2>&1 || need_apt+=(gcc)
 command -v c++ >/dev/null 2>&1 || need_apt+=(g++)
-if [ ${#need_apt[@]} -gt 0 ]; then
-  say "apt-get install ${need_apt[*]}"
-  sudo=()
-  [ "$(id -u)" = 0 ] || sudo=(sudo)
-  "${sudo[@]}" apt-get update -qq
-  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"
-fi
+scripts/apt-install.sh ${need_apt[@]+"${need_apt[@]}"}
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/demandtex-consumers.XXXXXX")
 if [ $KEEP = 1 ]; then

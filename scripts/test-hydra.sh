@@ -55,13 +55,7 @@ dpkg -s libembree-dev >/dev/null 2>&1 || need_apt+=(libembree-dev)
 # The TBB and OpenSubdiv development files OpenUSD's package config asks for.
 dpkg -s libtbb-dev >/dev/null 2>&1 || need_apt+=(libtbb-dev)
 dpkg -s libosd-dev >/dev/null 2>&1 || need_apt+=(libosd-dev)
-if [ ${#need_apt[@]} -gt 0 ]; then
-  say "apt-get install ${need_apt[*]}"
-  sudo=()
-  [ "$(id -u)" = 0 ] || sudo=(sudo)
-  "${sudo[@]}" apt-get update -qq
-  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"
-fi
+scripts/apt-install.sh ${need_apt[@]+"${need_apt[@]}"}
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/demandtex-hydra.XXXXXX")
 if [ $KEEP = 1 ]; then

@@ -26,16 +26,7 @@ command -v pkg-config >/dev/null 2>&1 || need_apt+=(pkg-config)
 # Python with venv: the pinned NVRTC pip wheels of the CUDA compile checks.
 command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
 python3 -c 'import ensurepip' >/dev/null 2>&1 || need_apt+=(python3-venv)
-if [ ${#need_apt[@]} -gt 0 ]; then
-  echo "== apt-get install ${need_apt[*]}"
-  if [ "$(id -u)" = 0 ]; then
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"
-  else
-    sudo apt-get update -qq
-    sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"
-  fi
-fi
+scripts/apt-install.sh ${need_apt[@]+"${need_apt[@]}"}
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
