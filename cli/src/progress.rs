@@ -24,6 +24,15 @@ impl Progress {
         Progress { bar: None }
     }
 
+    /// [`new`](Self::new) when `show`, else [`hidden`](Self::hidden).
+    pub fn shown_if(show: bool, total: u64, what: &str) -> Progress {
+        if show {
+            Progress::new(total, what)
+        } else {
+            Progress::hidden()
+        }
+    }
+
     /// Count `n` more items done.
     pub fn inc(&self, n: u64) {
         if let Some(b) = &self.bar {

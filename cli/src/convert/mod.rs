@@ -162,11 +162,7 @@ pub fn run(args: &ConvertArgs) -> Result<(), CliError> {
     let show_progress =
         !args.quiet && std::io::stdout().is_terminal() && std::io::stderr().is_terminal();
     let total = options.chunk_count(image.width, image.height);
-    let bar = if show_progress {
-        Progress::new(total, "tiles")
-    } else {
-        Progress::hidden()
-    };
+    let bar = Progress::shown_if(show_progress, total, "tiles");
     bar.set_message("writing".to_string());
     let shown = AtomicU64::new(0);
     let on_progress = |done: u64, _total: u64| {

@@ -186,13 +186,7 @@ pub fn run(args: &DemoArgs, show_progress: bool) -> Result<DemoReport, CliError>
         scene.textures.len()
     );
     let pixels = args.width as u64 * args.height as u64;
-    let bar = |label: &str| {
-        if show_progress {
-            Progress::new(pixels, label)
-        } else {
-            Progress::hidden()
-        }
-    };
+    let bar = |label: &str| Progress::shown_if(show_progress, pixels, label);
     let camera = builtin::camera(args.width, args.height);
     let start = Instant::now();
     let progress = bar("pixels");

@@ -184,13 +184,7 @@ pub fn run(args: &DemoArgs, show_progress: bool) -> Result<DemoReport, CliError>
         format_bytes(budget)
     );
     let pixels = args.width as u64 * args.height as u64;
-    let bar = |label: &str| {
-        if show_progress {
-            Progress::new(pixels, label)
-        } else {
-            Progress::hidden()
-        }
-    };
+    let bar = |label: &str| Progress::shown_if(show_progress, pixels, label);
 
     let start = Instant::now();
     let progress = bar("pixels");
