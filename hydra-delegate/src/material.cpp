@@ -170,10 +170,9 @@ HdDemandTexColorInput _ReadColor(const SdfPath& materialId, const HdMaterialNetw
     return input;
 }
 
-}  // namespace
-
-HdDemandTexMaterialData HdDemandTexReadPreviewSurface(const SdfPath& materialId, const HdMaterialNetwork2& network,
-                                                      HdDemandTexRenderParam& param) {
+/// The material data of a network whose surface terminal is a UsdPreviewSurface.
+HdDemandTexMaterialData _ReadPreviewSurface(const SdfPath& materialId, const HdMaterialNetwork2& network,
+                                            HdDemandTexRenderParam& param) {
     HdDemandTexMaterialData data;
     auto terminal = network.terminals.find(_tokens->surface);
     if (terminal == network.terminals.end()) return data;
@@ -192,6 +191,8 @@ HdDemandTexMaterialData HdDemandTexReadPreviewSurface(const SdfPath& materialId,
     return data;
 }
 
+}  // namespace
+
 void HdDemandTexMaterial::Sync(HdSceneDelegate* sceneDelegate, HdRenderParam* renderParam,
                                HdDirtyBits* dirtyBits) {
     auto* param = static_cast<HdDemandTexRenderParam*>(renderParam);
@@ -201,7 +202,7 @@ void HdDemandTexMaterial::Sync(HdSceneDelegate* sceneDelegate, HdRenderParam* re
         if (resource.IsHolding<HdMaterialNetworkMap>()) {
             const HdMaterialNetwork2 network =
                 HdConvertToHdMaterialNetwork2(resource.UncheckedGet<HdMaterialNetworkMap>());
-            *data = HdDemandTexReadPreviewSurface(GetId(), network, *param);
+            *data = _ReadPreviewSurface(GetId(), network, *param);
         }
         param->SetMaterial(GetId(), std::move(data));
     }

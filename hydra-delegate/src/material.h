@@ -10,8 +10,6 @@
 
 PXR_NAMESPACE_OPEN_SCOPE
 
-class HdDemandTexRenderParam;
-
 class HdDemandTexMaterial final : public HdMaterial {
 public:
     explicit HdDemandTexMaterial(SdfPath const& id) : HdMaterial(id) {}
@@ -21,10 +19,6 @@ public:
     HdDirtyBits GetInitialDirtyBitsMask() const override { return AllDirty; }
     void Finalize(HdRenderParam* renderParam) override;
 };
-
-/// The material data of a network (exposed for tests and the render pass's default).
-HdDemandTexMaterialData HdDemandTexReadPreviewSurface(const SdfPath& materialId, const HdMaterialNetwork2& network,
-                                                      HdDemandTexRenderParam& param);
 
 PXR_NAMESPACE_CLOSE_SCOPE
 
