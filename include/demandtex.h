@@ -309,6 +309,14 @@ typedef struct DtexStats {
   uint64_t clock_sweeps;
   // Blocking mode: lookups that returned the best resident approximation.
   uint64_t blocking_fallbacks;
+  // Bytes of host memory holding tiles now (CPU loader: every resident or staged tile;
+  // CUDA loader: only tiles being filled or waiting for publication, and spares).
+  uint64_t host_tile_bytes;
+  // Highest `host_tile_bytes` seen.
+  uint64_t peak_host_tile_bytes;
+  // Publications the backend could not take yet (no device memory free), offered again
+  // at the next launch.
+  uint64_t publications_deferred;
 } DtexStats;
 
 // A procedural texture: one of demandtex's built-in sources, at any virtual size, with
@@ -1430,7 +1438,7 @@ DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexTextureDesc, filter) == 12, "offsetof(DtexT
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexTextureDesc, mip_filter) == 16, "offsetof(DtexTextureDesc, mip_filter)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexTextureDesc, max_anisotropy) == 20, "offsetof(DtexTextureDesc, max_anisotropy)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexTextureDesc, fallback_color) == 24, "offsetof(DtexTextureDesc, fallback_color)");
-DTEX_STATIC_ASSERT(sizeof(DtexStats) == 216, "sizeof(DtexStats)");
+DTEX_STATIC_ASSERT(sizeof(DtexStats) == 240, "sizeof(DtexStats)");
 DTEX_STATIC_ASSERT(DTEX_ALIGNOF(DtexStats) == 8, "alignof(DtexStats)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, struct_size) == 0, "offsetof(DtexStats, struct_size)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, reserved) == 4, "offsetof(DtexStats, reserved)");
@@ -1460,6 +1468,9 @@ DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, fill_waits) == 184, "offsetof(DtexSt
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, blocking_no_memory) == 192, "offsetof(DtexStats, blocking_no_memory)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, clock_sweeps) == 200, "offsetof(DtexStats, clock_sweeps)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, blocking_fallbacks) == 208, "offsetof(DtexStats, blocking_fallbacks)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, host_tile_bytes) == 216, "offsetof(DtexStats, host_tile_bytes)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, peak_host_tile_bytes) == 224, "offsetof(DtexStats, peak_host_tile_bytes)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, publications_deferred) == 232, "offsetof(DtexStats, publications_deferred)");
 DTEX_STATIC_ASSERT(sizeof(DtexImageInfo) == 20, "sizeof(DtexImageInfo)");
 DTEX_STATIC_ASSERT(DTEX_ALIGNOF(DtexImageInfo) == 4, "alignof(DtexImageInfo)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexImageInfo, width) == 0, "offsetof(DtexImageInfo, width)");

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # CUDA compile checks, no GPU needed: every device header (include/demandtex/device/) and
-# kernel (kernels/) compiled with the pinned NVRTC for sm_75 and sm_90, warnings as errors;
-# deliberately wrong calls (tests/cuda/must_fail_*.cu) must fail; the checked-in PTX
-# (kernels/ptx/) must equal a fresh compile. UPDATE_PTX=1 regenerates the PTX.
+# kernel (cuda/kernels/: paging; cli/kernels/: demo and benchmarks) compiled with the pinned
+# NVRTC for sm_75 and sm_90, warnings as errors; deliberately wrong calls
+# (tests/cuda/must_fail_*.cu) must fail; the checked-in PTX (each kernel directory's ptx/)
+# must equal a fresh compile. UPDATE_PTX=1 regenerates the PTX.
 #
 # NVRTC comes from NVIDIA's pip wheels, pinned exactly: an unpinned install pulls newer
 # parts whose PTX (a newer ISA) the R580 driver rejects. They are installed into a venv
@@ -41,4 +42,4 @@ fi
 export LD_LIBRARY_PATH="$CU13/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
 echo "== NVRTC compile checks ($CU13/lib)"
-DEMANDTEX_REQUIRE_NVRTC=1 cargo test -p demandtex --features cuda --test cuda_compile "$@"
+DEMANDTEX_REQUIRE_NVRTC=1 cargo test -p demandtex-cuda --test cuda_compile "$@"

@@ -2,9 +2,11 @@
 # The GPU test suite as prebuilt binaries, for a GPU machine that has the NVIDIA driver
 # but no Rust toolchain.
 #
-#   scripts/gpu-suite.sh build OUT_DIR   (here) build the GPU test binaries (core/tests/
-#                                        gpu_*.rs) and the `demandtex` CLI with the cuda
-#                                        feature, in release, into OUT_DIR with a runner
+#   scripts/gpu-suite.sh build OUT_DIR   (here) build the GPU test binaries (cuda/tests/
+#                                        gpu_*.rs; the CLI's unit tests as gpu_cli, which
+#                                        hold the CUDA loader and demo tests) and the
+#                                        `demandtex` CLI, in release, into OUT_DIR with a
+#                                        runner
 #   OUT_DIR/run.sh                       (there) run every test binary, the CUDA demo
 #                                        (--verify against the CPU render) and the GPU
 #                                        benchmarks (`demandtex bench --backend cuda`:
@@ -29,29 +31,36 @@ cd "$(dirname "$0")/.."
 mkdir -p "$OUT/bin"
 rm -f "$OUT"/bin/*
 
-echo "== building the GPU tests (release, --features cuda)"
+echo "== building the GPU tests (release)"
 tests=()
-for f in core/tests/gpu_*.rs; do
+for f in cuda/tests/gpu_*.rs; do
   tests+=(--test "$(basename "$f" .rs)")
 done
-# The JSON lines name each test executable; keep those of the gpu_* targets.
-cargo test -p demandtex --features cuda --release --no-run --message-format=json "${tests[@]}" \
-  | python3 -c '
+# The JSON lines name each test executable: the gpu_* targets of demandtex-cuda, and the
+# CLI's unit tests (its `demandtex` bin target under test), kept as gpu_cli.
+{
+  cargo test -p demandtex-cuda --release --no-run --message-format=json "${tests[@]}"
+  cargo test -p demandtex-cli --release --no-run --message-format=json --bin demandtex
+} | python3 -c '
 import json, sys
 for line in sys.stdin:
     try:
         m = json.loads(line)
     except ValueError:
         continue
-    if m.get("reason") == "compiler-artifact" and m.get("executable") \
-            and m["target"]["name"].startswith("gpu_"):
-        print(m["target"]["name"], m["executable"])
+    if m.get("reason") != "compiler-artifact" or not m.get("executable"):
+        continue
+    name = m["target"]["name"]
+    if name.startswith("gpu_"):
+        print(name, m["executable"])
+    elif name == "demandtex" and m.get("profile", {}).get("test"):
+        print("gpu_cli", m["executable"])
 ' | while read -r name exe; do
   cp "$exe" "$OUT/bin/$name"
 done
 
-echo "== building the demandtex CLI (release, cuda)"
-cargo build -p demandtex-cli --release --features cuda
+echo "== building the demandtex CLI (release)"
+cargo build -p demandtex-cli --release
 cp target/release/demandtex "$OUT/bin/demandtex"
 
 # Debug info is for local profiling; the bundle travels.

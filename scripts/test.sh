@@ -32,7 +32,7 @@ echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings
-cargo clippy -p demandtex --all-targets -- -D warnings   # core without the cuda feature
+cargo clippy -p demandtex --all-targets -- -D warnings   # core on its own (no cudarc)
 echo "== CUDA compile checks (NVRTC from pinned pip wheels, no GPU)"
 ./scripts/check-cuda.sh
 echo "== cargo test"

@@ -263,6 +263,9 @@ pub const LAYOUTS: &[StructLayout] = &[
             blocking_no_memory,
             clock_sweeps,
             blocking_fallbacks,
+            host_tile_bytes,
+            peak_host_tile_bytes,
+            publications_deferred,
         ]
     ),
     layout!(

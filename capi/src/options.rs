@@ -286,11 +286,27 @@ pub struct DtexStats {
     pub clock_sweeps: u64,
     /// Blocking mode: lookups that returned the best resident approximation.
     pub blocking_fallbacks: u64,
+    /// Bytes of host memory holding tiles now (CPU loader: every resident or staged tile;
+    /// CUDA loader: only tiles being filled or waiting for publication, and spares).
+    pub host_tile_bytes: u64,
+    /// Highest `host_tile_bytes` seen.
+    pub peak_host_tile_bytes: u64,
+    /// Publications the backend could not take yet (no device memory free), offered again
+    /// at the next launch.
+    pub publications_deferred: u64,
 }
+
+/// `sizeof(DtexStats)` of ABI 0.1.0, before `host_tile_bytes`: callers built against that
+/// header get the fields they know.
+pub const DTEX_STATS_SIZE_0_1_0: u32 = std::mem::offset_of!(DtexStats, host_tile_bytes) as u32;
 
 // SAFETY: repr(C), first field u32 struct_size.
 unsafe impl Versioned for DtexStats {
     const NAME: &'static str = "DtexStats";
+    const KNOWN_SIZES: &'static [u32] = &[
+        DTEX_STATS_SIZE_0_1_0,
+        std::mem::size_of::<DtexStats>() as u32,
+    ];
 }
 
 impl DtexStats {
@@ -325,6 +341,9 @@ impl DtexStats {
             blocking_no_memory,
             clock_sweeps,
             blocking_fallbacks,
+            host_tile_bytes,
+            peak_host_tile_bytes,
+            publications_deferred,
             ..
         } = s.clone();
         DtexStats {
@@ -356,6 +375,9 @@ impl DtexStats {
             blocking_no_memory,
             clock_sweeps,
             blocking_fallbacks,
+            host_tile_bytes,
+            peak_host_tile_bytes,
+            publications_deferred,
         }
     }
 }

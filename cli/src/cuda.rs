@@ -3,11 +3,11 @@
 //! here; and the check behind `demandtex demo --backend cuda`.
 //!
 //! Every failure is a clean message with exit code 2: no driver, no device, a driver too
-//! old, an ordinal past the last device, a build without the `cuda` feature.
+//! old, an ordinal past the last device.
 
 use crate::error::CliError;
 use crate::table::format_bytes;
-use demandtex::backend::cuda::{self, CudaDeviceInfo};
+use demandtex_cuda::{self as cuda, CudaDeviceInfo};
 use std::fmt::Write as _;
 
 /// Arguments of `demandtex cuda-info`.
@@ -22,7 +22,7 @@ pub struct CudaInfoArgs {
 }
 
 /// A library error about CUDA as the CLI reports it (exit code 2).
-fn unavailable(e: demandtex::Error) -> CliError {
+pub fn unavailable(e: demandtex::Error) -> CliError {
     CliError::Unavailable(e.to_string())
 }
 
@@ -80,18 +80,6 @@ pub fn run(args: &CudaInfoArgs) -> Result<(), CliError> {
         print!("{}", describe(&devices));
     }
     Ok(())
-}
-
-/// The CUDA demo today: probe device 0 and stop with a plain error either way, since the
-/// CUDA render path is not built yet (never a fake render).
-pub fn demo_backend_error() -> CliError {
-    match cuda::probe_device(0) {
-        Err(e) => unavailable(e),
-        Ok(d) => CliError::Unavailable(format!(
-            "found CUDA device 0 ({}, compute capability {}.{}), but the CUDA render path of the demo is not built yet: use --backend cpu",
-            d.name, d.compute_capability.0, d.compute_capability.1
-        )),
-    }
 }
 
 #[cfg(test)]

@@ -1,12 +1,11 @@
 //! `demandtex cuda-info` and `demandtex demo --backend cuda` without a GPU: exit code 2 and
 //! a clear message, never a panic; `demandtex demo` on the CPU still renders. The driver
-//! cases load the stand-in libcuda of `core/tests/stub_libcuda/` (`LD_LIBRARY_PATH`).
-#![cfg(feature = "cuda")]
+//! cases load the stand-in libcuda of `cuda/tests/stub_libcuda/` (`LD_LIBRARY_PATH`).
 
-#[path = "../../core/tests/stub_libcuda/mod.rs"]
+#[path = "../../cuda/tests/stub_libcuda/mod.rs"]
 mod stub_libcuda;
 
-use demandtex::backend::cuda::{self, NO_DRIVER_MESSAGE};
+use demandtex_cuda::{self as cuda, NO_DRIVER_MESSAGE};
 use std::process::{Command, Output};
 use stub_libcuda::Variant;
 

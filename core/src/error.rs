@@ -12,7 +12,7 @@ pub enum Error {
     /// A texture id that this loader never handed out.
     #[error("unknown texture {0:?}")]
     UnknownTexture(TextureId),
-    /// A texture that was unloaded ([`crate::Loader::unload_texture`]): it samples as its
+    /// A texture that was unloaded ([`crate::Engine::unload_texture`]): it samples as its
     /// fallback colour, and its id cannot be invalidated, replaced or reused.
     #[error("texture {0:?} was unloaded")]
     Unloaded(TextureId),

@@ -2,13 +2,13 @@
 
 use serde::Serialize;
 
-/// A texture handed out by [`crate::Loader::create_texture`]. It is also the id of the
+/// A texture handed out by [`crate::Engine::create_texture`]. It is also the id of the
 /// texture's sampler page (see [`crate::paging::PageLayout`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[repr(transparent)]
 pub struct TextureId(pub u32);
 
-/// A UDIM texture handed out by [`crate::Loader::create_udim_texture`]: the resource page
+/// A UDIM texture handed out by [`crate::Engine::create_udim_texture`]: the resource page
 /// whose page-table entry describes the grid (see [`crate::udim`] for the entry's layout).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[repr(transparent)]

@@ -1,8 +1,9 @@
-//! `Launch`: one launch's view of the loader — what samplers read while it lives.
+//! `Launch`: one launch's view of a CPU loader — what samplers read while it lives.
 
+use crate::backend::cpu::CpuBackend;
 use crate::ids::{PageId, TextureId};
 use crate::paging::DeviceContext;
-use crate::requests::engine::Engine;
+use crate::requests::{Engine, LaunchPin};
 use crate::sampling::{CpuView, Sample, SampleOptions};
 use std::sync::Arc;
 
@@ -10,55 +11,57 @@ use std::sync::Arc;
 /// can see is not reused until it is dropped or handed to
 /// [`crate::Loader::process_requests`]. It is `Sync`: share `&Launch` among sampling threads.
 pub struct Launch {
-    pub(crate) engine: Arc<Engine>,
-    epoch: u64,
-    launch_num: u32,
+    pin: LaunchPin,
+    cpu: Arc<CpuBackend>,
 }
 
 impl Launch {
-    pub(crate) fn new(engine: Arc<Engine>, launch_num: u32, epoch: u64) -> Launch {
-        Launch {
-            engine,
-            epoch,
-            launch_num,
-        }
+    pub(crate) fn new(pin: LaunchPin, cpu: Arc<CpuBackend>) -> Launch {
+        Launch { pin, cpu }
+    }
+
+    pub(crate) fn engine(&self) -> &Arc<Engine> {
+        self.pin.engine()
     }
 
     /// The page layer and tiles as the CPU samplers read them.
     #[inline]
     pub fn view(&self) -> CpuView<'_> {
         // SAFETY: the engine publishes only valid sampler records, mip tails and tile
-        // buffers (RawBox / TileBuffer allocations it owns), never writes them while
-        // visible, and reuses or frees tile memory only once every launch that could see
-        // it — this one included, through its epoch pin — has ended. Sampler records and
-        // mip tails live as long as the engine, which `self` keeps alive.
-        unsafe { CpuView::new(&self.engine.pages, &self.engine.tiles) }
+        // buffers (RawBox / TileBuffer allocations it owns; the CPU backend's directory
+        // holds their addresses), never writes them while visible, and reuses or frees tile
+        // memory only once every launch that could see it — this one included, through its
+        // pin — has ended. Sampler records and mip tails live as long as the engine, which
+        // `self` keeps alive.
+        unsafe { CpuView::new(self.engine().page_table(), self.cpu.directory()) }
     }
 
     /// The `#[repr(C)]` context over this launch's page arrays (valid while `self` lives).
     pub fn device_context(&self) -> DeviceContext {
-        self.engine
-            .pages
-            .device_context(self.launch_num, self.engine.options.eviction)
+        let engine = self.engine();
+        engine
+            .page_table()
+            .device_context(self.launch_num(), engine.options().eviction)
     }
 
     /// The entry of `page` if it is resident; otherwise record a request for it (served by
     /// the next [`crate::Loader::process_requests`]) and return `None` — the CPU side of
     /// the device's `pagingMapOrRequest`, for user resources
-    /// ([`crate::Loader::create_resource`]) or any page with an entry. Pages without an
+    /// ([`Engine::create_resource`]) or any page with an entry. Pages without an
     /// entry (`page ≥ page_table_entries`) and resource pages whose callback failed return
     /// `None` and record nothing.
     #[inline]
     pub fn map_or_request(&self, page: PageId) -> Option<u64> {
-        if self.engine.is_resource_failed(page.0) {
+        let engine = self.engine();
+        if engine.is_resource_failed(page) {
             return None;
         }
-        self.engine.pages.map_or_request(page.0)
+        engine.page_table().map_or_request(page.0)
     }
 
     /// This launch's number (1 for the first).
     pub fn launch_num(&self) -> u32 {
-        self.launch_num
+        self.pin.launch_num()
     }
 
     /// Sample level 0.
@@ -110,14 +113,8 @@ impl Launch {
     }
 }
 
-impl Drop for Launch {
-    fn drop(&mut self) {
-        self.engine.epochs.unpin(self.epoch);
-    }
-}
-
 impl std::fmt::Debug for Launch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Launch({})", self.launch_num)
+        write!(f, "Launch({})", self.launch_num())
     }
 }

@@ -26,8 +26,17 @@
 //! ```
 //!
 //! Textures can be invalidated, replaced or unloaded while in use
-//! ([`Loader::invalidate_texture`], [`Loader::replace_texture`], [`Loader::unload_texture`]);
-//! user resources ([`Loader::create_resource`]) page 64-bit entries that a callback produces.
+//! ([`Engine::invalidate_texture`], [`Engine::replace_texture`], [`Engine::unload_texture`]);
+//! user resources ([`Engine::create_resource`]) page 64-bit entries that a callback produces.
+//!
+//! # Layers
+//! Bottom up, each using only those below it: `paging` (page ids and bits), `textures` and
+//! `resources` (what pages hold), `sources` (where texels come from), `memory` (tile slots
+//! and eviction: [`memory::Residency`]), `backend` (the publish seam, [`backend::Backend`],
+//! and the CPU backend), `requests` (the [`Engine`]: requests, fills, publication,
+//! lifecycle), `sampling` (CPU samplers), and the front ends [`Loader`], [`Launch`],
+//! [`TextureCache`] and [`udim`]. GPU backends live in their own crates (`demandtex-cuda`)
+//! and build on [`Engine`] and [`backend::Backend`]. See `docs/ARCHITECTURE.md`.
 
 #![warn(missing_docs)]
 
@@ -54,7 +63,7 @@ pub use ids::{PageId, TextureId, TILE_BYTES};
 pub use launch::Launch;
 pub use loader::Loader;
 pub use options::LoaderOptions;
-pub use requests::Ticket;
+pub use requests::{Engine, LaunchPin, Ticket};
 pub use resources::{ResourceCallback, ResourceFill};
 pub use sampling::{MissList, Sample, SampleOptions};
 pub use stats::Stats;

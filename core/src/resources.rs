@@ -3,8 +3,8 @@
 //! entry pages. This module records them and routes a page to its texture and tile, or to
 //! its resource. All page-id arithmetic goes through [`PageLayout`] and [`TextureLayout`].
 //!
-//! A texture's contents can be dropped ([`crate::Loader::invalidate_texture`],
-//! [`crate::Loader::replace_texture`], [`crate::Loader::unload_texture`]); each time its
+//! A texture's contents can be dropped ([`crate::Engine::invalidate_texture`],
+//! [`crate::Engine::replace_texture`], [`crate::Engine::unload_texture`]); each time its
 //! record's `generation` goes up. Fills carry the generation they were started for and
 //! publish nothing if it has changed since, and pages requested through the earlier
 //! contents route to [`Route::Stale`].

@@ -66,4 +66,14 @@ pub struct Stats {
     /// small for the lookups in flight, failed or "not yet" reads) and returned the best
     /// resident approximation (coarser level or base colour), reported non-resident.
     pub blocking_fallbacks: u64,
+    /// Bytes of host memory holding tiles now. With the CPU backend every resident or
+    /// staged tile is here (it is sampled in place); with a backend that holds tile data
+    /// itself (a GPU), only tiles being filled or waiting for publication, and spare
+    /// buffers — bounded by the fills in flight, whatever the budget.
+    pub host_tile_bytes: u64,
+    /// Highest `host_tile_bytes` seen.
+    pub peak_host_tile_bytes: u64,
+    /// Publications the backend could not take yet (no device memory free) and that were
+    /// offered again at the next launch.
+    pub publications_deferred: u64,
 }

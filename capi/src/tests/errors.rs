@@ -226,6 +226,30 @@ fn bad_struct_sizes_and_null_pointers_are_invalid_arguments() {
         unsafe { dtex_loader_get_stats(l.0, null_mut()) },
         DTEX_STATUS_INVALID_ARGUMENT,
     );
+    // A caller built against the 0.1.0 header: its fields are written, nothing past them.
+    let mut old = DtexStats {
+        struct_size: DTEX_STATS_SIZE_0_1_0,
+        host_tile_bytes: 7,
+        peak_host_tile_bytes: 7,
+        publications_deferred: 7,
+        ..Default::default()
+    };
+    // SAFETY: valid pointer to a struct at least `struct_size` bytes long.
+    assert_eq!(
+        unsafe { dtex_loader_get_stats(l.0, &mut old) },
+        DTEX_STATUS_OK
+    );
+    assert_eq!(old.struct_size, DTEX_STATS_SIZE_0_1_0);
+    assert_eq!(old.budget_bytes, small_options().max_texture_memory);
+    assert_eq!(
+        (
+            old.host_tile_bytes,
+            old.peak_host_tile_bytes,
+            old.publications_deferred
+        ),
+        (7, 7, 7),
+        "fields the caller's struct does not have are not written"
+    );
 
     let mut desc = DtexTextureDesc::default();
     desc.struct_size += 4;

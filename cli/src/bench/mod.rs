@@ -5,7 +5,6 @@
 
 mod baseline;
 pub mod compare;
-#[cfg(feature = "cuda")]
 pub mod cuda;
 mod exr_fill;
 mod fill;
@@ -271,7 +270,6 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
 }
 
 /// `--backend cuda`: the sections of [`cuda`], then their tables.
-#[cfg(feature = "cuda")]
 fn run_cuda(args: &BenchArgs, only: &[Which]) -> Result<(), CliError> {
     let mut records = Vec::new();
     cuda::run(args, only, &mut |batch| {
@@ -284,14 +282,6 @@ fn run_cuda(args: &BenchArgs, only: &[Which]) -> Result<(), CliError> {
     })?;
     print!("{}", render_tables(&records));
     Ok(())
-}
-
-/// `--backend cuda` in a build without the `cuda` feature.
-#[cfg(not(feature = "cuda"))]
-fn run_cuda(_: &BenchArgs, _: &[Which]) -> Result<(), CliError> {
-    Err(CliError::Unavailable(
-        demandtex::backend::cuda::NOT_BUILT_MESSAGE.into(),
-    ))
 }
 
 /// Page bookkeeping of the default page space (2^26 pages = 4 TiB of 64 KiB tiles): bits,

@@ -140,7 +140,6 @@ impl Camera {
 
     /// What a device renderer needs of the camera: eye, forward, right and up vectors,
     /// the half extents of the image plane at distance 1, and the image size.
-    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     pub fn parts(&self) -> ([Vec3; 4], [f64; 2], [u32; 2]) {
         (
             [self.eye, self.forward, self.right, self.up],

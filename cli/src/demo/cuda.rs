@@ -1,9 +1,11 @@
-//! `demandtex demo --backend cuda`: the demo scene rendered by kernels/demo_render.cu's
+//! `demandtex demo --backend cuda`: the demo scene rendered by cli/kernels/demo_render.cu's
 //! `dtex_demo_render` through a [`CudaLoader`] on device 0, multi-pass until converged,
 //! with the same pixel window as the CPU render (render.rs) and the same outputs.
 
 use super::builtin::{self, SceneSize};
 use super::camera::{Camera, Vec3};
+use super::cuda_kernel::{DemoCamera, DemoLayer, DemoQuad};
+use super::cuda_render::DemoRenderer;
 use super::output::{self, RunSummary};
 use super::render::{Frame, RenderOutcome, Window};
 use super::scene::{Layer, Scene};
@@ -11,11 +13,9 @@ use super::{render_scene, virtual_texture_bytes, DemoArgs, DemoReport, UNLIMITED
 use crate::error::CliError;
 use crate::progress::Progress;
 use crate::table::{format_bytes, object_table};
-use demandtex::backend::cuda::demo::DemoRenderer;
-use demandtex::backend::cuda::module::{DemoCamera, DemoLayer, DemoQuad};
-use demandtex::backend::cuda::{CudaLoader, CudaStats};
 use demandtex::textures::AddressMode;
 use demandtex::{LoaderOptions, Stats, TextureId};
+use demandtex_cuda::{CudaLoader, CudaStats};
 use std::time::Instant;
 
 /// What a CUDA render produced.
@@ -169,8 +169,8 @@ pub fn render_with(
 /// PSNR ≥ [`MIN_PSNR_DB`]). Without a driver or device: the probe's error (exit code 2),
 /// nothing written.
 pub fn run(args: &DemoArgs, show_progress: bool) -> Result<DemoReport, CliError> {
-    if demandtex::backend::cuda::probe_device(0).is_err() {
-        return Err(crate::cuda::demo_backend_error());
+    if let Err(e) = demandtex_cuda::probe_device(0) {
+        return Err(crate::cuda::unavailable(e));
     }
     let budget = args.budget_mb << 20;
     // Before anything is printed: without a usable device, only the error.

@@ -4,8 +4,11 @@
 
 pub mod builtin;
 pub mod camera;
-#[cfg(feature = "cuda")]
 pub mod cuda;
+pub mod cuda_kernel;
+pub mod cuda_render;
+#[cfg(test)]
+mod gpu_loader;
 pub mod output;
 pub mod render;
 pub mod scene;
@@ -155,10 +158,7 @@ pub struct DemoReport {
 pub fn run(args: &DemoArgs, show_progress: bool) -> Result<DemoReport, CliError> {
     args.check()?;
     if args.backend == Backend::Cuda {
-        #[cfg(feature = "cuda")]
         return cuda::run(args, show_progress);
-        #[cfg(not(feature = "cuda"))]
-        return Err(crate::cuda::demo_backend_error());
     }
     let size = SceneSize {
         texture_size: args.texture_size,
@@ -351,7 +351,7 @@ mod tests {
 
     #[test]
     fn the_cuda_backend_is_an_exit_code_2_error_never_a_render() {
-        if demandtex::backend::cuda::probe_device(0).is_ok() {
+        if demandtex_cuda::probe_device(0).is_ok() {
             println!("skipped: a CUDA device is present (see cuda_demo_agrees_with_the_cpu)");
             return;
         }
@@ -373,10 +373,9 @@ mod tests {
         assert!(!out.exists(), "nothing is written");
     }
 
-    #[cfg(feature = "cuda")]
     #[test]
     fn cuda_demo_agrees_with_the_cpu() {
-        if let Err(e) = demandtex::backend::cuda::probe_device(0) {
+        if let Err(e) = demandtex_cuda::probe_device(0) {
             println!("skipped: cuda demo: {e}");
             return;
         }

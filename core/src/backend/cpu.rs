@@ -1,9 +1,65 @@
-//! The CPU backend's "sparse texture": a two-level directory from tile page to the address
-//! of its 64 KiB of texel data. The top level has one pointer per 1024 pages (0.008 B per
-//! virtual page); a 8 KiB block of tile pointers is allocated the first time one of its
-//! pages becomes resident.
+//! The CPU backend: tiles stay in the engine's host buffers and samplers find them through
+//! a [`TileDirectory`] — the CPU's "sparse texture", a two-level directory from tile page to
+//! the address of its 64 KiB of texel data. The top level has one pointer per 1024 pages
+//! (0.008 B per virtual page); a 8 KiB block of tile pointers is allocated the first time
+//! one of its pages becomes resident.
+//!
+//! As a [`Backend`], it keeps the directory in step with what the engine publishes: a
+//! published tile's address is stored before the engine sets its residence bit; a released
+//! tile's address is cleared (samplers treat a null address as not resident). Staging and
+//! restoring keep the address (the data stays in place), and sampler records, base colours
+//! and entries are read straight from the engine's host page table.
 
+use super::{Backend, HostCopy, PublishError, TextureContents, Withdrawal};
+use crate::error::Error;
+use crate::ids::PageId;
+use crate::memory::TileBuffer;
 use std::sync::atomic::{AtomicPtr, Ordering};
+
+/// The CPU backend: the tile directory samplers read (see the module docs).
+pub struct CpuBackend {
+    directory: TileDirectory,
+}
+
+impl CpuBackend {
+    /// A backend for `num_pages` pages.
+    pub fn new(num_pages: u32) -> CpuBackend {
+        CpuBackend {
+            directory: TileDirectory::new(num_pages),
+        }
+    }
+
+    /// The directory samplers read.
+    pub fn directory(&self) -> &TileDirectory {
+        &self.directory
+    }
+}
+
+impl Backend for CpuBackend {
+    fn withdraw(&self, withdrawal: Withdrawal) -> Result<(), Error> {
+        if let Withdrawal::TileReleased(page) = withdrawal {
+            self.directory.set(page.0, std::ptr::null());
+        }
+        Ok(())
+    }
+
+    fn publish_tile(&self, page: PageId, data: &TileBuffer) -> Result<HostCopy, PublishError> {
+        self.directory.set(page.0, data.as_ptr());
+        Ok(HostCopy::Keep)
+    }
+
+    fn restore_tile(&self, _page: PageId) -> Result<(), PublishError> {
+        Ok(())
+    }
+
+    fn publish_texture(&self, _contents: &TextureContents<'_>) -> Result<(), PublishError> {
+        Ok(())
+    }
+
+    fn publish_entry(&self, _page: PageId, _entry: u64) -> Result<(), Error> {
+        Ok(())
+    }
+}
 
 const BLOCK_PAGES: usize = 1024;
 type Block = [AtomicPtr<u8>; BLOCK_PAGES];
@@ -114,6 +170,23 @@ mod tests {
         assert!(d.get(5000).is_null());
         d.set(900_000, std::ptr::null()); // no block allocated for a clear
         assert_eq!(d.bookkeeping_bytes(), 1024 * 8 + 8 * 1024);
+    }
+
+    #[test]
+    fn the_backend_keeps_the_directory_in_step_with_publications() {
+        let b = CpuBackend::new(4096);
+        let tile = TileBuffer::new();
+        assert_eq!(b.publish_tile(PageId(7), &tile), Ok(HostCopy::Keep));
+        assert_eq!(b.directory().get(7), tile.as_ptr());
+        b.withdraw(Withdrawal::TileStaged(PageId(7))).unwrap();
+        assert_eq!(
+            b.directory().get(7),
+            tile.as_ptr(),
+            "staged data stays in place"
+        );
+        b.restore_tile(PageId(7)).unwrap();
+        b.withdraw(Withdrawal::TileReleased(PageId(7))).unwrap();
+        assert!(b.directory().get(7).is_null());
     }
 
     #[test]

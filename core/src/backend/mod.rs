@@ -1,6 +1,146 @@
-//! Backends: where tile data lives and how a filled tile becomes visible. The CPU backend
-//! keeps tiles in host memory and finds them through a [`cpu::TileDirectory`]; [`cuda`] is
-//! the CUDA backend's front door (driver and device probing, clear errors without either).
+//! Backends: where tile data lives and how what the engine publishes becomes visible to
+//! samplers. The engine tells its backend what changed through one trait, [`Backend`] —
+//! the publish seam — instead of a backend diffing the engine's state: the cost of a
+//! publication is the number of changes, never the size of the page space.
+//!
+//! ```text
+//!  requests (fills, eviction, lifecycle)        Residency (memory/)
+//!          │ pending publications                  │ TileEvents (staged, released)
+//!          ▼                                       ▼
+//!  Engine::publish ── withdraw(…) ─────────▶ Backend ◀── CPU: TileDirectory (this crate)
+//!  (launch_prepare,  ── publish_tile(…) ───▶   trait  ◀── CUDA: sparse textures, device
+//!   blocking fills)  ── publish_texture(…) ─▶          page table (crate demandtex-cuda)
+//!                    ── publish_entry(…) ──▶
+//!                    ── end_publication() ─▶
+//! ```
+//!
+//! # The protocol
+//! Every call is made under the engine's lock, in the order of the changes:
+//!
+//! 1. At each publication (a `launch_prepare`, or a blocking fill), first the withdrawals
+//!    made since the previous one ([`Backend::withdraw`]): tiles staged (data kept for a
+//!    second chance) or released (evicted, or dropped with their texture's contents),
+//!    non-evictable pages made non-resident, textures whose contents were dropped. The engine's host
+//!    page table already shows them non-resident.
+//! 2. Then the publications: filled tiles ([`Backend::publish_tile`], with their texels),
+//!    restored tiles ([`Backend::restore_tile`], a second chance: no data moves), opened
+//!    textures ([`Backend::publish_texture`]: layout, sampler record, mip tail, base
+//!    colour) and page-table entries ([`Backend::publish_entry`]: user resources, UDIM
+//!    grids, a failed texture's fallback). The engine sets a page's host residence bit only
+//!    once its backend accepted it; [`PublishError::NotNow`] keeps the publication for the
+//!    next one.
+//! 3. [`Backend::end_publication`]: a batching backend submits its work.
+//!
+//! Entries published outside a launch (a UDIM grid at creation, an unloaded texture's
+//! fallback) arrive as soon as they are made, preceded by the pending withdrawals.
+//!
+//! A backend that holds tile data itself returns [`HostCopy::Release`] from
+//! `publish_tile`: the engine then frees its host copy, so host memory holds only the tiles
+//! being filled or waiting for publication, whatever the budget. A tile released after that
+//! is read from its source again if it is needed again.
 
 pub mod cpu;
-pub mod cuda;
+
+use crate::error::Error;
+use crate::ids::{PageId, TextureId};
+use crate::memory::{TileBuffer, TileEvent};
+use crate::textures::{TextureDesc, TextureLayout, TextureSampler};
+
+/// What the engine does with a tile's host copy once its backend has published it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HostCopy {
+    /// Keep it: samplers read it in place (the CPU backend).
+    Keep,
+    /// Free it: the backend has copied the data (to a GPU).
+    Release,
+}
+
+/// Why a backend did not take a publication.
+#[derive(Clone, Debug, PartialEq)]
+pub enum PublishError {
+    /// Not now (e.g. no device memory free until launches finish): the engine keeps the
+    /// publication and offers it again at the next one.
+    NotNow(String),
+    /// This texture cannot live on the backend (e.g. a format the device lacks): the
+    /// texture is failed with this message and samples as its fallback colour.
+    Rejected(String),
+    /// The backend itself failed (a driver error): the publication stops and the error is
+    /// returned to the caller of `launch_prepare`; the loader should be dropped.
+    Fatal(Error),
+}
+
+impl From<Error> for PublishError {
+    fn from(e: Error) -> Self {
+        PublishError::Fatal(e)
+    }
+}
+
+/// Something that stopped being visible (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Withdrawal {
+    /// A tile page was staged: non-resident, its data kept for a second chance.
+    TileStaged(PageId),
+    /// A tile page's slot is gone (evicted, or its texture's contents dropped): its data
+    /// must never be shown for this page again.
+    TileReleased(PageId),
+    /// A non-evictable page — a texture's sampler, base-colour or mip-tail page — is no
+    /// longer resident.
+    Page(PageId),
+    /// A texture's contents were dropped (invalidate, replace, unload): whatever the backend
+    /// built for it is obsolete. Its pages are withdrawn separately.
+    Texture(TextureId),
+}
+
+impl From<TileEvent> for Withdrawal {
+    fn from(e: TileEvent) -> Self {
+        match e {
+            TileEvent::Staged(p) => Withdrawal::TileStaged(p),
+            TileEvent::Released(p) => Withdrawal::TileReleased(p),
+        }
+    }
+}
+
+/// An opened texture, as published: what a backend builds its side of the texture from.
+#[derive(Clone, Copy, Debug)]
+pub struct TextureContents<'a> {
+    /// The texture.
+    pub texture: TextureId,
+    /// Its tile layout.
+    pub layout: &'a TextureLayout,
+    /// How it is sampled.
+    pub desc: &'a TextureDesc,
+    /// The host sampler record (its address is the sampler page's host entry).
+    pub sampler: &'a TextureSampler,
+    /// The packed mip tail (`layout.mip_tail_bytes` bytes), non-evictable.
+    pub mip_tail: &'a [u8],
+    /// The base-colour page's entry ([`crate::paging::encode_base_color`], or
+    /// [`crate::paging::NO_BASE_COLOR`]).
+    pub base_color: u64,
+}
+
+/// The publish seam: how the engine tells a backend what changed (see the module docs for
+/// the order of calls). Implementations are called under the engine's lock, so they must
+/// not call back into the engine.
+pub trait Backend: Send + Sync + 'static {
+    /// Something stopped being visible.
+    fn withdraw(&self, withdrawal: Withdrawal) -> Result<(), Error>;
+
+    /// A filled tile becomes visible for `page`: `data` holds its [`crate::TILE_BYTES`]
+    /// of texels (rows of `tile_width` texels; texels past an edge tile's image are zero).
+    fn publish_tile(&self, page: PageId, data: &TileBuffer) -> Result<HostCopy, PublishError>;
+
+    /// A staged tile becomes visible again (a second chance): it was staged, never
+    /// released, since it was last published. No data moves.
+    fn restore_tile(&self, page: PageId) -> Result<(), PublishError>;
+
+    /// An opened texture becomes visible: its sampler page, base-colour page and mip tail.
+    fn publish_texture(&self, contents: &TextureContents<'_>) -> Result<(), PublishError>;
+
+    /// A page-table entry becomes visible (non-evictable).
+    fn publish_entry(&self, page: PageId, entry: u64) -> Result<(), Error>;
+
+    /// The end of a publication.
+    fn end_publication(&self) -> Result<(), Error> {
+        Ok(())
+    }
+}

@@ -6,9 +6,9 @@
 //! list, so a resident lookup takes no shared lock and writes only its own cache line
 //! (plus reference bits that are already set after the first use of a page).
 
+use crate::loader::Loader;
 use crate::memory::epoch::ThreadPin;
 use crate::requests::blocking;
-use crate::requests::engine::Engine;
 use crate::sampling::{CpuView, MissList, Sample, SampleOptions};
 use std::cell::RefCell;
 
@@ -22,14 +22,15 @@ thread_local! {
     static PINS: RefCell<Vec<ThreadPin>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Run `sample` on a pinned view of `engine`; the view lists the misses in `misses`.
+/// Run `sample` on a pinned view of `loader`; the view lists the misses in `misses`.
 #[inline]
 fn sample_pinned(
-    engine: &Engine,
+    loader: &Loader,
     misses: &MissList,
     options: &SampleOptions,
     sample: &impl Fn(CpuView<'_>, &SampleOptions) -> Sample,
 ) -> Sample {
+    let engine = loader.engine();
     let run = |pin: &ThreadPin| {
         let _guard = engine.epochs.pin_thread(pin);
         // SAFETY: the page table publishes only valid sampler records, mip tails and tile
@@ -37,7 +38,8 @@ fn sample_pinned(
         // thread pin at or before its retirement remains — this thread is pinned until
         // `_guard` drops, after the last read through the view. Sampler records and mip
         // tails live as long as the engine, which the caller holds.
-        let view = unsafe { CpuView::new(&engine.pages, &engine.tiles) }.with_misses(misses);
+        let view = unsafe { CpuView::new(&engine.pages, loader.cpu_backend().directory()) }
+            .with_misses(misses);
         sample(view, options)
     };
     let fast = PINS.try_with(|pins| {
@@ -63,14 +65,15 @@ fn sample_pinned(
 
 /// A blocking lookup: `sample` is the sampler call (tex2d_grad and friends) on a view.
 pub(crate) fn blocking_lookup(
-    engine: &Engine,
+    loader: &Loader,
     options: &SampleOptions,
     sample: impl Fn(CpuView<'_>, &SampleOptions) -> Sample,
 ) -> Sample {
+    let engine = loader.engine();
     let misses = MissList::new();
     for _ in 0..MAX_ROUNDS {
         misses.clear();
-        let result = sample_pinned(engine, &misses, options, &sample);
+        let result = sample_pinned(loader, &misses, options, &sample);
         if result.resident || misses.is_empty() {
             return result;
         }
@@ -91,7 +94,7 @@ pub(crate) fn blocking_lookup(
     misses.clear();
     let mut coarser = *options;
     coarser.fallback_to_coarser = true;
-    let result = sample_pinned(engine, &misses, &coarser, &sample);
+    let result = sample_pinned(loader, &misses, &coarser, &sample);
     Sample {
         resident: false,
         ..result

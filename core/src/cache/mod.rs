@@ -31,6 +31,15 @@
 //! per-thread map from path to id keeps it off shared locks). Ids are faster: hold them,
 //! as OIIO's `TextureHandle`.
 //!
+//! # The rest of the API
+//! Everything that is not a lookup — registering textures and UDIM grids, invalidate /
+//! replace / unload, user resources, the cache size, statistics, errors — is the
+//! [`Engine`]'s, reached through `Deref` (`cache.create_texture(..)`). Invalidating,
+//! replacing or unloading a texture while other threads look it up is safe: a lookup in
+//! progress may still return old texels, a fill of the old contents publishes nothing, and
+//! memory is reused only once the lookups that could read it are done. A texture registered
+//! by path keeps its path when replaced, and gives its fallback colour once unloaded.
+//!
 //! # When memory runs out
 //! A lookup needs its whole footprint resident at once. If the budget is smaller than the
 //! footprints of the lookups in flight, or a read fails, the lookup returns the finest
@@ -41,15 +50,15 @@ mod lookup;
 #[cfg(test)]
 mod tests;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::ids::{TextureId, UdimId};
 use crate::loader::Loader;
 use crate::options::LoaderOptions;
+use crate::requests::Engine;
 use crate::sampling::{self, Sample, SampleOptions};
-use crate::sources::{ExrSource, ImageSource};
-use crate::stats::Stats;
+use crate::sources::ExrSource;
 use crate::textures::{TextureDesc, DEFAULT_FALLBACK_COLOR};
-use crate::udim::{self, UdimGrid};
+use crate::udim;
 use parking_lot::RwLock;
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -108,19 +117,10 @@ impl TextureCache {
         &self.loader
     }
 
-    /// Register a texture; nothing is opened or read until a lookup needs it.
-    pub fn create_texture(
-        &self,
-        source: Arc<dyn ImageSource>,
-        desc: TextureDesc,
-    ) -> Result<TextureId> {
-        self.loader.create_texture(source, desc)
-    }
-
     /// The texture of an OpenEXR file, registered at the first call for `path` (with
     /// `desc`; later calls return the same id and ignore `desc`). The file is opened at the
     /// first lookup; a missing or bad file gives its fallback colour and
-    /// [`Loader::texture_error`] says why.
+    /// [`Engine::texture_error`] says why.
     pub fn texture_for_path(&self, path: impl AsRef<Path>, desc: TextureDesc) -> Result<TextureId> {
         let path = path.as_ref();
         if let Some(&id) = self.paths.ids.read().get(path) {
@@ -216,73 +216,6 @@ impl TextureCache {
         })
     }
 
-    /// Register a UDIM texture (see [`Loader::create_udim_texture`]).
-    pub fn create_udim_texture(&self, grid: UdimGrid, desc: TextureDesc) -> Result<UdimId> {
-        self.loader.create_udim_texture(grid, desc)
-    }
-
-    /// Register a UDIM texture from the OpenEXR files matching `pattern`
-    /// (`name.<UDIM>.exr`, `name.<UVTILE>.exr`; see [`Loader::create_udim_from_pattern`]).
-    pub fn create_udim_from_pattern(
-        &self,
-        pattern: &Path,
-        base: Option<&Path>,
-        desc: TextureDesc,
-    ) -> Result<UdimId> {
-        self.loader.create_udim_from_pattern(pattern, base, desc)
-    }
-
-    /// Change the cache size (see [`Loader::set_max_texture_memory`]).
-    pub fn set_max_texture_memory(&self, bytes: u64) -> Result<()> {
-        self.loader.set_max_texture_memory(bytes)
-    }
-
-    /// A statistics snapshot (shared with the loader).
-    pub fn stats(&self) -> Stats {
-        self.loader.stats()
-    }
-
-    /// Why a texture failed, if it did.
-    pub fn texture_error(&self, texture: TextureId) -> Option<Error> {
-        self.loader.texture_error(texture)
-    }
-
-    /// The texture's source content changed: drop its tiles, mip tail and sampler; the
-    /// next lookup reopens the source and reads what it needs again (see
-    /// [`Loader::invalidate_texture`]). A lookup already in progress in another thread may
-    /// still return old texels; a fill of the old contents still running publishes
-    /// nothing, and memory is reused only once the lookups that could read it are done.
-    pub fn invalidate_texture(&self, texture: TextureId) -> Result<()> {
-        self.loader.invalidate_texture(texture)
-    }
-
-    /// The texture now reads `source`, sampled with `desc` (see
-    /// [`Loader::replace_texture`]). A texture registered by path keeps its path.
-    pub fn replace_texture(
-        &self,
-        texture: TextureId,
-        source: Arc<dyn ImageSource>,
-        desc: TextureDesc,
-    ) -> Result<()> {
-        self.loader.replace_texture(texture, source, desc)
-    }
-
-    /// Drop the texture and its source for good; lookups of it (also by its path, if it
-    /// was registered by one) give its fallback colour (see [`Loader::unload_texture`]).
-    pub fn unload_texture(&self, texture: TextureId) -> Result<()> {
-        self.loader.unload_texture(texture)
-    }
-
-    /// Register a user resource (see [`Loader::create_resource`]); read its entries with
-    /// [`map_or_request`](Self::map_or_request) here, or through launches of the loader.
-    pub fn create_resource(
-        &self,
-        num_pages: u32,
-        callback: Arc<dyn crate::resources::ResourceCallback>,
-    ) -> Result<crate::ids::PageId> {
-        self.loader.create_resource(num_pages, callback)
-    }
-
     /// The entry of an entry page (a user resource's, say), blocking: if it is not
     /// resident, its callback runs in the calling thread now and the entry is published
     /// at once. `None` if the callback answered "not yet" (ask again later) or failed
@@ -290,7 +223,7 @@ impl TextureCache {
     /// (`page ≥ page_table_entries`). Concurrent calls for one page cause one callback.
     pub fn map_or_request(&self, page: crate::ids::PageId) -> Option<u64> {
         let engine = self.loader.engine();
-        if page.0 >= engine.layout.page_table_entries || engine.is_resource_failed(page.0) {
+        if page.0 >= engine.layout.page_table_entries || engine.is_resource_failed(page) {
             return None;
         }
         if let Some(entry) = engine.pages.map_or_request(page.0) {
@@ -307,7 +240,7 @@ impl TextureCache {
         options: &SampleOptions,
         sample: impl Fn(sampling::CpuView<'_>, &SampleOptions) -> Sample,
     ) -> Sample {
-        lookup::blocking_lookup(self.loader.engine(), options, sample)
+        lookup::blocking_lookup(&self.loader, options, sample)
     }
 
     /// The id of `path`, from this thread's map if it is there.
@@ -331,6 +264,17 @@ impl TextureCache {
             }
         });
         Ok(id)
+    }
+}
+
+impl std::ops::Deref for TextureCache {
+    type Target = Engine;
+
+    /// The engine underneath: textures, UDIM grids, user resources, invalidate / replace
+    /// / unload, the cache size ([`Engine::set_max_texture_memory`]), statistics and
+    /// errors, shared with [`TextureCache::loader`].
+    fn deref(&self) -> &Engine {
+        self.loader.engine()
     }
 }
 

@@ -3,8 +3,10 @@
 //! tiles.
 
 use super::*;
+use crate::sources::ImageSource;
 use crate::sources::{ImageInfo, Noise, Readiness, SourceError};
 use crate::textures::{AddressMode, TexelFormat, TileRegion};
+use crate::udim::UdimGrid;
 use std::collections::HashMap as Map;
 use std::sync::atomic::AtomicUsize;
 use std::sync::{Barrier, Mutex};

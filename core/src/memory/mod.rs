@@ -1,18 +1,18 @@
 //! Memory: 64 KiB tile buffers, the budgeted pool that hands them out, epochs that say when
-//! no launch can still see a buffer, and the staging area where evicted tiles wait for a
-//! second chance before their memory is reused, and the retired memory of textures whose
-//! contents were dropped.
+//! no reader can still see memory made invisible, and [`Residency`] — the one owner of every
+//! tile slot's state (filling, publishing, resident, staged for a second chance, retired)
+//! and of eviction.
 
 pub mod epoch;
 pub mod pool;
 pub mod raw_box;
+pub mod residency;
 pub mod retired;
-pub mod staging;
 pub mod tile_buffer;
 
 pub use epoch::Epochs;
 pub use pool::TilePool;
 pub use raw_box::RawBox;
+pub use residency::{Publishing, Residency, ResidencyCounts, TileEvent};
 pub use retired::RetiredQueue;
-pub use staging::StagedTiles;
 pub use tile_buffer::TileBuffer;

@@ -1,7 +1,14 @@
 //! `TilePool`: texture memory within a byte budget. Tiles come as [`TileBuffer`]s; mip
-//! tails as byte reservations. `allocated_bytes` counts every byte held — tiles resident,
-//! staged, being filled or free for reuse, and mip tails — and never passes the budget
-//! when memory is taken; a shrink of the budget frees what it can at once.
+//! tails as byte reservations. `allocated_bytes` counts every byte held — tile slots
+//! (resident, staged, being filled), spare buffers kept for reuse, and mip tails — and
+//! never passes the budget when memory is taken; a shrink of the budget frees what it can
+//! at once.
+//!
+//! A slot need not keep its host buffer: a backend that holds tile data elsewhere (a GPU)
+//! lets the engine drop the host copy once the data is uploaded
+//! ([`drop_host_copy`](TilePool::drop_host_copy)). The slot's bytes stay allocated — the
+//! budget then counts device memory — while the host bytes ([`host_bytes`](TilePool::host_bytes))
+//! count only the buffers that exist.
 
 use super::tile_buffer::TileBuffer;
 use crate::ids::TILE_BYTES;
@@ -16,6 +23,9 @@ pub struct TilePool {
     peak_bytes: u64,
     non_evictable_bytes: u64,
     free: Vec<TileBuffer>,
+    /// Tile buffers in existence (given out, held, or spare).
+    host_buffers: u64,
+    peak_host_buffers: u64,
 }
 
 impl TilePool {
@@ -27,6 +37,8 @@ impl TilePool {
             peak_bytes: 0,
             non_evictable_bytes: 0,
             free: Vec::new(),
+            host_buffers: 0,
+            peak_host_buffers: 0,
         }
     }
 
@@ -67,6 +79,8 @@ impl TilePool {
         }
         if self.allocated_bytes + TILE <= self.budget_bytes {
             self.grow(TILE);
+            self.host_buffers += 1;
+            self.peak_host_buffers = self.peak_host_buffers.max(self.host_buffers);
             Some(TileBuffer::new())
         } else {
             None
@@ -84,8 +98,43 @@ impl TilePool {
 
     /// Free a buffer's memory.
     pub fn free_buffer(&mut self, buffer: TileBuffer) {
+        self.drop_host_copy(buffer);
+        self.free_slot();
+    }
+
+    /// Drop a slot's host buffer, keeping the slot: its bytes stay allocated (the backend
+    /// holds the tile's data elsewhere); give them back with [`free_slot`](Self::free_slot).
+    pub fn drop_host_copy(&mut self, buffer: TileBuffer) {
         drop(buffer);
+        self.host_buffers -= 1;
+    }
+
+    /// A host buffer for a slot that is already allocated (one whose host copy was
+    /// dropped): the budget is unchanged.
+    pub fn buffer_for_slot(&mut self) -> TileBuffer {
+        self.host_buffers += 1;
+        self.peak_host_buffers = self.peak_host_buffers.max(self.host_buffers);
+        TileBuffer::new()
+    }
+
+    /// Free a slot whose host buffer was dropped ([`drop_host_copy`](Self::drop_host_copy)).
+    pub fn free_slot(&mut self) {
         self.allocated_bytes -= TILE;
+    }
+
+    /// Buffers kept for reuse (allocated, holding no tile).
+    pub fn spare_buffers(&self) -> usize {
+        self.free.len()
+    }
+
+    /// Bytes of the tile buffers that exist (given out, held, or spare).
+    pub fn host_bytes(&self) -> u64 {
+        self.host_buffers * TILE
+    }
+
+    /// Most bytes of tile buffers that existed at once.
+    pub fn peak_host_bytes(&self) -> u64 {
+        self.peak_host_buffers * TILE
     }
 
     /// Reserve non-evictable bytes (a mip tail). False if the budget does not allow it.
@@ -163,5 +212,24 @@ mod tests {
         assert_eq!(p.non_evictable_bytes(), TILE);
         p.release(TILE);
         assert_eq!(p.allocated_bytes(), TILE);
+    }
+
+    #[test]
+    fn a_slot_without_its_host_copy_stays_in_the_budget() {
+        let mut p = TilePool::new(2 * TILE);
+        let a = p.take().unwrap();
+        let b = p.take().unwrap();
+        assert_eq!(p.host_bytes(), 2 * TILE);
+        p.drop_host_copy(a);
+        assert_eq!(p.host_bytes(), TILE);
+        assert_eq!(p.allocated_bytes(), 2 * TILE, "the slot is still held");
+        assert!(p.take().is_none());
+        p.free_slot();
+        assert_eq!(p.allocated_bytes(), TILE);
+        let c = p.take().unwrap();
+        assert_eq!(p.peak_host_bytes(), 2 * TILE);
+        p.free_buffer(b);
+        p.free_buffer(c);
+        assert_eq!((p.allocated_bytes(), p.host_bytes()), (0, 0));
     }
 }

@@ -9,13 +9,14 @@ use super::bits::{self, zeroed_words};
 use super::device_context::{DeviceContext, PageMapping, CONTEXT_FLAG_REQUEST_IF_RESIDENT};
 use super::lru::{self, NON_EVICTABLE};
 use super::page_layout::PageLayout;
+use crate::ids::PageId;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 /// A stale page found by [`PageTable::pull`]: resident, not used lately, evictable.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StalePage {
     /// The page.
-    pub page: u32,
+    pub page: PageId,
     /// Its LRU age (1..=14).
     pub age: u8,
 }
@@ -24,7 +25,7 @@ pub struct StalePage {
 #[derive(Clone, Debug, Default)]
 pub struct PullResult {
     /// Pages referenced but not resident, ascending.
-    pub requested: Vec<u32>,
+    pub requested: Vec<PageId>,
     /// Resident evictable pages not referenced in the launch, with age ≥ the threshold.
     pub stale: Vec<StalePage>,
 }
@@ -160,7 +161,8 @@ impl PageTable {
         bits::clear_bit(&self.residence, page);
     }
 
-    /// Clear every reference bit below `end_page` (start of a launch).
+    /// Clear every reference bit below `end_page`. The pull clears the bits it reads, so a
+    /// launch cycle needs no separate clear; this is for a caller that wants a clean slate.
     pub fn clear_references(&self, end_page: u32) {
         let words = (end_page as usize).div_ceil(32).min(self.reference.len());
         for w in &self.reference[..words] {
@@ -170,13 +172,19 @@ impl PageTable {
 
     /// The pull step, over pages `[0, end_page)`: collect referenced non-resident pages;
     /// reset the age of referenced resident pages; age unreferenced resident ones and
-    /// report those with age ≥ `lru_threshold` as stale (never non-evictable ones).
+    /// report those with age ≥ `lru_threshold` as stale (never non-evictable ones). The
+    /// reference bits read are cleared, so the next pull sees only the uses made after
+    /// this one (the next launch's).
     pub fn pull(&self, end_page: u32, launch_num: u32, lru_threshold: u8, out: &mut PullResult) {
         out.requested.clear();
         out.stale.clear();
         let words = (end_page as usize).div_ceil(32).min(self.reference.len());
         for w in 0..words {
-            let referenced = self.reference[w].load(Ordering::Relaxed);
+            let referenced = if self.reference[w].load(Ordering::Relaxed) == 0 {
+                0
+            } else {
+                self.reference[w].swap(0, Ordering::Relaxed)
+            };
             let resident = self.residence[w].load(Ordering::Acquire);
             let base = (w * 32) as u32;
             let mut requested = referenced & !resident;
@@ -185,7 +193,7 @@ impl PageTable {
                 requested &= requested - 1;
                 let page = base + bit;
                 if page < end_page {
-                    out.requested.push(page);
+                    out.requested.push(PageId(page));
                 }
             }
             let mut resident_bits = resident;
@@ -207,7 +215,10 @@ impl PageTable {
                         bits::set_nibble(&self.lru, page, aged);
                     }
                     if aged >= lru_threshold {
-                        out.stale.push(StalePage { page, age: aged });
+                        out.stale.push(StalePage {
+                            page: PageId(page),
+                            age: aged,
+                        });
                     }
                 }
             }
@@ -262,7 +273,9 @@ mod tests {
         }
         let mut r = PullResult::default();
         t.pull(4096, 1, 1, &mut r);
-        assert_eq!(r.requested, vec![3, 100]);
+        assert_eq!(r.requested, vec![PageId(3), PageId(100)]);
+        t.pull(4096, 2, 1, &mut r);
+        assert!(r.requested.is_empty(), "the pull cleared the bits it read");
         assert!(r.stale.is_empty());
     }
 
@@ -307,11 +320,10 @@ mod tests {
         });
         let mut r = PullResult::default();
         for launch in 0..40 {
-            t.clear_references(4096);
             assert!(t.request_and_test(71));
             t.pull(4096, launch, 1, &mut r);
             assert!(r.requested.is_empty());
-            assert!(r.stale.iter().all(|s| s.page == 70));
+            assert!(r.stale.iter().all(|s| s.page == PageId(70)));
         }
         assert!(t.lru_age(70) >= 4);
         assert_eq!(t.lru_age(71), 0);
@@ -319,7 +331,7 @@ mod tests {
         assert_eq!(
             r.stale,
             vec![StalePage {
-                page: 70,
+                page: PageId(70),
                 age: t.lru_age(70)
             }]
         );

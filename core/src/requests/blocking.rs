@@ -17,7 +17,6 @@
 use super::engine::Engine;
 use super::fill::{self, TileJob};
 use super::host_state::{HostState, Pending};
-use super::process;
 use super::resource::ResourceTask;
 use super::ticket::Ticket;
 use crate::ids::PageId;
@@ -48,7 +47,7 @@ pub(crate) fn fill_page(engine: &Engine, page: u32) -> bool {
         }
         // A multi-pass fill may have finished without publishing (that waits for the next
         // launch): publish it now.
-        if engine.publish_pending(&mut host) > 0 {
+        if publish_now(engine, &mut host) > 0 {
             engine.fill_done.notify_all();
             continue;
         }
@@ -61,13 +60,12 @@ pub(crate) fn fill_page(engine: &Engine, page: u32) -> bool {
     if waited {
         // The other fill ended without publishing the page (no memory, "not yet", or the
         // texture failed): report progress so the lookup looks again, at most once more.
-        return engine.publish_pending(&mut host) > 0;
+        return publish_now(engine, &mut host) > 0;
     }
-    if let Some(buffer) = host.staged.restore(page) {
-        host.counters.second_chance_restores += 1;
+    if host.residency.restore(PageId(page)) {
         host.in_flight.insert(page);
-        host.pending.push(Pending::Tile { page, buffer });
-        engine.publish_pending(&mut host);
+        host.pending.push(Pending::Tile(PageId(page)));
+        publish_now(engine, &mut host);
         return true;
     }
     match host.resources.route(&engine.layout, PageId(page)) {
@@ -99,10 +97,10 @@ pub(crate) fn fill_page(engine: &Engine, page: u32) -> bool {
         // Missed through contents dropped since: the lookup will see the texture anew.
         Route::Stale(_) => true,
         Route::UnknownTexture(texture) => {
-            process::publish_unknown_texture(engine, &mut host, texture);
-            engine.publish_pending(&mut host) > 0
+            host.publish_unknown_texture(&engine.layout, texture);
+            publish_now(engine, &mut host) > 0
         }
-        Route::Failed(_) => engine.publish_pending(&mut host) > 0,
+        Route::Failed(_) => publish_now(engine, &mut host) > 0,
         Route::Unowned => {
             host.counters.unowned_requests += 1;
             false
@@ -121,7 +119,7 @@ fn init_now(
     let sampler_page = engine.layout.sampler_page(texture).0;
     let base_page = engine.layout.base_color_page(texture).0;
     for attempt in 0..2 {
-        if !fill::is_current(&host, texture, generation) {
+        if !host.is_current(texture, generation) {
             // Dropped while room was being made: the lookup will see the texture anew.
             engine.fill_done.notify_all();
             return true;
@@ -141,7 +139,7 @@ fn init_now(
             }
             continue;
         }
-        engine.publish_pending(&mut host);
+        publish_now(engine, &mut host);
         engine.fill_done.notify_all();
         return true;
     }
@@ -157,7 +155,7 @@ fn resource_now(
     index: u32,
     page_index: u32,
 ) -> bool {
-    if engine.is_resource_failed(page) {
+    if engine.is_resource_failed(PageId(page)) {
         return false;
     }
     let Some(callback) = host.resources.resource(index).map(|r| r.callback.clone()) else {
@@ -172,7 +170,7 @@ fn resource_now(
     MutexGuard::unlocked(&mut host, || task.run(engine, None));
     // "Not yet": nobody serves the deferred list in blocking mode.
     let not_yet = host.deferred.remove(&page);
-    let published = engine.publish_pending(&mut host);
+    let published = publish_now(engine, &mut host);
     engine.fill_done.notify_all();
     !not_yet && published > 0
 }
@@ -183,7 +181,7 @@ fn tile_now(engine: &Engine, mut host: MutexGuard<'_, HostState>, job: TileJob) 
     let Some(buffer) = take_buffer_now(engine, &mut host) else {
         // The marker is ours unless the contents were dropped while we waited for memory
         // (then it may be a newer fill's).
-        if fill::is_current(&host, job.texture, job.generation) {
+        if host.is_current(job.texture, job.generation) {
             host.in_flight.remove(&job.page);
         }
         host.counters.blocking_no_memory += 1;
@@ -199,9 +197,18 @@ fn tile_now(engine: &Engine, mut host: MutexGuard<'_, HostState>, job: TileJob) 
     // "Not yet" puts the page on the deferred list: in blocking mode nobody serves that
     // list, so take it back off.
     let not_yet = host.deferred.remove(&job.page);
-    let published = engine.publish_pending(&mut host);
+    let published = publish_now(engine, &mut host);
     engine.fill_done.notify_all();
     !not_yet && published > 0
+}
+
+/// Publish what is pending at once (blocking fills do not wait for a launch). Returns how
+/// many were published; a backend failure is logged (the CPU backend has none).
+fn publish_now(engine: &Engine, host: &mut HostState) -> usize {
+    engine.publish(host).unwrap_or_else(|e| {
+        tracing::error!("publishing a blocking fill: {e}");
+        0
+    })
 }
 
 /// A tile buffer: free memory, then reclaimable staged tiles, then tiles staged by a clock
@@ -210,65 +217,42 @@ fn tile_now(engine: &Engine, mut host: MutexGuard<'_, HostState>, job: TileJob) 
 fn take_buffer_now(engine: &Engine, host: &mut MutexGuard<'_, HostState>) -> Option<TileBuffer> {
     let mut spins = 0;
     loop {
-        if let Some(buffer) = process::take_buffer(engine, host) {
+        if let Some(buffer) = host.residency.allocate(&engine.epochs) {
             return Some(buffer);
         }
-        match host.staged.oldest_stamp() {
+        match host.residency.staged_quiescence(&engine.epochs) {
             None => {
-                if sweep(engine, host, 1) == 0 {
+                if host.residency.sweep(&engine.pages, &engine.epochs, 1) == 0 {
                     return None;
                 }
             }
-            Some(stamp) => match engine.epochs.quiescence(stamp) {
-                Quiescence::ThreadsPinned if spins < MAX_QUIESCENCE_SPINS => {
-                    spins += 1;
-                    MutexGuard::unlocked(host, std::thread::yield_now);
-                }
-                Quiescence::Quiescent => {} // reclaimable now: take it on the next turn
-                Quiescence::ThreadsPinned | Quiescence::LaunchPinned => return None,
-            },
+            Some(Quiescence::ThreadsPinned) if spins < MAX_QUIESCENCE_SPINS => {
+                spins += 1;
+                MutexGuard::unlocked(host, std::thread::yield_now);
+            }
+            Some(Quiescence::Quiescent) => {} // reclaimable now: take it on the next turn
+            Some(Quiescence::ThreadsPinned | Quiescence::LaunchPinned) => return None,
         }
     }
 }
 
-/// Free `bytes` of pool memory (for a mip tail) by evicting tiles. Whether it worked.
+/// Free `bytes` of pool memory (for a mip tail) by evicting tiles: each slot taken goes
+/// back as a spare buffer, which reserving the tail then frees. Whether it worked.
 fn free_bytes(engine: &Engine, host: &mut MutexGuard<'_, HostState>, bytes: u64) -> bool {
     let tiles = bytes.div_ceil(crate::TILE_BYTES as u64) as usize;
+    let mut taken = Vec::with_capacity(tiles);
+    let mut enough = true;
     for _ in 0..tiles {
         match take_buffer_now(engine, host) {
-            Some(buffer) => host.pool.free_buffer(buffer),
-            None => return false,
+            Some(buffer) => taken.push(buffer),
+            None => {
+                enough = false;
+                break;
+            }
         }
     }
-    true
-}
-
-/// One clock sweep over the resident tiles: referenced ones are spared (bit cleared, age
-/// 0), the others age; the oldest are staged — at least `needed`, and a sixteenth of the
-/// resident set so that sweeps are rare. If every tile was referenced, a second step ages
-/// them all. Returns how many were staged.
-fn sweep(engine: &Engine, host: &mut HostState, needed: usize) -> usize {
-    let resident = host.resident.len();
-    if resident == 0 {
-        return 0;
+    for buffer in taken {
+        host.residency.cancel(buffer);
     }
-    let batch = needed.max(resident / 16).max(1);
-    let mut candidates: Vec<(u8, u32)> = Vec::with_capacity(resident);
-    for _ in 0..2 {
-        candidates.extend(host.resident.keys().filter_map(|&page| {
-            let age = engine.pages.clock_step(page);
-            (age > 0).then_some((age, page))
-        }));
-        if !candidates.is_empty() {
-            break;
-        }
-    }
-    if candidates.len() > batch {
-        candidates.select_nth_unstable_by(batch - 1, |a, b| b.cmp(a));
-        candidates.truncate(batch);
-    }
-    let pages: Vec<u32> = candidates.iter().map(|&(_, page)| page).collect();
-    process::stage_pages(engine, host, &pages);
-    host.counters.clock_sweeps += 1;
-    pages.len()
+    enough
 }

@@ -1,35 +1,45 @@
-//! `Engine`: the state one loader shares between its API, its launches and its fill
-//! workers — the page table and tile directory that samplers read without locks, the epoch
-//! tracker, the host state behind one mutex, and the fill thread pool.
+//! `Engine`: the backend-independent loader — textures, UDIM grids, user resources, their
+//! lifecycle, the budget, statistics, and the multi-pass cycle's two halves (publish and
+//! begin a launch; process its requests). A backend builds its loader on one
+//! ([`crate::Loader`] for the CPU; `demandtex_cuda::CudaLoader` for a GPU) and learns what
+//! changed through the [`Backend`] trait it hands to [`Engine::new`].
+//!
+//! The engine's state: the host page table (the authority on what is resident), the epoch
+//! tracker, the host state behind one mutex (resources, page space, tile slots, pending
+//! publications), and the fill thread pool. The methods are spread over the modules that
+//! implement them: `publish` (launch start), `process` (requests), `lifecycle`
+//! (invalidate, replace, unload), `resource` (user resources), [`crate::udim`].
 
-use super::host_state::{HostState, Pending, Retired};
+use super::host_state::HostState;
 use super::workers::FillPool;
-use crate::backend::cpu::TileDirectory;
+use crate::backend::Backend;
 use crate::error::{Error, Result};
 use crate::ids::{PageId, TextureId};
 use crate::memory::Epochs;
 use crate::options::LoaderOptions;
 use crate::paging::bits;
-use crate::paging::{PageKind, PageLayout, PageMapping, PageSpace, PageTable, NON_EVICTABLE};
+use crate::paging::{PageKind, PageLayout, PageSpace, PageTable};
+use crate::resources::TextureState;
 use crate::sources::ImageSource;
 use crate::stats::Stats;
-use crate::textures::TextureDesc;
+use crate::textures::{TextureDesc, TextureLayout};
 use parking_lot::{Condvar, Mutex};
 use std::sync::atomic::AtomicU32;
 use std::sync::Arc;
 
-/// Shared loader internals.
-pub(crate) struct Engine {
-    pub options: LoaderOptions,
-    pub layout: PageLayout,
-    pub pages: PageTable,
-    pub tiles: TileDirectory,
-    pub epochs: Epochs,
-    pub host: Mutex<HostState>,
+/// The backend-independent part of a loader (see the module docs). `Send + Sync`; shared
+/// as `Arc<Engine>` by its loader, launches and fill threads.
+pub struct Engine {
+    pub(crate) options: LoaderOptions,
+    pub(crate) layout: PageLayout,
+    pub(crate) pages: PageTable,
+    pub(crate) epochs: Epochs,
+    pub(crate) host: Mutex<HostState>,
     /// Signalled (with `host`) when a blocking fill finishes, for the lookups waiting on it.
-    pub fill_done: Condvar,
+    pub(crate) fill_done: Condvar,
     /// Joined when the engine drops (unless it drops on one of them).
-    pub workers: FillPool,
+    pub(crate) workers: FillPool,
+    pub(crate) backend: Arc<dyn Backend>,
     /// One bit per entry page: a resource page whose callback failed (never asked again).
     resource_failed: Box<[AtomicU32]>,
 }
@@ -47,7 +57,11 @@ pub(crate) fn check_desc(desc: &TextureDesc) -> Result<()> {
 }
 
 impl Engine {
-    pub fn new(options: LoaderOptions) -> Result<Arc<Engine>> {
+    /// An engine with `options` that publishes through `backend`.
+    ///
+    /// Errors: invalid options ([`LoaderOptions::validate`]), or fill threads that cannot
+    /// be started.
+    pub fn new(options: LoaderOptions, backend: Arc<dyn Backend>) -> Result<Arc<Engine>> {
         options.validate()?;
         let layout = PageLayout::new(
             options.max_textures,
@@ -63,11 +77,11 @@ impl Engine {
         Ok(Arc::new(Engine {
             layout,
             pages: PageTable::new(layout),
-            tiles: TileDirectory::new(layout.num_pages),
             epochs: Epochs::new(),
             host: Mutex::new(HostState::new(PageSpace::new(layout), budget)),
             fill_done: Condvar::new(),
             workers,
+            backend,
             resource_failed: bits::zeroed_words(bits::words_for_bits(
                 layout.page_table_entries as u64,
             )),
@@ -75,6 +89,32 @@ impl Engine {
         }))
     }
 
+    /// The options the engine was created with (the budget may have changed since; see
+    /// [`Stats::budget_bytes`]).
+    pub fn options(&self) -> &LoaderOptions {
+        &self.options
+    }
+
+    /// How the page space is divided (samplers, base colours, entries, tiles).
+    pub fn page_layout(&self) -> PageLayout {
+        self.layout
+    }
+
+    /// The host page table: residence, reference and LRU bits and entries, as the engine
+    /// publishes them (what CPU samplers read).
+    pub fn page_table(&self) -> &PageTable {
+        &self.pages
+    }
+
+    /// The end of the page space handed out so far: pulls and reference clears need only
+    /// scan `[0, page_end)`.
+    pub fn page_end(&self) -> u32 {
+        self.host.lock().space.end_page()
+    }
+
+    /// Register a texture. Nothing is opened or read until a launch samples it.
+    ///
+    /// Errors: an invalid `desc`, or `max_textures` textures exist already.
     pub fn create_texture(
         &self,
         source: Arc<dyn ImageSource>,
@@ -97,134 +137,86 @@ impl Engine {
     /// before it existed published (or queued) the unknown-texture fallback for its
     /// sampler and base-colour pages: drop the queued mappings and make the pages
     /// non-resident, so the new texture is opened when next sampled.
-    pub fn forget_stale_mappings(&self, host: &mut HostState, first: TextureId, count: u32) {
+    pub(crate) fn forget_stale_mappings(&self, host: &mut HostState, first: TextureId, count: u32) {
         let layout = &self.layout;
-        let ours = |page: u32| match layout.kind(PageId(page)) {
+        let ours = |page: PageId| match layout.kind(page) {
             PageKind::Sampler(t) | PageKind::BaseColor(t) => {
                 t.0 >= first.0 && t.0 - first.0 < count
             }
             _ => false,
         };
-        host.pending
-            .retain(|p| !matches!(p, Pending::Entry { page, .. } if ours(*page)));
+        host.pending.retain(
+            |p| !matches!(p, super::host_state::Pending::Entry { page, .. } if ours(*page)),
+        );
         for i in 0..count {
             let t = TextureId(first.0 + i);
-            for page in [layout.sampler_page(t), layout.base_color_page(t)] {
+            let entry_pages = [layout.sampler_page(t), layout.base_color_page(t)];
+            for page in entry_pages {
                 host.in_flight.remove(&page.0);
-                self.pages.invalidate(page.0);
             }
+            self.withdraw_entries(host, &entry_pages);
         }
-    }
-
-    /// Publish pending mappings, clear reference bits, advance the launch counter and pin
-    /// the epoch. Returns `(launch_num, epoch)`.
-    pub fn launch_prepare(&self) -> (u32, u64) {
-        let mut host = self.host.lock();
-        self.publish_pending(&mut host);
-        super::lifecycle::reclaim_retired(self, &mut host);
-        self.pages.clear_references(host.space.end_page());
-        host.launch_num = host.launch_num.wrapping_add(1);
-        host.counters.launches += 1;
-        let launch_num = host.launch_num;
-        let epoch = self.epochs.pin();
-        (launch_num, epoch)
-    }
-
-    /// Make the finished fills visible: tile pointers and entries first, residence bits
-    /// last (release), so a sampler that sees a bit sees the data. Returns how many
-    /// mappings were published. (Launches publish at `launch_prepare`; the blocking cache
-    /// publishes as soon as its fill is done.)
-    pub fn publish_pending(&self, host: &mut HostState) -> usize {
-        let pending = std::mem::take(&mut host.pending);
-        let count = pending.len();
-        for p in pending {
-            match p {
-                Pending::Tile { page, buffer } => {
-                    self.tiles.set(page, buffer.as_ptr());
-                    self.pages.push_mapping(PageMapping {
-                        page,
-                        lru: 0,
-                        entry: 0,
-                    });
-                    if let Some(old) = host.resident.insert(page, buffer) {
-                        // Two fills of one page: never expected (in-flight markers prevent
-                        // it), but launches may be reading the first buffer: retire it.
-                        tracing::warn!(page, "a tile was published twice");
-                        let stamp = self.epochs.retire_stamp();
-                        host.retired
-                            .retire(stamp, Retired::Tile { page, buffer: old });
-                    }
-                    host.in_flight.remove(&page);
-                }
-                Pending::Entry { page, entry } => {
-                    self.pages.push_mapping(PageMapping {
-                        page,
-                        lru: NON_EVICTABLE as u32,
-                        entry,
-                    });
-                    host.in_flight.remove(&page);
-                }
-                Pending::Resident { page } => {
-                    self.pages.push_mapping(PageMapping {
-                        page,
-                        lru: NON_EVICTABLE as u32,
-                        entry: 0,
-                    });
-                }
-            }
-        }
-        count
     }
 
     /// Mark a resource page failed: its requests are ignored from now on.
-    pub fn mark_resource_failed(&self, page: u32) {
+    pub(crate) fn mark_resource_failed(&self, page: u32) {
         if page < self.layout.page_table_entries {
             bits::set_bit_if_clear(&self.resource_failed, page);
         }
     }
 
-    /// Whether a resource page's callback failed (lock-free).
+    /// Whether a user resource page's callback failed (lock-free): such a page is never
+    /// requested again.
     #[inline]
-    pub fn is_resource_failed(&self, page: u32) -> bool {
-        page < self.layout.page_table_entries && bits::test_bit(&self.resource_failed, page)
+    pub fn is_resource_failed(&self, page: PageId) -> bool {
+        page.0 < self.layout.page_table_entries && bits::test_bit(&self.resource_failed, page.0)
     }
 
+    /// A statistics snapshot.
     pub fn stats(&self) -> Stats {
         let host = self.host.lock();
-        host.stats(
-            self.pages.bookkeeping_bytes()
-                + self.tiles.bookkeeping_bytes()
-                + self.resource_failed.len() as u64 * 4,
-        )
+        host.stats(self.pages.bookkeeping_bytes() + self.resource_failed.len() as u64 * 4)
     }
 
-    /// Change the budget. Memory no launch or fill is using is freed at once (staging the
-    /// oldest resident tiles if needed); the rest as soon as those launches end.
+    /// Why a texture failed, if it did; [`Error::Unloaded`] once it was unloaded.
+    pub fn texture_error(&self, texture: TextureId) -> Option<Error> {
+        let host = self.host.lock();
+        match &host.resources.get(texture)?.state {
+            TextureState::Failed(e) => Some(e.clone()),
+            TextureState::Unloaded => Some(Error::Unloaded(texture)),
+            _ => None,
+        }
+    }
+
+    /// A texture's tile layout, once it has been opened.
+    pub fn texture_layout(&self, texture: TextureId) -> Option<TextureLayout> {
+        let host = self.host.lock();
+        host.resources.get(texture)?.layout.clone()
+    }
+
+    /// Change the texture memory budget. Shrinking evicts the oldest tiles; memory that a
+    /// live launch or a lookup in progress may still use is freed when they finish.
+    ///
+    /// Errors: [`Error::BudgetTooSmall`] if the budget cannot hold the non-evictable mip
+    /// tails.
     pub fn set_max_texture_memory(&self, bytes: u64) -> Result<()> {
         let mut host = self.host.lock();
-        let needed = host.pool.non_evictable_bytes();
+        let needed = host.residency.non_evictable_bytes();
         if bytes < needed {
             return Err(Error::BudgetTooSmall {
                 budget_bytes: bytes,
                 needed_bytes: needed,
             });
         }
-        host.pool.set_budget(bytes);
-        // Staged tiles go first; resident ones are staged (oldest first) only if that is
-        // not enough.
-        super::process::free_reclaimable(self, &mut host);
-        let excess_tiles = host.pool.excess_bytes().div_ceil(crate::TILE_BYTES as u64) as usize;
-        if excess_tiles > 0 {
-            let mut by_age: Vec<(u8, u32)> = host
-                .resident
-                .keys()
-                .map(|&p| (self.pages.lru_age(p), p))
-                .collect();
-            by_age.sort_unstable_by(|a, b| b.cmp(a));
-            let victims: Vec<u32> = by_age.iter().take(excess_tiles).map(|&(_, p)| p).collect();
-            super::process::stage_pages(self, &mut host, &victims);
-            super::process::free_reclaimable(self, &mut host);
-        }
+        host.residency.set_budget(&self.pages, &self.epochs, bytes);
         Ok(())
+    }
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("options", &self.options)
+            .finish_non_exhaustive()
     }
 }

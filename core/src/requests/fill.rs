@@ -11,7 +11,7 @@ use super::engine::Engine;
 use super::host_state::{Deferral, HostState, Pending};
 use super::ticket::TaskGuard;
 use crate::error::Error;
-use crate::ids::TextureId;
+use crate::ids::{PageId, TextureId};
 use crate::memory::{RawBox, TileBuffer};
 use crate::paging::{encode_base_color, NO_BASE_COLOR};
 use crate::resources::TextureState;
@@ -44,13 +44,6 @@ pub(crate) struct TileTask {
     guard: Option<TaskGuard>,
 }
 
-/// Whether `texture` is still at `generation` (its contents were not dropped since).
-pub(crate) fn is_current(host: &HostState, texture: TextureId, generation: u32) -> bool {
-    host.resources
-        .get(texture)
-        .is_some_and(|r| r.generation == generation)
-}
-
 /// Gather what a tile read needs. `None` (buffer returned) if the texture went away or its
 /// contents were dropped since the job was routed.
 pub(crate) fn prepare_tile(
@@ -59,16 +52,16 @@ pub(crate) fn prepare_tile(
     buffer: TileBuffer,
     guard: TaskGuard,
 ) -> Option<TileTask> {
-    if !is_current(host, job.texture, job.generation) {
+    if !host.is_current(job.texture, job.generation) {
         // The buffer was never visible. The page's in-flight marker was dropped with the
         // contents (it may be a newer fill's now).
-        host.pool.give_back(buffer);
+        host.residency.cancel(buffer);
         return None;
     }
     let record = host.resources.get(job.texture);
     let layout = record.and_then(|r| r.layout.as_ref());
     let (Some(record), Some(layout)) = (record, layout) else {
-        host.pool.give_back(buffer);
+        host.residency.cancel(buffer);
         host.in_flight.remove(&job.page);
         return None;
     };
@@ -122,9 +115,9 @@ impl TileTask {
         let outcome = contain(|| source.read_tile(region, dest, row_bytes));
         let mut host = engine.host.lock();
         host.counters.fill_seconds += start.elapsed().as_secs_f64();
-        if !is_current(&host, job.texture, job.generation) {
+        if !host.is_current(job.texture, job.generation) {
             // Read from contents that were dropped meanwhile: publish nothing.
-            host.pool.give_back(buffer);
+            host.residency.cancel(buffer);
             host.counters.read_errors += outcome.is_err() as u64;
             return;
         }
@@ -137,29 +130,27 @@ impl TileTask {
                 host.counters.tiles_filled += 1;
                 host.counters.bytes_read +=
                     (region.width as usize * region.height as usize * texel_bytes) as u64;
-                host.pending.push(Pending::Tile {
-                    page: job.page,
-                    buffer,
-                });
+                host.residency.filled(PageId(job.page), buffer);
+                host.pending.push(Pending::Tile(PageId(job.page)));
             }
             Ok(Readiness::Ready) => {
-                host.pool.give_back(buffer);
+                host.residency.cancel(buffer);
                 host.in_flight.remove(&job.page);
             }
             Ok(Readiness::NotYet) => {
-                host.pool.give_back(buffer);
+                host.residency.cancel(buffer);
                 host.in_flight.remove(&job.page);
                 host.defer(job.page, Deferral::NotYet);
             }
             Err(e) => {
-                host.pool.give_back(buffer);
+                host.residency.cancel(buffer);
                 host.in_flight.remove(&job.page);
                 host.counters.read_errors += 1;
                 let msg = format!(
                     "reading level {} tile ({}, {}): {e}",
                     region.level, job.tile_x, job.tile_y
                 );
-                fail_texture(engine, &mut host, job.texture, msg);
+                host.fail_texture(&engine.layout, job.texture, msg);
             }
         }
     }
@@ -185,8 +176,8 @@ pub(crate) fn init_texture(engine: &Engine, texture: TextureId, generation: u32)
         Ok(l) => l,
         Err(msg) => {
             let mut host = engine.host.lock();
-            if is_current(&host, texture, generation) {
-                fail_texture(engine, &mut host, texture, msg);
+            if host.is_current(texture, generation) {
+                host.fail_texture(&engine.layout, texture, msg);
             }
             return;
         }
@@ -197,7 +188,7 @@ pub(crate) fn init_texture(engine: &Engine, texture: TextureId, generation: u32)
         match reserve(engine, &mut host, texture, generation, &source, &layout) {
             Reserve::Ok(p) => p,
             Reserve::Later | Reserve::Stale => return,
-            Reserve::Fail(msg) => return fail_texture(engine, &mut host, texture, msg),
+            Reserve::Fail(msg) => return host.fail_texture(&engine.layout, texture, msg),
         }
     };
 
@@ -220,9 +211,9 @@ pub(crate) fn init_texture(engine: &Engine, texture: TextureId, generation: u32)
 
     let mut host = engine.host.lock();
     host.counters.fill_seconds += start.elapsed().as_secs_f64();
-    if !is_current(&host, texture, generation) {
+    if !host.is_current(texture, generation) {
         // Dropped while we read: nothing of this was published.
-        host.pool.release(layout.mip_tail_bytes);
+        host.residency.release_tail(layout.mip_tail_bytes);
         return;
     }
     match (read, base) {
@@ -233,38 +224,31 @@ pub(crate) fn init_texture(engine: &Engine, texture: TextureId, generation: u32)
                 sampler.mip_tail_data = tail.as_ptr() as *const u8 as u64;
             }
             let sampler = RawBox::new(Box::new(sampler));
-            let sampler_entry = sampler.as_ptr() as u64;
             let level0 = layout.level0_bytes();
-            let record = host.resources.get_mut(texture).expect("texture exists");
+            let Some(record) = host.resources.get_mut(texture) else {
+                return; // unreachable: a current texture exists
+            };
             record.sampler = Some(sampler);
             record.mip_tail = Some(tail);
             record.state = TextureState::Ready;
             host.counters.mip_tails_filled += 1;
             host.counters.bytes_read += tail_bytes as u64;
             host.counters.virtual_bytes += level0;
-            host.pending.push(Pending::Entry {
-                page: engine.layout.sampler_page(texture).0,
-                entry: sampler_entry,
+            host.pending.push(Pending::Texture {
+                texture,
+                generation,
+                base_color: base,
             });
-            host.pending.push(Pending::Entry {
-                page: engine.layout.base_color_page(texture).0,
-                entry: base,
-            });
-            host.pending.push(Pending::Resident { page: start_page });
         }
         (Ok(Readiness::NotYet), _) => {
-            host.pool.release(layout.mip_tail_bytes);
+            host.residency.release_tail(layout.mip_tail_bytes);
             host.defer_init(&engine.layout, texture, Deferral::NotYet);
         }
         (Err(e), _) | (_, Err(e)) => {
-            host.pool.release(layout.mip_tail_bytes);
+            host.residency.release_tail(layout.mip_tail_bytes);
             host.counters.read_errors += 1;
-            fail_texture(
-                engine,
-                &mut host,
-                texture,
-                format!("reading the mip tail: {e}"),
-            );
+            let msg = format!("reading the mip tail: {e}");
+            host.fail_texture(&engine.layout, texture, msg);
         }
     }
 }
@@ -308,15 +292,16 @@ fn reserve(
         r.layout = Some(layout.clone());
     }
     let bytes = layout.mip_tail_bytes;
-    if host.pool.reserve(bytes) {
+    if host.residency.reserve_tail(bytes) {
         return Reserve::Ok(start);
     }
-    let budget = host.pool.budget_bytes();
-    if host.pool.non_evictable_bytes() + bytes > budget {
+    let budget = host.residency.budget_bytes();
+    let needed = host.residency.non_evictable_bytes() + bytes;
+    if needed > budget {
         return Reserve::Fail(
             Error::BudgetTooSmall {
                 budget_bytes: budget,
-                needed_bytes: host.pool.non_evictable_bytes() + bytes,
+                needed_bytes: needed,
             }
             .to_string(),
         );
@@ -354,33 +339,6 @@ fn base_color_from_tail(layout: &TextureLayout, tail: &[u8]) -> u64 {
             .format
             .decode(&tail[at..at + layout.format.texel_bytes()]),
     )
-}
-
-/// Mark a texture failed: log why, and publish a null sampler and the fallback colour so
-/// every later lookup resolves to it.
-pub(crate) fn fail_texture(
-    engine: &Engine,
-    host: &mut HostState,
-    texture: TextureId,
-    message: String,
-) {
-    let Some(record) = host.resources.get_mut(texture) else {
-        return;
-    };
-    if matches!(record.state, TextureState::Failed(_)) {
-        return;
-    }
-    let source_name = record.source.name();
-    let error = Error::Source {
-        texture,
-        source_name,
-        message,
-    };
-    tracing::error!(texture = texture.0, "{error}");
-    let fallback = record.desc.fallback_color;
-    record.state = TextureState::Failed(error);
-    host.counters.failed_textures += 1;
-    host.publish_fallback(&engine.layout, texture, fallback);
 }
 
 /// Run source code, turning a panic into an error.

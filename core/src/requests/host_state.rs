@@ -1,62 +1,45 @@
-//! The loader's host-side state, guarded by one mutex: resources, page space, pool,
-//! resident, staged and retired tiles, fills in flight, deferred requests and the mappings
-//! waiting for the next launch. Samplers never take this lock.
+//! The loader's host-side state, guarded by one mutex: resources, page space, the tile
+//! slots ([`Residency`]), the publications waiting for the next launch, in-flight markers
+//! and deferred requests. Samplers never take this lock.
 
-use crate::ids::TextureId;
-use crate::memory::{RawBox, RetiredQueue, StagedTiles, TileBuffer, TilePool};
+use crate::backend::Withdrawal;
+use crate::error::Error;
+use crate::ids::{PageId, TextureId};
+use crate::memory::Residency;
 use crate::paging::{encode_base_color, PageLayout, PageSpace, PullResult};
-use crate::resources::Resources;
+use crate::resources::{Resources, TextureState};
 use crate::stats::Stats;
-use crate::textures::TextureSampler;
-use std::collections::{BTreeSet, HashMap, HashSet};
+use crate::textures::DEFAULT_FALLBACK_COLOR;
+use std::collections::{BTreeSet, HashSet};
 
-/// A mapping that becomes visible at the next `launch_prepare`.
-pub enum Pending {
-    /// A filled (or restored) tile.
-    Tile {
-        /// The page.
-        page: u32,
-        /// Its data.
-        buffer: TileBuffer,
+/// Something that becomes visible at the next publication (a `launch_prepare`, or at once
+/// for a blocking fill).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Pending {
+    /// A filled or restored tile (its slot, and data, are in [`Residency`]).
+    Tile(PageId),
+    /// An opened texture: its sampler record and mip tail (in its record) and base colour.
+    Texture {
+        /// The texture.
+        texture: TextureId,
+        /// The generation the record was opened at (withdrawn since: nothing to publish).
+        generation: u32,
+        /// The base-colour entry.
+        base_color: u64,
     },
-    /// A page-table entry: sampler, base colour (never evicted).
+    /// A page-table entry (never evicted): a resource page, a failed or unknown texture's
+    /// null sampler and fallback colour.
     Entry {
         /// The page.
-        page: u32,
+        page: PageId,
         /// The entry.
         entry: u64,
-    },
-    /// A non-evictable page without an entry (a mip tail).
-    Resident {
-        /// The page.
-        page: u32,
-    },
-}
-
-/// Memory of a texture whose contents were dropped, waiting until no launch or lookup can
-/// see it ([`crate::memory::RetiredQueue`]).
-pub enum Retired {
-    /// A tile that was resident, staged or waiting to be published.
-    Tile {
-        /// Its page (the tile directory forgets it if it still points at the buffer).
-        page: u32,
-        /// Its data; back to the pool.
-        buffer: TileBuffer,
-    },
-    /// The published sampler record and mip tail.
-    Contents {
-        /// The sampler record (launches may hold its address).
-        sampler: Option<RawBox<TextureSampler>>,
-        /// The packed mip tail (the sampler addresses it).
-        mip_tail: Option<RawBox<[u8]>>,
-        /// Non-evictable bytes the tail holds in the pool.
-        tail_bytes: u64,
     },
 }
 
 /// Why a request was carried to the next launch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Deferral {
+pub(crate) enum Deferral {
     /// Over `max_requests_per_launch`.
     OverLimit,
     /// No tile memory could be had (nothing stale to evict, or still visible to a launch).
@@ -66,16 +49,16 @@ pub enum Deferral {
 }
 
 /// Everything behind the loader's lock.
-pub struct HostState {
+pub(crate) struct HostState {
     pub space: PageSpace,
     pub resources: Resources,
-    pub pool: TilePool,
-    /// Visible tile pages and their data.
-    pub resident: HashMap<u32, TileBuffer>,
-    pub staged: StagedTiles,
-    /// Memory of dropped texture contents, freed once no reader can see it.
-    pub retired: RetiredQueue<Retired>,
+    /// Every tile slot: filling, publishing, resident, staged, retired.
+    pub residency: Residency,
+    /// What the next publication makes visible.
     pub pending: Vec<Pending>,
+    /// Entry pages and textures withdrawn since the last publication (tile withdrawals
+    /// come from [`Residency::take_events`]).
+    pub withdrawn: Vec<Withdrawal>,
     /// Pages being filled or waiting to be published: not requested again meanwhile.
     pub in_flight: HashSet<u32>,
     /// Requests carried to the next `process_requests` (ordered: coarse pages first).
@@ -83,8 +66,7 @@ pub struct HostState {
     /// Mip-tail bytes that could not be reserved; the next `process_requests` frees room.
     pub wanted_bytes: u64,
     pub launch_num: u32,
-    /// Running totals; the derived fields (textures, memory, bookkeeping) are filled in
-    /// by [`HostState::stats`].
+    /// Running totals kept by the pipeline; [`HostState::stats`] adds the rest.
     pub counters: Stats,
     /// Reused pull buffers.
     pub pull: PullResult,
@@ -95,11 +77,9 @@ impl HostState {
         HostState {
             space,
             resources: Resources::default(),
-            pool: TilePool::new(budget_bytes),
-            resident: HashMap::new(),
-            staged: StagedTiles::new(),
-            retired: RetiredQueue::new(),
+            residency: Residency::new(budget_bytes),
             pending: Vec::new(),
+            withdrawn: Vec::new(),
             in_flight: HashSet::new(),
             deferred: BTreeSet::new(),
             wanted_bytes: 0,
@@ -121,13 +101,13 @@ impl HostState {
         }
     }
 
-    /// Publish a null sampler and `color` as the base colour of `texture`, so every later
+    /// Queue a null sampler and `color` as the base colour of `texture`, so every later
     /// lookup of it resolves to `color`.
     pub fn publish_fallback(&mut self, layout: &PageLayout, texture: TextureId, color: [f32; 4]) {
-        let sampler = layout.sampler_page(texture).0;
-        let base = layout.base_color_page(texture).0;
-        self.in_flight.insert(sampler);
-        self.in_flight.insert(base);
+        let sampler = layout.sampler_page(texture);
+        let base = layout.base_color_page(texture);
+        self.in_flight.insert(sampler.0);
+        self.in_flight.insert(base.0);
         self.pending.push(Pending::Entry {
             page: sampler,
             entry: 0,
@@ -138,6 +118,16 @@ impl HostState {
         });
     }
 
+    /// A sampler lookup of an id no texture has: queue the default fallback colour so the
+    /// lookup resolves (and stop it from being requested every launch).
+    pub fn publish_unknown_texture(&mut self, layout: &PageLayout, texture: TextureId) {
+        tracing::warn!(
+            texture = texture.0,
+            "lookup of an unknown texture id: returning the fallback colour"
+        );
+        self.publish_fallback(layout, texture, DEFAULT_FALLBACK_COLOR);
+    }
+
     /// `texture`'s sampler and base-colour pages are no longer being filled; request the
     /// sampler again next launch.
     pub fn defer_init(&mut self, layout: &PageLayout, texture: TextureId, reason: Deferral) {
@@ -146,14 +136,50 @@ impl HostState {
         self.defer(layout.sampler_page(texture).0, reason);
     }
 
+    /// Whether `texture` is still at `generation` (its contents were not dropped since).
+    pub fn is_current(&self, texture: TextureId, generation: u32) -> bool {
+        self.resources
+            .get(texture)
+            .is_some_and(|r| r.generation == generation)
+    }
+
+    /// Mark a texture failed: log why, and queue a null sampler and its fallback colour so
+    /// every later lookup resolves to it. A texture that failed already stays as it was.
+    pub fn fail_texture(&mut self, layout: &PageLayout, texture: TextureId, message: String) {
+        let Some(record) = self.resources.get_mut(texture) else {
+            return;
+        };
+        if matches!(record.state, TextureState::Failed(_)) {
+            return;
+        }
+        let error = Error::Source {
+            texture,
+            source_name: record.source.name(),
+            message,
+        };
+        tracing::error!(texture = texture.0, "{error}");
+        let fallback = record.desc.fallback_color;
+        record.state = TextureState::Failed(error);
+        self.counters.failed_textures += 1;
+        self.publish_fallback(layout, texture, fallback);
+    }
+
     /// The statistics snapshot (bookkeeping bytes supplied by the caller).
     pub fn stats(&self, bookkeeping_bytes: u64) -> Stats {
+        let r = &self.residency;
+        let counts = r.counts();
         Stats {
             textures: self.resources.len() as u64,
-            resident_bytes: self.pool.allocated_bytes(),
-            peak_resident_bytes: self.pool.peak_bytes(),
-            budget_bytes: self.pool.budget_bytes(),
+            resident_bytes: r.allocated_bytes(),
+            peak_resident_bytes: r.peak_bytes(),
+            budget_bytes: r.budget_bytes(),
+            host_tile_bytes: r.host_bytes(),
+            peak_host_tile_bytes: r.peak_host_bytes(),
             bookkeeping_bytes,
+            second_chance_restores: counts.second_chance_restores,
+            pages_staged: counts.pages_staged,
+            evictions: counts.evictions,
+            clock_sweeps: counts.clock_sweeps,
             ..self.counters.clone()
         }
     }

@@ -1,6 +1,12 @@
-//! Requests: pulling a launch's requests, routing them to resources, making room, and
-//! filling them on a worker pool; a [`Ticket`] tracks each batch. Also the texture
-//! lifecycle (invalidate, replace, unload), which withdraws what fills published.
+//! Requests: the engine's request pipeline — pulling a launch's requests, routing them to
+//! resources, making room, filling them on a worker pool ([`Ticket`] tracks each batch),
+//! publishing the results through the backend, and the texture lifecycle (invalidate,
+//! replace, unload), which withdraws what fills published.
+//!
+//! Module order, each using only those before it: `host_state` (the state behind the
+//! lock), `engine` (the [`Engine`] type), `publish` (publication, launch start), `fill`
+//! (tile and texture fills), `resource` (user resources), `process` (multi-pass
+//! requests), `blocking` (fills in the calling thread), `lifecycle`.
 
 pub(crate) mod blocking;
 pub(crate) mod engine;
@@ -8,8 +14,11 @@ pub(crate) mod fill;
 pub(crate) mod host_state;
 pub(crate) mod lifecycle;
 pub(crate) mod process;
+pub(crate) mod publish;
 pub(crate) mod resource;
 mod ticket;
 pub(crate) mod workers;
 
+pub use engine::Engine;
+pub use publish::LaunchPin;
 pub use ticket::Ticket;

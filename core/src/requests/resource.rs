@@ -17,21 +17,31 @@ use crate::resources::{ResourceCallback, ResourceFill};
 use std::sync::Arc;
 use std::time::Instant;
 
-/// Register a resource of `num_pages` entry pages; returns its first page.
-pub(crate) fn create_resource(
-    engine: &Engine,
-    num_pages: u32,
-    callback: Arc<dyn ResourceCallback>,
-) -> Result<PageId> {
-    if num_pages == 0 {
-        return Err(Error::InvalidArgument(
-            "a resource needs at least one page".into(),
-        ));
+impl Engine {
+    /// Register a user resource (OTK's `createResource`): `num_pages` consecutive pages
+    /// with 64-bit page-table entries, which `callback` produces when a launch requests
+    /// them (`map_or_request`); returns the first page. Entries are published at the next
+    /// launch and never evicted; a "not yet" is asked again at the next `process_requests`;
+    /// an error marks the page failed for good (see [`ResourceCallback`]).
+    ///
+    /// Errors: [`Error::InvalidArgument`] for 0 pages, [`Error::OutOfPages`] if the
+    /// page-table-entry range (`page_table_entries`, shared with UDIM textures) has not
+    /// `num_pages` pages left.
+    pub fn create_resource(
+        &self,
+        num_pages: u32,
+        callback: Arc<dyn ResourceCallback>,
+    ) -> Result<PageId> {
+        if num_pages == 0 {
+            return Err(Error::InvalidArgument(
+                "a resource needs at least one page".into(),
+            ));
+        }
+        let mut host = self.host.lock();
+        let start = host.space.allocate_resources(num_pages, "resource")?;
+        host.resources.add_resource(start, num_pages, callback);
+        Ok(PageId(start))
     }
-    let mut host = engine.host.lock();
-    let start = host.space.allocate_resources(num_pages, "resource")?;
-    host.resources.add_resource(start, num_pages, callback);
-    Ok(PageId(start))
 }
 
 /// One resource page to fill, with everything it needs (taken under the lock).
@@ -60,7 +70,10 @@ impl ResourceTask {
         let mut host = engine.host.lock();
         host.counters.fill_seconds += start.elapsed().as_secs_f64();
         match outcome {
-            Ok(ResourceFill::Entry(entry)) => host.pending.push(Pending::Entry { page, entry }),
+            Ok(ResourceFill::Entry(entry)) => host.pending.push(Pending::Entry {
+                page: PageId(page),
+                entry,
+            }),
             Ok(ResourceFill::NotYet) => {
                 host.in_flight.remove(&page);
                 host.defer(page, Deferral::NotYet);

@@ -3,17 +3,49 @@
 
 use super::{UdimEntry, UdimGrid, UdimId, UdimTiles};
 use crate::error::{Error, Result};
-use crate::ids::TextureId;
-use crate::paging::{PageKind, PageMapping, PageTable, HOLE_BASE_COLOR, NON_EVICTABLE};
-use crate::requests::engine::Engine;
+use crate::ids::{PageId, TextureId};
+use crate::paging::{PageKind, PageTable, HOLE_BASE_COLOR};
+use crate::requests::Engine;
 use crate::resources::TextureState;
 use crate::sources::{ImageInfo, ImageSource, Readiness, SourceError};
 use crate::textures::{TextureDesc, TileRegion, MAX_ANISOTROPY};
 use std::sync::Arc;
 
+impl Engine {
+    /// Register a UDIM texture: every tile of `grid` becomes a texture (consecutive ids,
+    /// holes included) sampled with `desc` — [`super::tile_desc`] (clamp) suits tiles — as
+    /// does the base texture, if any. Nothing is opened until a launch samples it; sample
+    /// with `tex2d_grad_udim`. Errors: a malformed grid ([`UdimGrid::validate`]), an
+    /// invalid `desc`, or not enough texture ids or resource pages left.
+    pub fn create_udim_texture(&self, grid: UdimGrid, desc: TextureDesc) -> Result<UdimId> {
+        create_udim(self, grid, desc)
+    }
+
+    /// Register a UDIM texture from the OpenEXR files matching `pattern`
+    /// (`name.<UDIM>.exr` or `name.<UVTILE>.exr`; see [`super::expand_pattern`]), with
+    /// the OpenEXR file `base`, if given, as the whole-grid base texture. Slots without a
+    /// file are holes. Errors: as [`UdimGrid::from_pattern`] and
+    /// [`create_udim_texture`](Self::create_udim_texture).
+    pub fn create_udim_from_pattern(
+        &self,
+        pattern: &std::path::Path,
+        base: Option<&std::path::Path>,
+        desc: TextureDesc,
+    ) -> Result<UdimId> {
+        let grid = UdimGrid::from_pattern(pattern, base)?;
+        self.create_udim_texture(grid, desc)
+    }
+
+    /// The textures of a UDIM texture (holes are `None`); `None` for an id that names no
+    /// UDIM texture of this engine.
+    pub fn udim_tiles(&self, udim: UdimId) -> Option<UdimTiles> {
+        udim_tiles(self, udim)
+    }
+}
+
 /// Create a UDIM texture: `grid.tiles` become textures `first..first + w·h` (holes
 /// included), then the base texture, then the entry page is published.
-pub(crate) fn create_udim(engine: &Engine, grid: UdimGrid, desc: TextureDesc) -> Result<UdimId> {
+fn create_udim(engine: &Engine, grid: UdimGrid, desc: TextureDesc) -> Result<UdimId> {
     grid.validate()?;
     if !(1..=MAX_ANISOTROPY).contains(&desc.max_anisotropy) {
         return Err(Error::InvalidArgument(format!(
@@ -53,6 +85,8 @@ pub(crate) fn create_udim(engine: &Engine, grid: UdimGrid, desc: TextureDesc) ->
     let page = host.space.allocate_resources(1, "UDIM texture")?;
 
     engine.forget_stale_mappings(&mut host, first, needed as u32);
+    // Holes: a null sampler and HOLE_BASE_COLOR, resident and never evicted.
+    let mut entries = Vec::new();
     for source in grid.tiles {
         match source {
             Some(source) => {
@@ -63,7 +97,8 @@ pub(crate) fn create_udim(engine: &Engine, grid: UdimGrid, desc: TextureDesc) ->
                 if let Some(record) = host.resources.get_mut(id) {
                     record.state = TextureState::Hole;
                 }
-                publish_hole(engine, id);
+                entries.push((engine.layout.sampler_page(id), 0));
+                entries.push((engine.layout.base_color_page(id), HOLE_BASE_COLOR));
             }
         }
     }
@@ -73,16 +108,13 @@ pub(crate) fn create_udim(engine: &Engine, grid: UdimGrid, desc: TextureDesc) ->
     }
     debug_assert_eq!(host.resources.len() as u64, used + needed);
     // Resident and never evicted from now on; no launch can name the id before we return.
-    engine.pages.push_mapping(PageMapping {
-        page,
-        lru: NON_EVICTABLE as u32,
-        entry: encoded,
-    });
+    entries.push((PageId(page), encoded));
+    engine.publish_entries_now(&mut host, &entries)?;
     Ok(UdimId(page))
 }
 
 /// The textures of `udim`, or `None` if it names no UDIM texture.
-pub(crate) fn udim_tiles(engine: &Engine, udim: UdimId) -> Option<UdimTiles> {
+fn udim_tiles(engine: &Engine, udim: UdimId) -> Option<UdimTiles> {
     let entry = read_entry(&engine.pages, udim)?;
     let host = engine.host.lock();
     let tiles = (0..entry.num_tiles())
@@ -113,20 +145,6 @@ pub(crate) fn read_entry(pages: &PageTable, udim: UdimId) -> Option<UdimEntry> {
         return None;
     }
     UdimEntry::decode(pages.map_or_request(udim.0)?).filter(|e| e.fits(layout.max_textures))
-}
-
-/// Make a hole's pages resident: a null sampler and [`HOLE_BASE_COLOR`], never evicted.
-fn publish_hole(engine: &Engine, id: TextureId) {
-    engine.pages.push_mapping(PageMapping {
-        page: engine.layout.sampler_page(id).0,
-        lru: NON_EVICTABLE as u32,
-        entry: 0,
-    });
-    engine.pages.push_mapping(PageMapping {
-        page: engine.layout.base_color_page(id).0,
-        lru: NON_EVICTABLE as u32,
-        entry: HOLE_BASE_COLOR,
-    });
 }
 
 /// The source of a hole's texture record. Holes are never opened (their pages are

@@ -4,10 +4,10 @@
 //!
 //! # Creating one
 //!
-//! [`crate::Loader::create_udim_texture`] takes a [`UdimGrid`] of image sources (holes
+//! [`crate::Engine::create_udim_texture`] takes a [`UdimGrid`] of image sources (holes
 //! allowed) and one [`TextureDesc`] for every tile and the base; [`tile_desc`] (clamp
 //! addressing) is the sensible choice, since a tile must not wrap onto its own opposite
-//! edge at a tile boundary. [`crate::Loader::create_udim_from_pattern`] expands a path
+//! edge at a tile boundary. [`crate::Engine::create_udim_from_pattern`] expands a path
 //! pattern such as `color.<UDIM>.exr` from the files present (see [`expand_pattern`]).
 //!
 //! Each tile becomes an ordinary texture with its own id; the ids of a grid are
@@ -45,7 +45,6 @@ pub mod sample;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use create::{create_udim, udim_tiles};
 pub use pattern::{expand_pattern, UdimFiles};
 pub use sample::tex2d_grad_udim;
 
@@ -207,7 +206,7 @@ impl std::fmt::Debug for UdimGrid {
     }
 }
 
-/// The textures of a UDIM texture, as [`crate::Loader::udim_tiles`] reports them.
+/// The textures of a UDIM texture, as [`crate::Engine::udim_tiles`] reports them.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UdimTiles {
     /// Columns.

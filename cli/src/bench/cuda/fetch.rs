@@ -11,12 +11,12 @@
 
 use super::super::Record;
 use super::cuda_error;
+use super::kernels::{median, FetchBench, FetchParams, FetchPattern};
 use crate::error::CliError;
-use demandtex::backend::cuda::bench::{median, FetchBench, FetchParams, FetchPattern};
-use demandtex::backend::cuda::CudaLoader;
 use demandtex::sources::{ImageSource, Noise};
 use demandtex::textures::TexelFormat;
 use demandtex::{LoaderOptions, TextureDesc, TextureId};
+use demandtex_cuda::CudaLoader;
 use std::sync::Arc;
 
 /// Side of the texture (as the CPU lookup benchmark).

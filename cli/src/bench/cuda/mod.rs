@@ -16,12 +16,14 @@
 
 mod converge;
 mod fetch;
+pub mod kernels;
 mod requests;
 mod upload;
+pub mod upload_bench;
 
 use super::{BenchArgs, Record, Which};
 use crate::error::CliError;
-use demandtex::backend::cuda;
+use demandtex_cuda as cuda;
 
 /// A library error of the CUDA path: no driver or device is "unavailable" (exit code 2).
 pub fn cuda_error(e: demandtex::Error) -> CliError {

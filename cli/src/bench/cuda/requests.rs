@@ -14,11 +14,11 @@
 use super::super::requests::NullSource;
 use super::super::Record;
 use super::cuda_error;
+use super::kernels::{median, FetchBench};
 use crate::error::CliError;
-use demandtex::backend::cuda::bench::{median, FetchBench};
-use demandtex::backend::cuda::{CudaLaunch, CudaLoader};
 use demandtex::textures::{full_mip_levels, TexelFormat, TextureLayout};
 use demandtex::{LoaderOptions, TextureDesc, TextureId, TILE_BYTES};
+use demandtex_cuda::{CudaLaunch, CudaLoader};
 use std::sync::Arc;
 use std::time::Instant;
 

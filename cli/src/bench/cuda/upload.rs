@@ -6,9 +6,9 @@
 
 use super::super::Record;
 use super::cuda_error;
+use super::kernels::median;
+use super::upload_bench::{UploadBench, UploadRound};
 use crate::error::CliError;
-use demandtex::backend::cuda::bench::median;
-use demandtex::backend::cuda::bench_upload::{UploadBench, UploadRound};
 use demandtex::TILE_BYTES;
 
 /// Tiles per round (256 MiB).

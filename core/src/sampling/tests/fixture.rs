@@ -229,8 +229,7 @@ impl Fixture {
     pub fn requests(&self) -> Vec<u32> {
         let mut r = PullResult::default();
         self.pages.pull(NUM_PAGES, 1, 1, &mut r);
-        self.pages.clear_references(NUM_PAGES);
-        r.requested
+        r.requested.iter().map(|p| p.0).collect()
     }
 }
 

@@ -1,0 +1,219 @@
+//! GPU tests of the CUDA loader: the multi-pass cycle on the device with
+//! cli/kernels/demo_render.cu's kernel over one textured rectangle — convergence under
+//! eviction (with second chance) equal to the fully resident render, bit for bit; and
+//! agreement with the CPU samplers. Each test skips (printing `skipped: ...`) without a
+//! device.
+
+use super::cuda_kernel::{DemoCamera, DemoLayer, DemoQuad};
+use super::cuda_render::DemoRenderer;
+use demandtex::sources::Checkerboard;
+use demandtex::textures::{AddressMode, TexelFormat};
+use demandtex::{Loader, LoaderOptions, SampleOptions, TextureDesc, TextureId};
+use demandtex_cuda::device_pool_bytes;
+use demandtex_cuda::CudaLoader;
+use std::sync::Arc;
+
+/// Whether device 0 can be used; otherwise print why and skip — or, with
+/// `DEMANDTEX_REQUIRE_GPU=1` (the GPU suite), fail.
+fn gpu(test: &str) -> Option<()> {
+    match demandtex_cuda::probe_device(0) {
+        Ok(_) => Some(()),
+        Err(e) if std::env::var_os("DEMANDTEX_REQUIRE_GPU").is_some_and(|v| v == "1") => {
+            panic!("{test}: no usable GPU ({e}) but DEMANDTEX_REQUIRE_GPU=1")
+        }
+        Err(e) => {
+            println!("skipped: {test}: {e}");
+            None
+        }
+    }
+}
+
+/// Frame side in pixels.
+const SIDE: u32 = 96;
+/// Texture side in texels (16×16 tiles of RGBA8 at level 0).
+const TEXTURE: u32 = 2048;
+/// Texture repeats across the frame: about 5 texels per pixel (level ~2).
+const SCALE: f64 = 0.25;
+
+/// A camera at the origin looking down +z, the image plane spanning [-0.5, 0.5]² at z = 1.
+fn camera() -> DemoCamera {
+    DemoCamera {
+        eye: [0.0; 3],
+        forward: [0.0, 0.0, 1.0],
+        right: [1.0, 0.0, 0.0],
+        up: [0.0, 1.0, 0.0],
+        half_width: 0.5,
+        half_height: 0.5,
+        width: SIDE,
+        height: SIDE,
+    }
+}
+
+/// The light: straight back at the camera (N·L = 1 on the rectangle).
+const LIGHT: [f64; 3] = [0.0, 0.0, -1.0];
+
+/// The rectangle filling the frame at z = 1, showing texture `texture` from `offset`.
+fn quad(texture: TextureId, offset: [f64; 2]) -> DemoQuad {
+    DemoQuad {
+        origin: [-0.5, 0.5, 1.0],
+        edge_u: [1.0, 0.0, 0.0],
+        edge_v: [0.0, -1.0, 0.0],
+        base: DemoLayer {
+            scale: [SCALE, SCALE],
+            offset,
+            texture: texture.0,
+            wrap: 1,
+        },
+        detail: DemoLayer {
+            texture: u32::MAX,
+            ..DemoLayer::default()
+        },
+    }
+}
+
+fn options(budget: u64) -> LoaderOptions {
+    LoaderOptions {
+        num_pages: 1 << 20,
+        page_table_entries: 1 << 12,
+        max_textures: 64,
+        max_texture_memory: budget,
+        fill_threads: 2,
+        // Stage every stale tile when memory is needed, so that tiles come back by
+        // second chance.
+        staged_reserve: 1.0,
+        ..LoaderOptions::default()
+    }
+}
+
+fn checker() -> Arc<Checkerboard> {
+    Arc::new(Checkerboard::new(TEXTURE, TEXTURE, 48, TexelFormat::RGBA8))
+}
+
+/// Render the rectangle at `offset` until every pixel is done (full frame each launch).
+fn render(loader: &CudaLoader, texture: TextureId, offset: [f64; 2]) -> Vec<[f32; 4]> {
+    let mut frame = DemoRenderer::new(loader, camera(), LIGHT, &[quad(texture, offset)]).unwrap();
+    let total = frame.pixel_count();
+    let mut done = 0usize;
+    for _ in 0..200 {
+        let launch = loader.launch_prepare().unwrap();
+        done += frame.render(&launch, 0, total as u32).unwrap() as usize;
+        loader.process_requests(launch).unwrap().wait();
+        if done == total {
+            return frame.pixels().unwrap();
+        }
+    }
+    panic!("no convergence in 200 launches ({done} of {total} pixels)");
+}
+
+#[test]
+fn convergence_under_eviction_with_second_chance_equals_the_resident_render() {
+    if gpu("CUDA loader eviction").is_none() {
+        return;
+    }
+    let (a, b) = ([0.0, 0.0], [0.5, 0.5]);
+    // The reference: no budget limit. It stays alive beside the budgeted loader (two
+    // loaders on one device, independent).
+    let full = CudaLoader::new(0, options(1 << 34)).unwrap();
+    let tf = full
+        .create_texture(checker(), TextureDesc::default())
+        .unwrap();
+    let ref_a = render(&full, tf, a);
+    let working_set = full.stats().peak_resident_bytes;
+    let ref_b = render(&full, tf, b);
+    println!(
+        "CUDA loader: one view needs {working_set} bytes; sparse = {}",
+        full.is_sparse()
+    );
+
+    // A budget that holds one view, not both: switching views evicts.
+    let budget = working_set + 4 * demandtex::TILE_BYTES as u64;
+    let tight = CudaLoader::new(0, options(budget)).unwrap();
+    let tt = tight
+        .create_texture(checker(), TextureDesc::default())
+        .unwrap();
+    let got_a = render(&tight, tt, a);
+    let got_b = render(&tight, tt, b);
+    let again_a = render(&tight, tt, a);
+    assert!(got_a == ref_a, "view A differs from the resident render");
+    assert!(got_b == ref_b, "view B differs from the resident render");
+    assert!(again_a == ref_a, "view A after eviction differs");
+
+    let s = tight.stats();
+    let c = tight.cuda_stats();
+    println!("CUDA loader under eviction: {s:?}\n{c:?}");
+    assert!(
+        s.evictions > 0 || s.pages_staged > 0,
+        "switching views evicted nothing"
+    );
+    assert!(s.second_chance_restores > 0, "no second chance");
+    assert!(s.peak_resident_bytes <= budget);
+    if c.sparse {
+        assert!(c.device_restores > 0, "restores copied the tiles again");
+        assert!(c.blocks_released > 0);
+        assert!(c.pool_peak_bytes <= device_pool_bytes(budget));
+    }
+}
+
+#[test]
+fn the_gpu_render_agrees_with_the_cpu_samplers() {
+    if gpu("CUDA/CPU agreement").is_none() {
+        return;
+    }
+    let offset = [0.1, 0.3];
+    let desc = TextureDesc {
+        address: [AddressMode::Wrap, AddressMode::Wrap],
+        ..TextureDesc::default()
+    };
+    let gpu = CudaLoader::new(0, options(1 << 30)).unwrap();
+    let t = gpu.create_texture(checker(), desc).unwrap();
+    let got = render(&gpu, t, offset);
+
+    // The same lookups on the CPU: the rectangle's local coordinates are the image-plane
+    // position (a = x + 0.5, b = 0.5 - y), their pixel differentials 1/SIDE.
+    let cpu = Loader::new(options(1 << 30)).unwrap();
+    let tc = cpu.create_texture(checker(), desc).unwrap();
+    let step = 1.0 / SIDE as f64;
+    let k = 0.35f32 + 0.65f32;
+    let mut want = vec![[0.0f32; 4]; (SIDE * SIDE) as usize];
+    for _ in 0..200 {
+        let launch = cpu.launch_prepare();
+        let mut all = true;
+        for j in 0..SIDE {
+            for i in 0..SIDE {
+                let sx = (2.0 * (i as f64 + 0.5) / SIDE as f64 - 1.0) * 0.5;
+                let sy = (1.0 - 2.0 * (j as f64 + 0.5) / SIDE as f64) * 0.5;
+                let c = |o: f64, l: f64| {
+                    let v = o + l * SCALE;
+                    (v - v.floor()) as f32
+                };
+                let (s, tt) = (c(offset[0], sx + 0.5), c(offset[1], 0.5 - sy));
+                let d = (step * SCALE) as f32;
+                let r = launch.tex2d_grad(tc, s, tt, [d, 0.0], [0.0, d], &SampleOptions::default());
+                all &= r.resident;
+                want[(j * SIDE + i) as usize] =
+                    [r.value[0] * k, r.value[1] * k, r.value[2] * k, 1.0];
+            }
+        }
+        cpu.process_requests(launch).wait();
+        if all {
+            break;
+        }
+    }
+    let (mut max, mut sq) = (0.0f32, 0.0f64);
+    for (p, q) in got.iter().zip(&want) {
+        for ch in 0..3 {
+            let d = (p[ch] - q[ch]).abs();
+            max = max.max(d);
+            sq += (d as f64).powi(2);
+        }
+    }
+    let mse = sq / (got.len() * 3) as f64;
+    let psnr = if mse == 0.0 {
+        f64::INFINITY
+    } else {
+        -10.0 * mse.log10()
+    };
+    println!("CPU/GPU agreement: max abs diff {max}, PSNR {psnr:.1} dB");
+    // Hardware filtering weights are 8-bit fixed point: see the demo's MIN_PSNR_DB.
+    assert!(psnr >= 40.0, "PSNR {psnr:.1} dB, max abs diff {max}");
+}

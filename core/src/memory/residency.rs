@@ -1,0 +1,604 @@
+//! `Residency`: where every tile slot of the budget is in its life, and the one place that
+//! changes it — allocation, publication, staging, second chance, eviction, retirement and
+//! reclamation. The request pipeline and the blocking cache call it; nothing else touches
+//! the pool, the staged tiles or the retired memory.
+//!
+//! ```text
+//!             allocate              filled                published
+//!   (pool) ───────────▶ filling ──────────▶ publishing ──────────▶ resident
+//!      ▲                   │ cancel             ▲                     │ stage: bit cleared,
+//!      ├───────────────────┘                    │ restore              │ stamped
+//!      │                                        │ (second chance)      ▼
+//!      ├─────────────── evict (no reader can see it) ──────────── staged
+//!      │
+//!      └── reclaim (no reader) ◀── retired ◀── retire (contents dropped: any state
+//!                                                but filling)
+//! ```
+//!
+//! - **Filling**: a fill task holds the slot's host buffer; only counted here.
+//! - **Publishing**: filled (or restored), waiting for the next publication; not visible.
+//! - **Resident**: visible (the residence bit is set by the publication).
+//! - **Staged**: invisible since its stamp (its residence bit was cleared first), data kept;
+//!   requested again, it is restored without a read. Its slot is reused only once no
+//!   reader pinned at or before the stamp remains ([`Epochs`]).
+//! - **Retired**: dropped with its texture's contents; never visible again, handed back
+//!   once no reader can see it.
+//!
+//! A slot's data lives in its host [`TileBuffer`] (the CPU backend samples it in place), or
+//! — once [`published`](Residency::published) with `keep_host: false` — only in the
+//! backend (a GPU), the host copy freed. Either way the slot counts against the budget.
+//!
+//! Every change a backend must mirror — a tile staged, a slot released (evicted or
+//! retired) — is recorded as a [`TileEvent`], in order; the engine forwards them
+//! ([`take_events`](Residency::take_events)) before its next publication, so a backend
+//! never sees a page published before the release of its previous slot.
+//!
+//! Invariants (tested below and by a property test):
+//! - `allocated_bytes = 64 KiB × (filling + tiles + retired tiles + spare buffers) + mip
+//!   tails`, and taking memory never makes it exceed the budget;
+//! - a staged or retired slot is reused only when no pinned reader can see it;
+//! - every slot that leaves (evicted, retired) is reported released exactly once.
+
+use super::epoch::{Epochs, Quiescence};
+use super::pool::TilePool;
+use super::raw_box::RawBox;
+use super::retired::RetiredQueue;
+use super::tile_buffer::TileBuffer;
+use crate::ids::{PageId, TILE_BYTES};
+use crate::paging::{PageTable, StalePage};
+use crate::textures::TextureSampler;
+use std::collections::{BTreeMap, VecDeque};
+use std::ops::Range;
+
+const TILE: u64 = TILE_BYTES as u64;
+
+/// A change a backend mirrors (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TileEvent {
+    /// The page's tile was made non-resident, its data kept for a second chance.
+    Staged(PageId),
+    /// The page's slot is gone (evicted, or its texture's contents were dropped): its data
+    /// must never be shown for this page again.
+    Released(PageId),
+}
+
+/// A tile being published: its host data (none if the backend holds it) and whether it
+/// comes back from staging (the backend may still hold its data).
+#[derive(Clone, Copy, Debug)]
+pub struct Publishing<'a> {
+    /// The texels, if the host keeps them.
+    pub data: Option<&'a TileBuffer>,
+    /// Restored from staging (a second chance) rather than filled.
+    pub restored: bool,
+}
+
+/// Memory waiting until no reader can see it.
+enum Retired {
+    Tile(Option<TileBuffer>),
+    Contents {
+        sampler: Option<RawBox<TextureSampler>>,
+        mip_tail: Option<RawBox<[u8]>>,
+        tail_bytes: u64,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Publishing { restored: bool },
+    Resident,
+    Staged { stamp: u64, seq: u64 },
+}
+
+struct Tile {
+    state: State,
+    host: Option<TileBuffer>,
+}
+
+/// What [`Residency`] counts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ResidencyCounts {
+    /// Tiles resident now.
+    pub resident: u64,
+    /// Tiles staged now.
+    pub staged: u64,
+    /// Slots held by fills in progress.
+    pub filling: u64,
+    /// Tiles filled or restored, waiting for the next publication.
+    pub publishing: u64,
+    /// Pages staged, since creation.
+    pub pages_staged: u64,
+    /// Staged tiles restored without a read, since creation.
+    pub second_chance_restores: u64,
+    /// Staged tiles whose slot was reused or freed, since creation.
+    pub evictions: u64,
+    /// Clock sweeps over the resident tiles, since creation.
+    pub clock_sweeps: u64,
+}
+
+/// The tile slots of one loader (see the module docs).
+pub struct Residency {
+    pool: TilePool,
+    tiles: BTreeMap<u32, Tile>,
+    /// Staged pages, oldest first, with the `seq` they were staged with (an entry whose
+    /// tile was restored or restaged since is stale and skipped).
+    staged_order: VecDeque<(u32, u64)>,
+    next_seq: u64,
+    retired: RetiredQueue<Retired>,
+    events: Vec<TileEvent>,
+    counts: ResidencyCounts,
+}
+
+impl Residency {
+    /// No tiles, a budget of `budget_bytes`.
+    pub fn new(budget_bytes: u64) -> Self {
+        Residency {
+            pool: TilePool::new(budget_bytes),
+            tiles: BTreeMap::new(),
+            staged_order: VecDeque::new(),
+            next_seq: 0,
+            retired: RetiredQueue::new(),
+            events: Vec::new(),
+            counts: ResidencyCounts::default(),
+        }
+    }
+
+    // ---- budget -------------------------------------------------------------------------
+
+    /// The budget.
+    pub fn budget_bytes(&self) -> u64 {
+        self.pool.budget_bytes()
+    }
+
+    /// Bytes held now: slots, spare buffers, mip tails.
+    pub fn allocated_bytes(&self) -> u64 {
+        self.pool.allocated_bytes()
+    }
+
+    /// Most bytes ever held.
+    pub fn peak_bytes(&self) -> u64 {
+        self.pool.peak_bytes()
+    }
+
+    /// Bytes of host tile buffers that exist now (equal to the slots' bytes when the host
+    /// keeps every tile; only fills, publications and spares when a backend holds them).
+    pub fn host_bytes(&self) -> u64 {
+        self.pool.host_bytes()
+    }
+
+    /// Most bytes of host tile buffers that existed at once.
+    pub fn peak_host_bytes(&self) -> u64 {
+        self.pool.peak_host_bytes()
+    }
+
+    /// Bytes that can never be evicted (mip tails).
+    pub fn non_evictable_bytes(&self) -> u64 {
+        self.pool.non_evictable_bytes()
+    }
+
+    /// Bytes over the budget (after a shrink that could not free everything yet).
+    pub fn excess_bytes(&self) -> u64 {
+        self.pool.excess_bytes()
+    }
+
+    /// Slots obtainable without evicting anything.
+    pub fn available_tiles(&self) -> usize {
+        self.pool.available_tiles()
+    }
+
+    /// Reserve a mip tail's bytes. False if the budget does not allow it now.
+    pub fn reserve_tail(&mut self, bytes: u64) -> bool {
+        self.pool.reserve(bytes)
+    }
+
+    /// Release bytes taken by [`reserve_tail`](Self::reserve_tail) (never published).
+    pub fn release_tail(&mut self, bytes: u64) {
+        self.pool.release(bytes);
+    }
+
+    /// Counters and sizes.
+    pub fn counts(&self) -> ResidencyCounts {
+        self.counts
+    }
+
+    // ---- fills and publication ------------------------------------------------------------
+
+    /// A slot and its host buffer for a fill: free memory first, then retired memory no
+    /// reader can see, then the oldest staged tile no reader can see (evicted). `None` if
+    /// none can be had now.
+    pub fn allocate(&mut self, epochs: &Epochs) -> Option<TileBuffer> {
+        let buffer = self.take_free(epochs).or_else(|| {
+            let (_, host) = self.evict_oldest(epochs)?;
+            Some(host.unwrap_or_else(|| self.pool.buffer_for_slot()))
+        })?;
+        self.counts.filling += 1;
+        Some(buffer)
+    }
+
+    /// Free memory or reclaimable retired memory, without evicting.
+    fn take_free(&mut self, epochs: &Epochs) -> Option<TileBuffer> {
+        if self.pool.excess_bytes() == 0 {
+            if let Some(b) = self.pool.take() {
+                return Some(b);
+            }
+        }
+        if self.retired.is_empty() {
+            return None;
+        }
+        self.reclaim_retired(epochs);
+        if self.pool.excess_bytes() == 0 {
+            return self.pool.take();
+        }
+        None
+    }
+
+    /// A fill's slot comes back unpublished (failed, "not yet", or obsolete).
+    pub fn cancel(&mut self, buffer: TileBuffer) {
+        self.counts.filling -= 1;
+        self.pool.give_back(buffer);
+    }
+
+    /// A fill finished: `page` holds the slot, waiting for the next publication.
+    pub fn filled(&mut self, page: PageId, buffer: TileBuffer) {
+        if self.tiles.contains_key(&page.0) {
+            // Never expected: requests are de-duplicated while in flight, a staged page is
+            // restored rather than read, and dropped contents leave no tile behind. Keep
+            // what readers may see; the new copy was never visible.
+            tracing::warn!(page = page.0, "a tile was filled twice; keeping the first");
+            self.cancel(buffer);
+            return;
+        }
+        self.counts.filling -= 1;
+        let tile = Tile {
+            state: State::Publishing { restored: false },
+            host: Some(buffer),
+        };
+        self.tiles.insert(page.0, tile);
+        self.counts.publishing += 1;
+    }
+
+    /// The tile `page` waiting for publication, if it is (filled or restored since, and
+    /// neither published nor withdrawn).
+    pub fn publishing(&self, page: PageId) -> Option<Publishing<'_>> {
+        match self.tiles.get(&page.0)? {
+            Tile {
+                state: State::Publishing { restored },
+                host,
+            } => Some(Publishing {
+                data: host.as_ref(),
+                restored: *restored,
+            }),
+            _ => None,
+        }
+    }
+
+    /// Publishing → resident: the caller makes it visible. `keep_host: false` frees the
+    /// host copy (the backend holds the data). False if `page` was not publishing.
+    pub fn published(&mut self, page: PageId, keep_host: bool) -> bool {
+        let Some(tile) = self.tiles.get_mut(&page.0) else {
+            return false;
+        };
+        if !matches!(tile.state, State::Publishing { .. }) {
+            return false;
+        }
+        tile.state = State::Resident;
+        if !keep_host {
+            if let Some(b) = tile.host.take() {
+                self.pool.drop_host_copy(b);
+            }
+        }
+        self.counts.publishing -= 1;
+        self.counts.resident += 1;
+        true
+    }
+
+    // ---- queries ---------------------------------------------------------------------------
+
+    /// Whether `page` is resident (published and not staged).
+    pub fn is_resident(&self, page: PageId) -> bool {
+        self.tiles
+            .get(&page.0)
+            .is_some_and(|t| t.state == State::Resident)
+    }
+
+    /// Whether `page` is staged.
+    pub fn is_staged(&self, page: PageId) -> bool {
+        self.tiles
+            .get(&page.0)
+            .is_some_and(|t| matches!(t.state, State::Staged { .. }))
+    }
+
+    /// The resident pages, ascending.
+    pub fn resident_pages(&self) -> impl Iterator<Item = PageId> + '_ {
+        self.tiles
+            .iter()
+            .filter(|(_, t)| t.state == State::Resident)
+            .map(|(&p, _)| PageId(p))
+    }
+
+    /// The events recorded since the last call, in order (see the module docs).
+    pub fn take_events(&mut self) -> Vec<TileEvent> {
+        std::mem::take(&mut self.events)
+    }
+
+    // ---- eviction --------------------------------------------------------------------------
+
+    /// Make resident tiles non-resident, keeping their data for a second chance: their
+    /// residence bits are cleared, then the stamp is taken (readers pinned later cannot see
+    /// them). Pages that are not resident are skipped. Returns how many were staged.
+    pub fn stage(&mut self, pages: &PageTable, epochs: &Epochs, victims: &[PageId]) -> usize {
+        let victims: Vec<u32> = victims
+            .iter()
+            .map(|p| p.0)
+            .filter(|p| {
+                self.tiles
+                    .get(p)
+                    .is_some_and(|t| t.state == State::Resident)
+            })
+            .collect();
+        if victims.is_empty() {
+            return 0;
+        }
+        for &page in &victims {
+            pages.invalidate(page);
+        }
+        let stamp = epochs.retire_stamp();
+        for &page in &victims {
+            let seq = self.next_seq;
+            self.next_seq += 1;
+            if let Some(tile) = self.tiles.get_mut(&page) {
+                tile.state = State::Staged { stamp, seq };
+            }
+            self.staged_order.push_back((page, seq));
+            self.events.push(TileEvent::Staged(PageId(page)));
+        }
+        let n = victims.len() as u64;
+        self.counts.resident -= n;
+        self.counts.staged += n;
+        self.counts.pages_staged += n;
+        victims.len()
+    }
+
+    /// Take a staged tile back for a second chance: it is published again at the next
+    /// publication, without a read. False if `page` is not staged.
+    pub fn restore(&mut self, page: PageId) -> bool {
+        let Some(tile) = self.tiles.get_mut(&page.0) else {
+            return false;
+        };
+        if !matches!(tile.state, State::Staged { .. }) {
+            return false;
+        }
+        tile.state = State::Publishing { restored: true };
+        self.counts.staged -= 1;
+        self.counts.publishing += 1;
+        self.counts.second_chance_restores += 1;
+        true
+    }
+
+    /// The stamp of the oldest staged tile, if any (what reusing its slot waits for).
+    pub fn oldest_staged_stamp(&mut self) -> Option<u64> {
+        self.oldest_staged().map(|(_, stamp)| stamp)
+    }
+
+    /// The oldest staged tile (skipping stale queue entries): `(page, stamp)`.
+    fn oldest_staged(&mut self) -> Option<(u32, u64)> {
+        while let Some(&(page, seq)) = self.staged_order.front() {
+            match self.tiles.get(&page).map(|t| t.state) {
+                Some(State::Staged { stamp, seq: s }) if s == seq => return Some((page, stamp)),
+                _ => {
+                    self.staged_order.pop_front();
+                }
+            }
+        }
+        None
+    }
+
+    /// Evict the oldest staged tile if no reader can see it: its slot is released and its
+    /// host buffer (if any) handed over.
+    fn evict_oldest(&mut self, epochs: &Epochs) -> Option<(PageId, Option<TileBuffer>)> {
+        let (page, stamp) = self.oldest_staged()?;
+        if !epochs.is_quiescent(stamp) {
+            return None;
+        }
+        self.staged_order.pop_front();
+        let tile = self.tiles.remove(&page)?;
+        self.counts.staged -= 1;
+        self.counts.evictions += 1;
+        self.events.push(TileEvent::Released(PageId(page)));
+        Some((PageId(page), tile.host))
+    }
+
+    /// Free memory while the pool is over its budget: retired memory no reader can see,
+    /// then staged tiles no reader can see (oldest first).
+    pub fn free_excess(&mut self, epochs: &Epochs) {
+        self.reclaim_retired(epochs);
+        while self.pool.excess_bytes() > 0 {
+            let Some((_, host)) = self.evict_oldest(epochs) else {
+                break;
+            };
+            match host {
+                Some(b) => self.pool.free_buffer(b),
+                None => self.pool.free_slot(),
+            }
+        }
+    }
+
+    /// Multi-pass eviction: when free memory cannot cover `needed` slots, stage stale
+    /// tiles (oldest first, ties by page) until the staged tiles cover the shortfall plus a
+    /// reserve of `staged_reserve × budget` — so that recently evicted tiles get a second
+    /// chance instead of a reread.
+    pub fn make_room(
+        &mut self,
+        pages: &PageTable,
+        epochs: &Epochs,
+        needed: usize,
+        stale: &[StalePage],
+        staged_reserve: f32,
+    ) {
+        let free = self.pool.available_tiles();
+        if free >= needed {
+            return;
+        }
+        let budget_tiles = (self.pool.budget_bytes() / TILE) as f64;
+        let reserve = (budget_tiles * staged_reserve as f64) as usize;
+        let want_staged = needed - free + reserve;
+        let staged = self.counts.staged as usize;
+        if staged >= want_staged {
+            return;
+        }
+        let mut victims: Vec<StalePage> = stale
+            .iter()
+            .copied()
+            .filter(|s| self.is_resident(s.page))
+            .collect();
+        victims.sort_by(|a, b| b.age.cmp(&a.age).then(a.page.cmp(&b.page)));
+        let pages_to_stage: Vec<PageId> = victims
+            .iter()
+            .take(want_staged - staged)
+            .map(|s| s.page)
+            .collect();
+        self.stage(pages, epochs, &pages_to_stage);
+    }
+
+    /// Blocking-mode eviction, one clock sweep over the resident tiles: referenced ones are
+    /// spared (bit cleared, age 0), the others age; the oldest are staged — at least
+    /// `needed`, and a sixteenth of the resident set so that sweeps are rare. If every tile
+    /// was referenced, a second step ages them all. Returns how many were staged.
+    pub fn sweep(&mut self, pages: &PageTable, epochs: &Epochs, needed: usize) -> usize {
+        let resident = self.counts.resident as usize;
+        if resident == 0 {
+            return 0;
+        }
+        let batch = needed.max(resident / 16).max(1);
+        let mut candidates: Vec<(u8, PageId)> = Vec::with_capacity(resident);
+        for _ in 0..2 {
+            candidates.extend(self.resident_pages().filter_map(|page| {
+                let age = pages.clock_step(page.0);
+                (age > 0).then_some((age, page))
+            }));
+            if !candidates.is_empty() {
+                break;
+            }
+        }
+        if candidates.len() > batch {
+            candidates.select_nth_unstable_by(batch - 1, |a, b| b.cmp(a));
+            candidates.truncate(batch);
+        }
+        let victims: Vec<PageId> = candidates.iter().map(|&(_, page)| page).collect();
+        self.counts.clock_sweeps += 1;
+        self.stage(pages, epochs, &victims)
+    }
+
+    /// Change the budget. Memory no reader can see is freed at once — spare buffers,
+    /// retired memory, staged tiles, then (staged first, oldest LRU age first) resident
+    /// tiles; the rest as soon as the readers that can see it are gone.
+    pub fn set_budget(&mut self, pages: &PageTable, epochs: &Epochs, bytes: u64) {
+        self.pool.set_budget(bytes);
+        self.free_excess(epochs);
+        let excess_tiles = self.pool.excess_bytes().div_ceil(TILE) as usize;
+        if excess_tiles == 0 {
+            return;
+        }
+        let mut by_age: Vec<(u8, PageId)> = self
+            .resident_pages()
+            .map(|p| (pages.lru_age(p.0), p))
+            .collect();
+        by_age.sort_unstable_by(|a, b| b.cmp(a));
+        let victims: Vec<PageId> = by_age.iter().take(excess_tiles).map(|&(_, p)| p).collect();
+        self.stage(pages, epochs, &victims);
+        self.free_excess(epochs);
+    }
+
+    /// Whether a staged slot could be had by waiting: what holds the oldest staged tile
+    /// (`None` if nothing is staged).
+    pub fn staged_quiescence(&mut self, epochs: &Epochs) -> Option<Quiescence> {
+        let stamp = self.oldest_staged_stamp()?;
+        Some(epochs.quiescence(stamp))
+    }
+
+    // ---- retirement ---------------------------------------------------------------------------
+
+    /// The contents of a texture were dropped: every tile of pages `range` (publishing,
+    /// resident or staged) is withdrawn — residence bits cleared, then stamped — and
+    /// retired until no reader can see it. Returns how many were withdrawn.
+    pub fn retire_range(&mut self, pages: &PageTable, epochs: &Epochs, range: Range<u32>) -> usize {
+        let withdrawn: Vec<u32> = self.tiles.range(range).map(|(&p, _)| p).collect();
+        if withdrawn.is_empty() {
+            return 0;
+        }
+        for &page in &withdrawn {
+            pages.invalidate(page);
+        }
+        let stamp = epochs.retire_stamp();
+        for &page in &withdrawn {
+            let Some(tile) = self.tiles.remove(&page) else {
+                continue;
+            };
+            match tile.state {
+                State::Publishing { .. } => self.counts.publishing -= 1,
+                State::Resident => self.counts.resident -= 1,
+                State::Staged { .. } => self.counts.staged -= 1,
+            }
+            self.retired.retire(stamp, Retired::Tile(tile.host));
+            self.events.push(TileEvent::Released(PageId(page)));
+        }
+        withdrawn.len()
+    }
+
+    /// A texture's published sampler record and mip tail (`tail_bytes` of the budget) are
+    /// withdrawn; their pages were made non-resident before `stamp` was taken. Freed once
+    /// no reader can see them.
+    pub fn retire_contents(
+        &mut self,
+        stamp: u64,
+        sampler: Option<RawBox<TextureSampler>>,
+        mip_tail: Option<RawBox<[u8]>>,
+        tail_bytes: u64,
+    ) {
+        self.retired.retire(
+            stamp,
+            Retired::Contents {
+                sampler,
+                mip_tail,
+                tail_bytes,
+            },
+        );
+    }
+
+    /// Hand back the retired memory no reader can see any more: tile slots to the pool,
+    /// sampler records and mip tails freed (their bytes leave the budget).
+    pub fn reclaim_retired(&mut self, epochs: &Epochs) {
+        while let Some(item) = self.retired.reclaim_one(epochs) {
+            match item {
+                Retired::Tile(Some(buffer)) => self.pool.give_back(buffer),
+                Retired::Tile(None) => self.pool.free_slot(),
+                Retired::Contents {
+                    sampler,
+                    mip_tail,
+                    tail_bytes,
+                } => {
+                    drop((sampler, mip_tail));
+                    self.pool.release(tail_bytes);
+                }
+            }
+        }
+    }
+
+    /// Slots accounted for, in tiles: filling, held by pages, retired (for tests).
+    #[cfg(test)]
+    fn slot_tiles(&self) -> u64 {
+        self.counts.filling + self.tiles.len() as u64 + self.retired.len() as u64
+    }
+}
+
+impl std::fmt::Debug for Residency {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Residency")
+            .field("counts", &self.counts)
+            .field("allocated_bytes", &self.allocated_bytes())
+            .field("budget_bytes", &self.budget_bytes())
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,299 @@
+use super::*;
+use crate::paging::{PageLayout, PageMapping};
+use proptest::prelude::*;
+
+fn table() -> PageTable {
+    PageTable::new(PageLayout::new(8, 64, 1 << 16).unwrap())
+}
+
+/// Fill `page` and publish it (setting its residence bit, as the engine does).
+fn fill_and_publish(r: &mut Residency, pages: &PageTable, epochs: &Epochs, page: u32, keep: bool) {
+    let b = r.allocate(epochs).expect("a slot");
+    r.filled(PageId(page), b);
+    assert!(r.publishing(PageId(page)).is_some());
+    assert!(r.published(PageId(page), keep));
+    pages.push_mapping(PageMapping {
+        page,
+        lru: 0,
+        entry: 0,
+    });
+}
+
+fn assert_accounted(r: &Residency) {
+    let spare = r.pool.spare_buffers() as u64;
+    assert_eq!(
+        r.allocated_bytes(),
+        TILE * (r.slot_tiles() + spare) + r.non_evictable_bytes(),
+        "{r:?}"
+    );
+}
+
+#[test]
+fn a_tile_goes_through_publish_stage_restore() {
+    let (pages, epochs) = (table(), Epochs::new());
+    let mut r = Residency::new(4 * TILE);
+    fill_and_publish(&mut r, &pages, &epochs, 100, true);
+    assert!(r.is_resident(PageId(100)));
+    assert_eq!(r.stage(&pages, &epochs, &[PageId(100), PageId(101)]), 1);
+    assert!(!pages.is_resident(100), "staging clears the residence bit");
+    assert!(r.is_staged(PageId(100)));
+    assert!(r.restore(PageId(100)));
+    let p = r.publishing(PageId(100)).unwrap();
+    assert!(
+        p.restored && p.data.is_some(),
+        "the host still has the data"
+    );
+    assert!(r.published(PageId(100), true));
+    assert!(!r.restore(PageId(100)), "not staged any more");
+    let c = r.counts();
+    assert_eq!((c.resident, c.staged, c.second_chance_restores), (1, 0, 1));
+    assert_eq!(r.take_events(), vec![TileEvent::Staged(PageId(100))]);
+    assert_accounted(&r);
+}
+
+#[test]
+fn staged_slots_are_reused_only_when_no_reader_can_see_them() {
+    let (pages, epochs) = (table(), Epochs::new());
+    let mut r = Residency::new(2 * TILE);
+    fill_and_publish(&mut r, &pages, &epochs, 100, true);
+    fill_and_publish(&mut r, &pages, &epochs, 101, true);
+    assert!(r.allocate(&epochs).is_none(), "the budget is full");
+    let launch = epochs.pin();
+    r.stage(&pages, &epochs, &[PageId(101), PageId(100)]);
+    r.take_events();
+    assert!(
+        r.allocate(&epochs).is_none(),
+        "the launch may still see them"
+    );
+    assert_eq!(r.staged_quiescence(&epochs), Some(Quiescence::LaunchPinned));
+    epochs.unpin(launch);
+    let b = r.allocate(&epochs).expect("the oldest staged tile");
+    assert_eq!(r.take_events(), vec![TileEvent::Released(PageId(101))]);
+    assert!(!r.restore(PageId(101)), "evicted: no second chance");
+    assert!(r.restore(PageId(100)));
+    assert_eq!(r.counts().evictions, 1);
+    assert_eq!(r.allocated_bytes(), 2 * TILE, "never past the budget");
+    r.cancel(b);
+    assert_accounted(&r);
+}
+
+#[test]
+fn a_backend_holding_the_data_leaves_only_fills_on_the_host() {
+    let (pages, epochs) = (table(), Epochs::new());
+    let mut r = Residency::new(8 * TILE);
+    for page in 100..108 {
+        fill_and_publish(&mut r, &pages, &epochs, page, false);
+    }
+    assert_eq!(r.host_bytes(), 0, "every host copy was freed");
+    assert_eq!(
+        r.allocated_bytes(),
+        8 * TILE,
+        "the slots stay in the budget"
+    );
+    assert_eq!(r.peak_host_bytes(), TILE, "one fill at a time");
+    r.stage(&pages, &epochs, &[PageId(100)]);
+    assert!(r.restore(PageId(100)));
+    assert!(r.publishing(PageId(100)).unwrap().data.is_none());
+    assert!(r.published(PageId(100), false));
+    r.stage(&pages, &epochs, &[PageId(101)]);
+    let b = r
+        .allocate(&epochs)
+        .expect("the staged slot, with a new host buffer");
+    assert_eq!(r.allocated_bytes(), 8 * TILE);
+    assert_eq!(r.host_bytes(), TILE);
+    r.filled(PageId(200), b);
+    assert!(r.published(PageId(200), false));
+    assert_eq!(r.host_bytes(), 0);
+    assert_accounted(&r);
+}
+
+#[test]
+fn retired_tiles_and_contents_are_freed_once_unseen() {
+    let (pages, epochs) = (table(), Epochs::new());
+    let mut r = Residency::new(8 * TILE);
+    assert!(r.reserve_tail(1000));
+    for page in [100, 101, 102, 300] {
+        fill_and_publish(&mut r, &pages, &epochs, page, true);
+    }
+    r.stage(&pages, &epochs, &[PageId(101)]);
+    let b = r.allocate(&epochs).unwrap();
+    r.filled(PageId(102 + 1), b); // publishing, never published
+    r.take_events();
+    let launch = epochs.pin();
+    assert_eq!(r.retire_range(&pages, &epochs, 100..200), 4);
+    let stamp = epochs.retire_stamp();
+    r.retire_contents(stamp, None, None, 1000);
+    assert!(!pages.is_resident(100) && pages.is_resident(300));
+    let mut released: Vec<_> = r.take_events();
+    released.sort_by_key(|e| match e {
+        TileEvent::Released(p) | TileEvent::Staged(p) => p.0,
+    });
+    assert_eq!(
+        released,
+        [100, 101, 102, 103].map(|p| TileEvent::Released(PageId(p)))
+    );
+    r.reclaim_retired(&epochs);
+    assert_eq!(
+        r.allocated_bytes(),
+        5 * TILE + 1000,
+        "a launch may see them"
+    );
+    epochs.unpin(launch);
+    r.reclaim_retired(&epochs);
+    assert_eq!(r.non_evictable_bytes(), 0);
+    assert_eq!(r.counts().resident, 1);
+    assert_eq!(r.pool.spare_buffers(), 4, "tile buffers kept for reuse");
+    assert_accounted(&r);
+}
+
+#[test]
+fn shrinking_the_budget_stages_the_oldest_tiles() {
+    let (pages, epochs) = (table(), Epochs::new());
+    let mut r = Residency::new(4 * TILE);
+    for page in 100..104 {
+        fill_and_publish(&mut r, &pages, &epochs, page, true);
+    }
+    pages.clear_references(1 << 16);
+    let mut pull = crate::paging::PullResult::default();
+    for launch in 0..20 {
+        assert!(pages.request_and_test(102) && pages.request_and_test(103));
+        pages.pull(1 << 16, launch, 1, &mut pull);
+    }
+    r.set_budget(&pages, &epochs, 2 * TILE);
+    assert_eq!(r.allocated_bytes(), 2 * TILE);
+    assert!(r.is_resident(PageId(102)) && r.is_resident(PageId(103)));
+    assert!(!pages.is_resident(100) && !pages.is_resident(101));
+    assert_eq!(r.counts().evictions, 2);
+    assert_accounted(&r);
+}
+
+#[test]
+fn a_clock_sweep_spares_referenced_tiles() {
+    let (pages, epochs) = (table(), Epochs::new());
+    let mut r = Residency::new(4 * TILE);
+    for page in 100..104 {
+        fill_and_publish(&mut r, &pages, &epochs, page, true);
+    }
+    pages.clear_references(1 << 16);
+    assert!(pages.request_and_test(101));
+    assert_eq!(r.sweep(&pages, &epochs, 1), 1);
+    assert!(r.is_resident(PageId(101)), "referenced: spared");
+    assert_eq!(r.counts().clock_sweeps, 1);
+    assert_eq!(r.counts().staged, 1);
+}
+
+#[test]
+fn make_room_keeps_a_reserve_of_staged_tiles() {
+    let (pages, epochs) = (table(), Epochs::new());
+    let mut r = Residency::new(16 * TILE);
+    for page in 100..116 {
+        fill_and_publish(&mut r, &pages, &epochs, page, true);
+    }
+    let stale: Vec<StalePage> = (100..116)
+        .map(|p| StalePage {
+            page: PageId(p),
+            age: (p % 5) as u8 + 1,
+        })
+        .collect();
+    r.make_room(&pages, &epochs, 2, &stale, 0.25);
+    let c = r.counts();
+    assert_eq!(c.staged, 2 + 4, "the need plus a quarter of the budget");
+    // The oldest went first.
+    assert!(r.is_staged(PageId(104)) && r.is_staged(PageId(109)));
+    r.make_room(&pages, &epochs, 2, &stale, 0.25);
+    assert_eq!(r.counts().staged, 6, "enough staged already");
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    Fill(u8, bool),
+    Stage(u8),
+    Restore(u8),
+    Retire(u8),
+    Pin,
+    Unpin,
+    Budget(u8),
+    Reclaim,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        4 => (0u8..24, any::<bool>()).prop_map(|(p, k)| Op::Fill(p, k)),
+        2 => (0u8..24).prop_map(Op::Stage),
+        2 => (0u8..24).prop_map(Op::Restore),
+        1 => (0u8..3).prop_map(Op::Retire),
+        1 => Just(Op::Pin),
+        1 => Just(Op::Unpin),
+        1 => (2u8..12).prop_map(Op::Budget),
+        1 => Just(Op::Reclaim),
+    ]
+}
+
+proptest! {
+    /// Any sequence of operations keeps the accounting exact, never takes memory past the
+    /// budget, and reports every slot that leaves exactly once.
+    #[test]
+    fn random_operations_keep_the_invariants(ops in proptest::collection::vec(op(), 1..200)) {
+        let (pages, epochs) = (table(), Epochs::new());
+        let mut r = Residency::new(8 * TILE);
+        let mut pins = Vec::new();
+        for op in ops {
+            let before = r.allocated_bytes();
+            let prev: std::collections::BTreeMap<u32, State> =
+                r.tiles.iter().map(|(&p, t)| (p, t.state)).collect();
+            match op {
+                Op::Fill(p, keep) => {
+                    let page = 100 + p as u32;
+                    if prev.contains_key(&page) {
+                        continue;
+                    }
+                    if let Some(b) = r.allocate(&epochs) {
+                        prop_assert!(r.allocated_bytes() <= r.budget_bytes().max(before));
+                        r.filled(PageId(page), b);
+                        prop_assert!(r.published(PageId(page), keep));
+                        pages.push_mapping(PageMapping { page, lru: 0, entry: 0 });
+                    }
+                }
+                Op::Stage(p) => { r.stage(&pages, &epochs, &[PageId(100 + p as u32)]); }
+                Op::Restore(p) => {
+                    let page = PageId(100 + p as u32);
+                    if r.restore(page) {
+                        r.published(page, true);
+                        pages.push_mapping(PageMapping { page: page.0, lru: 0, entry: 0 });
+                    }
+                }
+                Op::Retire(k) => {
+                    let start = 100 + 8 * k as u32;
+                    r.retire_range(&pages, &epochs, start..start + 8);
+                }
+                Op::Pin => pins.push(epochs.pin()),
+                Op::Unpin => { if let Some(e) = pins.pop() { epochs.unpin(e); } }
+                Op::Budget(tiles) => r.set_budget(&pages, &epochs, tiles as u64 * TILE),
+                Op::Reclaim => r.free_excess(&epochs),
+            }
+            // Exactly the pages that stopped holding a slot were released, once each; the
+            // pages that went from resident to staged were reported staged.
+            let events = r.take_events();
+            let mut released: Vec<u32> = events.iter().filter_map(|e| match e {
+                TileEvent::Released(p) => Some(p.0),
+                TileEvent::Staged(_) => None,
+            }).collect();
+            released.sort_unstable();
+            let gone: Vec<u32> = prev.keys().copied().filter(|p| !r.tiles.contains_key(p)).collect();
+            prop_assert_eq!(released, gone);
+            for e in &events {
+                if let TileEvent::Staged(p) = e {
+                    prop_assert_eq!(prev.get(&p.0), Some(&State::Resident));
+                }
+            }
+            assert_accounted(&r);
+            for (&page, tile) in &r.tiles {
+                prop_assert_eq!(pages.is_resident(page), tile.state == State::Resident);
+            }
+            prop_assert_eq!(
+                r.counts().resident + r.counts().staged + r.counts().publishing,
+                r.tiles.len() as u64
+            );
+        }
+    }
+}

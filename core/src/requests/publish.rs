@@ -1,0 +1,280 @@
+//! Publication: making what fills produced visible — through the backend first, then in
+//! the host page table (entries and tile addresses before residence bits, so a sampler that
+//! sees a bit sees the data). Launches publish at `launch_prepare`
+//! ([`Engine::publish_pending`], then [`Engine::begin_launch`]); the blocking cache
+//! publishes as soon as its fill is done.
+//!
+//! Each publication first forwards the withdrawals made since the last one (tile events
+//! from [`crate::memory::Residency`], entry pages and textures from the lifecycle), so the
+//! backend sees every change in order. See [`crate::backend`] for the protocol.
+
+use super::engine::Engine;
+use super::host_state::{HostState, Pending};
+use crate::backend::{HostCopy, PublishError, TextureContents, Withdrawal};
+use crate::error::Result;
+use crate::ids::PageId;
+use crate::paging::{PageMapping, NON_EVICTABLE};
+use crate::resources::{Route, TextureState};
+use std::sync::Arc;
+
+/// A launch's hold on host memory: while it lives, nothing the launch could reach through
+/// the host page table is reused. A backend whose launches read only device memory drops it
+/// at once. Dropping it releases the hold.
+#[derive(Debug)]
+pub struct LaunchPin {
+    engine: Arc<Engine>,
+    epoch: u64,
+    launch_num: u32,
+}
+
+impl LaunchPin {
+    /// The launch's number (1 for the first).
+    pub fn launch_num(&self) -> u32 {
+        self.launch_num
+    }
+
+    /// The engine it belongs to.
+    pub fn engine(&self) -> &Arc<Engine> {
+        &self.engine
+    }
+}
+
+impl Drop for LaunchPin {
+    fn drop(&mut self) {
+        self.engine.epochs.unpin(self.epoch);
+    }
+}
+
+/// What became of one pending publication.
+enum Outcome {
+    Published,
+    /// Withdrawn since it was queued: nothing to do.
+    Gone,
+    /// The backend cannot take it yet: offered again at the next publication.
+    Later(Pending),
+}
+
+impl Engine {
+    /// Make what finished since the last publication visible, through the backend. Costs
+    /// the number of changes, not the size of the page space. Returns how many
+    /// publications were made; those the backend could not take yet stay pending.
+    ///
+    /// Errors: the backend's ([`PublishError::Fatal`]); what was not published stays
+    /// pending.
+    pub fn publish_pending(&self) -> Result<usize> {
+        let mut host = self.host.lock();
+        self.publish(&mut host)
+    }
+
+    /// Start a launch (after [`publish_pending`](Self::publish_pending)): hand back retired
+    /// memory no reader can see, advance the launch counter and pin the epoch.
+    pub fn begin_launch(self: &Arc<Self>) -> LaunchPin {
+        let mut host = self.host.lock();
+        host.residency.reclaim_retired(&self.epochs);
+        host.launch_num = host.launch_num.wrapping_add(1);
+        host.counters.launches += 1;
+        let launch_num = host.launch_num;
+        let epoch = self.epochs.pin();
+        LaunchPin {
+            engine: self.clone(),
+            epoch,
+            launch_num,
+        }
+    }
+
+    /// Forward the withdrawals made since the last publication to the backend, in order.
+    pub(crate) fn forward_withdrawals(&self, host: &mut HostState) -> Result<()> {
+        for event in host.residency.take_events() {
+            self.backend.withdraw(event.into())?;
+        }
+        for w in std::mem::take(&mut host.withdrawn) {
+            self.backend.withdraw(w)?;
+        }
+        Ok(())
+    }
+
+    /// Make the pending publications visible. Returns how many were published.
+    pub(crate) fn publish(&self, host: &mut HostState) -> Result<usize> {
+        self.forward_withdrawals(host)?;
+        let mut published = 0;
+        let mut later = Vec::new();
+        let mut failure = None;
+        // A texture the backend rejects queues its fallback: publish that too.
+        let mut queue = std::mem::take(&mut host.pending);
+        while !queue.is_empty() {
+            for p in queue {
+                if failure.is_some() {
+                    later.push(p);
+                    continue;
+                }
+                match self.publish_one(host, p) {
+                    Ok(Outcome::Published) => published += 1,
+                    Ok(Outcome::Gone) => {}
+                    Ok(Outcome::Later(p)) => {
+                        host.counters.publications_deferred += 1;
+                        later.push(p);
+                    }
+                    Err(e) => {
+                        failure = Some(e);
+                        later.push(p);
+                    }
+                }
+            }
+            queue = std::mem::take(&mut host.pending);
+        }
+        host.pending = later;
+        let flushed = self.backend.end_publication();
+        match failure {
+            Some(e) => Err(e),
+            None => flushed.map(|()| published),
+        }
+    }
+
+    fn publish_one(&self, host: &mut HostState, p: Pending) -> Result<Outcome> {
+        match p {
+            Pending::Tile(page) => self.publish_tile(host, page),
+            Pending::Texture { texture, .. } => self.publish_texture(host, p, texture),
+            Pending::Entry { page, entry } => {
+                self.backend.publish_entry(page, entry)?;
+                self.push_entry(page, entry);
+                host.in_flight.remove(&page.0);
+                Ok(Outcome::Published)
+            }
+        }
+    }
+
+    fn publish_tile(&self, host: &mut HostState, page: PageId) -> Result<Outcome> {
+        let Some(tile) = host.residency.publishing(page) else {
+            return Ok(Outcome::Gone);
+        };
+        let accepted = match (tile.restored, tile.data) {
+            (true, _) => self.backend.restore_tile(page).map(|()| HostCopy::Keep),
+            (false, Some(data)) => self.backend.publish_tile(page, data),
+            (false, None) => Err(PublishError::Rejected(
+                "a filled tile without data (internal error)".into(),
+            )),
+        };
+        match accepted {
+            Ok(copy) => {
+                host.residency.published(page, copy == HostCopy::Keep);
+                self.pages.push_mapping(PageMapping {
+                    page: page.0,
+                    lru: 0,
+                    entry: 0,
+                });
+                host.in_flight.remove(&page.0);
+                Ok(Outcome::Published)
+            }
+            Err(PublishError::NotNow(why)) => {
+                tracing::debug!(page = page.0, "tile publication deferred: {why}");
+                Ok(Outcome::Later(Pending::Tile(page)))
+            }
+            Err(PublishError::Rejected(why)) => {
+                // Withdraw the tile and fail its texture: it samples as its fallback.
+                host.residency
+                    .retire_range(&self.pages, &self.epochs, page.0..page.0 + 1);
+                host.in_flight.remove(&page.0);
+                if let Route::Tile { texture, .. } = host.resources.route(&self.layout, page) {
+                    host.fail_texture(&self.layout, texture, why);
+                }
+                Ok(Outcome::Gone)
+            }
+            Err(PublishError::Fatal(e)) => Err(e),
+        }
+    }
+
+    fn publish_texture(
+        &self,
+        host: &mut HostState,
+        pending: Pending,
+        texture: crate::ids::TextureId,
+    ) -> Result<Outcome> {
+        let Pending::Texture {
+            generation,
+            base_color,
+            ..
+        } = pending
+        else {
+            return Ok(Outcome::Gone);
+        };
+        let Some(record) = host.resources.get(texture) else {
+            return Ok(Outcome::Gone);
+        };
+        let (Some(layout), Some(sampler), Some(tail)) =
+            (&record.layout, &record.sampler, &record.mip_tail)
+        else {
+            return Ok(Outcome::Gone);
+        };
+        if record.generation != generation || record.state != TextureState::Ready {
+            return Ok(Outcome::Gone);
+        }
+        let contents = TextureContents {
+            texture,
+            layout,
+            desc: &record.desc,
+            sampler,
+            mip_tail: tail,
+            base_color,
+        };
+        match self.backend.publish_texture(&contents) {
+            Ok(()) => {
+                let sampler_entry = sampler.as_ptr() as u64;
+                let tail_page = sampler.start_page;
+                let sampler_page = self.layout.sampler_page(texture);
+                let base_page = self.layout.base_color_page(texture);
+                self.push_entry(sampler_page, sampler_entry);
+                self.push_entry(base_page, base_color);
+                self.push_entry(PageId(tail_page), 0);
+                host.in_flight.remove(&sampler_page.0);
+                host.in_flight.remove(&base_page.0);
+                Ok(Outcome::Published)
+            }
+            Err(PublishError::NotNow(why)) => {
+                tracing::debug!(texture = texture.0, "texture publication deferred: {why}");
+                Ok(Outcome::Later(pending))
+            }
+            Err(PublishError::Rejected(why)) => {
+                host.fail_texture(&self.layout, texture, why);
+                Ok(Outcome::Gone)
+            }
+            Err(PublishError::Fatal(e)) => Err(e),
+        }
+    }
+
+    /// Make a non-evictable page resident in the host page table with `entry` (entries
+    /// are kept only for entry pages).
+    fn push_entry(&self, page: PageId, entry: u64) {
+        self.pages.push_mapping(PageMapping {
+            page: page.0,
+            lru: NON_EVICTABLE as u32,
+            entry,
+        });
+    }
+
+    /// Publish page-table entries at once, outside a launch (a UDIM grid, an unloaded
+    /// texture's fallback): the backend hears of them now, after the withdrawals pending.
+    pub(crate) fn publish_entries_now(
+        &self,
+        host: &mut HostState,
+        entries: &[(PageId, u64)],
+    ) -> Result<()> {
+        self.forward_withdrawals(host)?;
+        for &(page, entry) in entries {
+            self.backend.publish_entry(page, entry)?;
+            self.push_entry(page, entry);
+        }
+        Ok(())
+    }
+
+    /// Withdraw non-evictable pages at once (a texture's sampler, base colour and mip-tail
+    /// pages when its contents are dropped): non-resident now, the backend told at the next
+    /// publication.
+    pub(crate) fn withdraw_entries(&self, host: &mut HostState, pages: &[PageId]) {
+        for &page in pages {
+            if self.pages.is_resident(page.0) {
+                self.pages.invalidate(page.0);
+                host.withdrawn.push(Withdrawal::Page(page));
+            }
+        }
+    }
+}

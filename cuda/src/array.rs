@@ -1,0 +1,379 @@
+//! `MipmappedArray`: one CUDA mipmapped array (sparse or dense) in a texture's texel format,
+//! destroyed on drop, with synchronous and asynchronous 2D copies into and out of its
+//! levels. The storage under [`crate::sparse::SparseTexture`] and
+//! [`crate::dense::DenseTexture`], and what a [`crate::texture_object::TextureObject`]
+//! samples.
+
+use crate::ops::{bind, drv};
+use cudarc::driver::sys::{self, CUarray_format};
+use cudarc::driver::{CudaContext, CudaStream};
+use demandtex::error::{Error, Result};
+use demandtex::textures::{TexelFormat, TexelType};
+use std::sync::Arc;
+
+/// The CUDA array format and channel count of a texel format (`U16` is read as normalised
+/// floats, like `U8`: the texture objects never set `CU_TRSF_READ_AS_INTEGER`).
+pub fn array_format(format: TexelFormat) -> (CUarray_format, u32) {
+    let f = match format.texel_type {
+        TexelType::U8 => CUarray_format::CU_AD_FORMAT_UNSIGNED_INT8,
+        TexelType::U16 => CUarray_format::CU_AD_FORMAT_UNSIGNED_INT16,
+        TexelType::F16 => CUarray_format::CU_AD_FORMAT_HALF,
+        TexelType::F32 => CUarray_format::CU_AD_FORMAT_FLOAT,
+    };
+    (f, format.channels)
+}
+
+/// The `CUDA_MEMCPY2D` of a copy between host memory at `host` (rows `pitch` bytes apart)
+/// and the CUDA array `array` at (`at.0` bytes, `at.1` rows), of `extent` = (bytes per row,
+/// rows), host → array when `to_array`, else array → host.
+///
+/// Built field by field: the struct holds `CUmemorytype` enums, which have no zero value,
+/// so `std::mem::zeroed` of it aborts the process (a non-unwinding panic).
+fn memcpy2d_desc(
+    array: sys::CUarray,
+    at: (usize, usize),
+    host: *mut u8,
+    pitch: usize,
+    extent: (usize, usize),
+    to_array: bool,
+) -> sys::CUDA_MEMCPY2D {
+    use sys::CUmemorytype::{CU_MEMORYTYPE_ARRAY as ARRAY, CU_MEMORYTYPE_HOST as HOST};
+    let (src_at, dst_at) = if to_array { ((0, 0), at) } else { (at, (0, 0)) };
+    sys::CUDA_MEMCPY2D {
+        srcXInBytes: src_at.0,
+        srcY: src_at.1,
+        srcMemoryType: if to_array { HOST } else { ARRAY },
+        srcHost: if to_array {
+            host as *const _
+        } else {
+            std::ptr::null()
+        },
+        srcDevice: 0,
+        srcArray: if to_array {
+            std::ptr::null_mut()
+        } else {
+            array
+        },
+        srcPitch: if to_array { pitch } else { 0 },
+        dstXInBytes: dst_at.0,
+        dstY: dst_at.1,
+        dstMemoryType: if to_array { ARRAY } else { HOST },
+        dstHost: if to_array {
+            std::ptr::null_mut()
+        } else {
+            host as *mut _
+        },
+        dstDevice: 0,
+        dstArray: if to_array {
+            array
+        } else {
+            std::ptr::null_mut()
+        },
+        dstPitch: if to_array { 0 } else { pitch },
+        WidthInBytes: extent.0,
+        Height: extent.1,
+    }
+}
+
+/// A rectangle of texels of one level of a [`MipmappedArray`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LevelRect {
+    /// Mip level.
+    pub level: u32,
+    /// Left texel column.
+    pub x: u32,
+    /// Top texel row.
+    pub y: u32,
+    /// Columns.
+    pub width: u32,
+    /// Rows.
+    pub height: u32,
+}
+
+/// A CUDA mipmapped array. Its level handles are owned by it (they die with it).
+pub struct MipmappedArray {
+    raw: sys::CUmipmappedArray,
+    levels: Vec<sys::CUarray>,
+    level_sizes: Vec<(u32, u32)>,
+    format: TexelFormat,
+    sparse: bool,
+    ctx: Arc<CudaContext>,
+}
+
+// SAFETY: the handles are plain driver handles, valid in any thread once the owning
+// context is bound (every method binds it); the driver serialises operations on them.
+unsafe impl Send for MipmappedArray {}
+// SAFETY: as above; `&self` methods only read the handles.
+unsafe impl Sync for MipmappedArray {}
+
+impl MipmappedArray {
+    /// A `width × height` array of `levels` mip levels in `format`; `sparse` creates it
+    /// with `CUDA_ARRAY3D_SPARSE` (no memory until tiles are mapped), otherwise all its
+    /// memory is allocated now.
+    pub fn new(
+        ctx: &Arc<CudaContext>,
+        width: u32,
+        height: u32,
+        levels: u32,
+        format: TexelFormat,
+        sparse: bool,
+    ) -> Result<Arc<MipmappedArray>> {
+        if width == 0 || height == 0 || levels == 0 {
+            return Err(Error::InvalidArgument(format!(
+                "a {width}×{height} array of {levels} levels"
+            )));
+        }
+        let (array_format, channels) = array_format(format);
+        let desc = sys::CUDA_ARRAY3D_DESCRIPTOR {
+            Width: width as usize,
+            Height: height as usize,
+            Depth: 0,
+            Format: array_format,
+            NumChannels: channels,
+            Flags: if sparse { sys::CUDA_ARRAY3D_SPARSE } else { 0 },
+        };
+        bind(ctx)?;
+        let mut raw: sys::CUmipmappedArray = std::ptr::null_mut();
+        // SAFETY: `desc` is a valid 2D descriptor (Depth 0); the driver writes one handle.
+        drv("cuMipmappedArrayCreate", || unsafe {
+            sys::cuMipmappedArrayCreate(&mut raw, &desc, levels)
+        })?;
+        let mut array = MipmappedArray {
+            raw,
+            levels: Vec::with_capacity(levels as usize),
+            level_sizes: Vec::with_capacity(levels as usize),
+            format,
+            sparse,
+            ctx: ctx.clone(),
+        };
+        for level in 0..levels {
+            let mut handle: sys::CUarray = std::ptr::null_mut();
+            // SAFETY: `raw` is the live array created above and `level < levels`.
+            drv("cuMipmappedArrayGetLevel", || unsafe {
+                sys::cuMipmappedArrayGetLevel(&mut handle, raw, level)
+            })?;
+            array.levels.push(handle);
+            array
+                .level_sizes
+                .push(((width >> level).max(1), (height >> level).max(1)));
+        }
+        Ok(Arc::new(array))
+    }
+
+    /// The raw handle (valid while `self` lives).
+    pub fn raw(&self) -> sys::CUmipmappedArray {
+        self.raw
+    }
+
+    /// The context the array lives in.
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.ctx
+    }
+
+    /// The texel format.
+    pub fn format(&self) -> TexelFormat {
+        self.format
+    }
+
+    /// Whether the array was created sparse.
+    pub fn is_sparse(&self) -> bool {
+        self.sparse
+    }
+
+    /// Number of mip levels.
+    pub fn num_levels(&self) -> u32 {
+        self.levels.len() as u32
+    }
+
+    /// Width and height of `level` (the usual `max(1, size >> level)`).
+    pub fn level_size(&self, level: u32) -> Option<(u32, u32)> {
+        self.level_sizes.get(level as usize).copied()
+    }
+
+    /// Check that `rect` lies inside its level; returns the level's array handle.
+    fn level_for(&self, rect: &LevelRect) -> Result<sys::CUarray> {
+        let (w, h) = self.level_size(rect.level).ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "level {} of an array of {} levels",
+                rect.level,
+                self.levels.len()
+            ))
+        })?;
+        let inside = rect.width > 0
+            && rect.height > 0
+            && rect.x as u64 + rect.width as u64 <= w as u64
+            && rect.y as u64 + rect.height as u64 <= h as u64;
+        if !inside {
+            return Err(Error::InvalidArgument(format!(
+                "{rect:?} is not inside level {} ({w}×{h})",
+                rect.level
+            )));
+        }
+        Ok(self.levels[rect.level as usize])
+    }
+
+    /// The copy descriptor between host memory at `host` (rows `pitch` bytes apart) and
+    /// `rect` of the array, in the direction `to_array`.
+    fn copy_desc(
+        &self,
+        rect: &LevelRect,
+        host: *mut u8,
+        pitch: usize,
+        to_array: bool,
+    ) -> Result<sys::CUDA_MEMCPY2D> {
+        let array = self.level_for(rect)?;
+        let texel = self.format.texel_bytes();
+        let row_bytes = rect.width as usize * texel;
+        if pitch < row_bytes {
+            return Err(Error::InvalidArgument(format!(
+                "a pitch of {pitch} bytes for rows of {row_bytes}"
+            )));
+        }
+        let at = (rect.x as usize * texel, rect.y as usize);
+        Ok(memcpy2d_desc(
+            array,
+            at,
+            host,
+            pitch,
+            (row_bytes, rect.height as usize),
+            to_array,
+        ))
+    }
+
+    /// Bytes a host buffer of `rect` with rows `pitch` apart must have.
+    fn host_bytes(&self, rect: &LevelRect, pitch: usize) -> usize {
+        let row_bytes = rect.width as usize * self.format.texel_bytes();
+        pitch * (rect.height as usize).saturating_sub(1) + row_bytes
+    }
+
+    /// Copy `src` (rows `pitch` bytes apart) into `rect`, synchronously. In a sparse array
+    /// the tiles under `rect` must be mapped.
+    pub fn write(&self, rect: &LevelRect, src: &[u8], pitch: usize) -> Result<()> {
+        let d = self.copy_desc(rect, src.as_ptr() as *mut u8, pitch, true)?;
+        if src.len() < self.host_bytes(rect, pitch) {
+            return Err(Error::InvalidArgument(format!(
+                "{} bytes for {rect:?} with a pitch of {pitch}",
+                src.len()
+            )));
+        }
+        bind(&self.ctx)?;
+        // SAFETY: the descriptor reads `host_bytes` ≤ `src.len()` bytes of `src`, which
+        // outlives this synchronous copy, and writes inside the level (checked above).
+        drv("cuMemcpy2D_v2", || unsafe { sys::cuMemcpy2D_v2(&d) })
+    }
+
+    /// Copy `rect` into `dst` (rows `pitch` bytes apart), synchronously. Unmapped parts of
+    /// a sparse array read as zeros.
+    pub fn read(&self, rect: &LevelRect, dst: &mut [u8], pitch: usize) -> Result<()> {
+        let d = self.copy_desc(rect, dst.as_mut_ptr(), pitch, false)?;
+        if dst.len() < self.host_bytes(rect, pitch) {
+            return Err(Error::InvalidArgument(format!(
+                "{} bytes for {rect:?} with a pitch of {pitch}",
+                dst.len()
+            )));
+        }
+        bind(&self.ctx)?;
+        // SAFETY: the descriptor writes `host_bytes` ≤ `dst.len()` bytes of `dst`, which
+        // outlives this synchronous copy, and reads inside the level (checked above).
+        drv("cuMemcpy2D_v2", || unsafe { sys::cuMemcpy2D_v2(&d) })
+    }
+
+    /// Enqueue a copy of host memory at `src` (rows `pitch` bytes apart) into `rect` on
+    /// `stream`.
+    ///
+    /// # Safety
+    /// `src` must point to at least `pitch * (rect.height - 1) + rect.width * texel_bytes`
+    /// readable bytes of page-locked host memory that stay valid and unchanged until the
+    /// copy completes on `stream` (e.g. a [`crate::staging::StagingRing`] slot, kept until
+    /// its fence completes). In a sparse array the tiles under `rect` must be mapped before
+    /// the copy runs (a map enqueued earlier on the same stream is).
+    pub unsafe fn write_async(
+        &self,
+        stream: &CudaStream,
+        rect: &LevelRect,
+        src: *const u8,
+        pitch: usize,
+    ) -> Result<()> {
+        let d = self.copy_desc(rect, src as *mut u8, pitch, true)?;
+        bind(&self.ctx)?;
+        // SAFETY: the caller keeps `src` valid until the copy completes; the destination
+        // lies inside the level (checked by `copy_desc`).
+        drv("cuMemcpy2DAsync_v2", || unsafe {
+            sys::cuMemcpy2DAsync_v2(&d, stream.cu_stream())
+        })
+    }
+}
+
+impl Drop for MipmappedArray {
+    fn drop(&mut self) {
+        // Mapped tiles need not be unmapped first: destroying the array drops its mappings
+        // (the tile memory itself belongs to the pool).
+        let raw = self.raw;
+        let result = bind(&self.ctx).and_then(|_| {
+            // SAFETY: `raw` is the live handle created in `new`, destroyed only here.
+            drv("cuMipmappedArrayDestroy", || unsafe {
+                sys::cuMipmappedArrayDestroy(raw)
+            })
+        });
+        if let Err(e) = result {
+            tracing::warn!("destroying a CUDA mipmapped array: {e}");
+        }
+    }
+}
+
+impl std::fmt::Debug for MipmappedArray {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MipmappedArray")
+            .field("levels", &self.level_sizes)
+            .field("format", &self.format)
+            .field("sparse", &self.sparse)
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copy_descriptors_name_the_array_side_and_the_host_side() {
+        use sys::CUmemorytype::{CU_MEMORYTYPE_ARRAY, CU_MEMORYTYPE_HOST};
+        // A fake, never dereferenced handle and host address.
+        let array = 0x1000 as sys::CUarray;
+        let host = 0x2000 as *mut u8;
+        let up = memcpy2d_desc(array, (512, 7), host, 640, (416, 44), true);
+        assert_eq!(up.srcMemoryType, CU_MEMORYTYPE_HOST);
+        assert_eq!((up.srcHost as usize, up.srcPitch), (0x2000, 640));
+        assert_eq!((up.srcXInBytes, up.srcY), (0, 0));
+        assert_eq!(up.dstMemoryType, CU_MEMORYTYPE_ARRAY);
+        assert_eq!(up.dstArray, array);
+        assert_eq!((up.dstXInBytes, up.dstY), (512, 7));
+        assert_eq!((up.WidthInBytes, up.Height), (416, 44));
+        let down = memcpy2d_desc(array, (512, 7), host, 640, (416, 44), false);
+        assert_eq!(down.srcMemoryType, CU_MEMORYTYPE_ARRAY);
+        assert_eq!(down.srcArray, array);
+        assert_eq!((down.srcXInBytes, down.srcY), (512, 7));
+        assert_eq!(down.dstMemoryType, CU_MEMORYTYPE_HOST);
+        assert_eq!((down.dstHost as usize, down.dstPitch), (0x2000, 640));
+        assert_eq!((down.dstXInBytes, down.dstY), (0, 0));
+        assert_eq!((down.WidthInBytes, down.Height), (416, 44));
+    }
+
+    #[test]
+    fn formats_map_to_cuda_array_formats() {
+        let f = |t, c| array_format(TexelFormat::new(t, c).unwrap());
+        assert_eq!(
+            f(TexelType::U8, 4),
+            (CUarray_format::CU_AD_FORMAT_UNSIGNED_INT8, 4)
+        );
+        assert_eq!(
+            f(TexelType::U16, 1),
+            (CUarray_format::CU_AD_FORMAT_UNSIGNED_INT16, 1)
+        );
+        assert_eq!(f(TexelType::F16, 2), (CUarray_format::CU_AD_FORMAT_HALF, 2));
+        assert_eq!(
+            f(TexelType::F32, 4),
+            (CUarray_format::CU_AD_FORMAT_FLOAT, 4)
+        );
+    }
+}

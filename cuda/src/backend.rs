@@ -1,0 +1,625 @@
+//! `CudaBackend`: the [`Backend`] that mirrors what the engine publishes onto one CUDA
+//! device. The engine (requests, fills, eviction, second chance, budget) runs unchanged on
+//! the host and tells this backend what changed; nothing is diffed, so the host cost of a
+//! launch is the number of changes.
+//!
+//! - A published tile is mapped onto a tile-pool block (sparse arrays) and its texels are
+//!   copied into a pinned staging slot at once — the engine then frees its host copy
+//!   ([`HostCopy::Release`]): host memory holds only tiles being filled or waiting for
+//!   publication, whatever the device budget. The async copy to the array follows the map
+//!   in stream order at the next flush.
+//! - A staged tile keeps its block: its residence bit is cleared on the device, and a
+//!   restore (second chance) sets it again with no copy.
+//! - A released tile (evicted, or dropped with its texture) is unmapped; its block goes back
+//!   to the pool once a fence recorded after the unmap completes.
+//! - A published texture becomes a [`GpuTexture`] (array, texture object, mip tail mapped
+//!   and uploaded, device sampler); a withdrawn one is kept until a fence says no launch can
+//!   sample it.
+//! - Residence changes and entries are queued per page and applied at the flush
+//!   ([`Backend::end_publication`]) by the push and invalidate kernels, the last change of a
+//!   page winning.
+//!
+//! Flush order on the loader's stream: unmaps, maps, uploads, invalidations, pushes — so a
+//! page released and filled again in one publication is unmapped before it is mapped anew.
+
+use crate::dense::page_copies;
+use crate::device_context::DeviceContextBuffers;
+use crate::gpu_texture::GpuTexture;
+use crate::kernels::PagingKernels;
+use crate::mapping::MapBatch;
+use crate::sparse::SparseRegion;
+use crate::staging::FenceQueue;
+use crate::staging::StagingRing;
+use crate::streams::StreamOrder;
+use crate::tile_pool::{CudaTilePool, TileBlock, DEFAULT_ARENA_BYTES};
+use crate::{CudaDevice, STAGING_SLOTS};
+use cudarc::driver::CudaStream;
+use demandtex::backend::{Backend, HostCopy, PublishError, TextureContents, Withdrawal};
+use demandtex::error::{Error, Result};
+use demandtex::ids::{PageId, TILE_BYTES};
+use demandtex::memory::TileBuffer;
+use demandtex::paging::{PageLayout, PageMapping, NON_EVICTABLE};
+use parking_lot::Mutex;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+/// The device tile pool's cap for a texture budget of `budget_bytes`: the budget plus two
+/// arenas of headroom, for mip tails rounded up to whole tiles and for blocks waiting for
+/// their fence.
+pub fn device_pool_bytes(budget_bytes: u64) -> u64 {
+    budget_bytes.saturating_add(2 * DEFAULT_ARENA_BYTES)
+}
+
+/// What the device side did, for [`crate::CudaLoader::cuda_stats`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct CudaStats {
+    /// Whether textures are sparse arrays (false: dense fallback).
+    pub sparse: bool,
+    /// Tiles copied to the device.
+    pub tiles_uploaded: u64,
+    /// Bytes copied to the device (tiles and mip tails).
+    pub bytes_uploaded: u64,
+    /// Tiles made resident again with no copy (their block was still mapped).
+    pub device_restores: u64,
+    /// Tile blocks unmapped and freed.
+    pub blocks_released: u64,
+    /// Textures built on the device.
+    pub textures_built: u64,
+    /// Textures on the device now.
+    pub textures_on_device: u64,
+    /// Tile-pool bytes in use (tiles and mip tails).
+    pub pool_used_bytes: u64,
+    /// Most tile-pool bytes in use at once.
+    pub pool_peak_bytes: u64,
+    /// Tile-pool bytes allocated from the driver (whole arenas).
+    pub pool_capacity_bytes: u64,
+    /// Pages pulled as requested, summed over launches.
+    pub requests_pulled: u64,
+    /// Launches whose requests overflowed the request list (the rest come next launch).
+    pub request_overflows: u64,
+    /// Residence changes (pushes and invalidations) applied on the device.
+    pub residence_changes: u64,
+    /// Flushes (publications that reached the device).
+    pub flushes: u64,
+}
+
+/// One page's tile on the device.
+struct DeviceTile {
+    /// The pool block it is mapped onto (`None` in a dense array).
+    block: Option<TileBlock>,
+    /// The texture it belongs to (keeps its array alive while mapped).
+    texture: Arc<GpuTexture>,
+}
+
+/// A tile copy waiting in a staging slot for its map to be submitted.
+struct QueuedUpload {
+    texture: Arc<GpuTexture>,
+    slot: usize,
+    rect: crate::array::LevelRect,
+    pitch: usize,
+}
+
+/// A residence change of one page, applied at the flush.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ResidenceChange {
+    Push(PageMapping),
+    Invalidate(u32),
+}
+
+/// The last change of each page, split into the invalidations and pushes the kernels
+/// apply (each page in at most one of them), in page order.
+pub(crate) fn coalesce(changes: &[ResidenceChange]) -> (Vec<u32>, Vec<PageMapping>) {
+    let mut last: BTreeMap<u32, ResidenceChange> = BTreeMap::new();
+    for &c in changes {
+        let page = match c {
+            ResidenceChange::Push(m) => m.page,
+            ResidenceChange::Invalidate(p) => p,
+        };
+        last.insert(page, c);
+    }
+    let mut invalidate = Vec::new();
+    let mut push = Vec::new();
+    for c in last.into_values() {
+        match c {
+            ResidenceChange::Push(m) => push.push(m),
+            ResidenceChange::Invalidate(p) => invalidate.push(p),
+        }
+    }
+    (invalidate, push)
+}
+
+/// Everything the backend holds on its device (behind the backend's lock).
+pub(crate) struct DeviceState {
+    pub device: CudaDevice,
+    pub stream: Arc<CudaStream>,
+    pub kernels: PagingKernels,
+    pub buffers: DeviceContextBuffers,
+    /// Tile memory (sparse mode only).
+    pub pool: Option<CudaTilePool>,
+    staging: StagingRing,
+    /// Orders callers' streams with the loader's.
+    pub order: StreamOrder,
+    layout: PageLayout,
+    textures: HashMap<u32, Arc<GpuTexture>>,
+    ranges: BTreeMap<u32, u32>,
+    tiles: HashMap<u32, DeviceTile>,
+    // Queued for the next flush.
+    residence: Vec<ResidenceChange>,
+    maps: Vec<(Arc<GpuTexture>, SparseRegion, TileBlock)>,
+    uploads: Vec<QueuedUpload>,
+    releases: Vec<(u32, DeviceTile)>,
+    retiring: Vec<Arc<GpuTexture>>,
+    // Waiting for fences.
+    released_blocks: FenceQueue<TileBlock>,
+    retired_textures: FenceQueue<Arc<GpuTexture>>,
+    pub stats: CudaStats,
+}
+
+/// The CUDA [`Backend`] (see the module docs).
+pub(crate) struct CudaBackend {
+    pub state: Mutex<DeviceState>,
+}
+
+impl CudaBackend {
+    /// A backend over `device` for an engine with page layout `layout`.
+    pub fn new(
+        device: CudaDevice,
+        stream: Arc<CudaStream>,
+        kernels: PagingKernels,
+        buffers: DeviceContextBuffers,
+        pool: Option<CudaTilePool>,
+        staging: StagingRing,
+        order: StreamOrder,
+    ) -> CudaBackend {
+        let layout = *buffers.layout();
+        CudaBackend {
+            state: Mutex::new(DeviceState {
+                stats: CudaStats {
+                    sparse: pool.is_some(),
+                    ..CudaStats::default()
+                },
+                device,
+                stream,
+                kernels,
+                buffers,
+                pool,
+                staging,
+                order,
+                layout,
+                textures: HashMap::new(),
+                ranges: BTreeMap::new(),
+                tiles: HashMap::new(),
+                residence: Vec::new(),
+                maps: Vec::new(),
+                uploads: Vec::new(),
+                releases: Vec::new(),
+                retiring: Vec::new(),
+                released_blocks: FenceQueue::new(),
+                retired_textures: FenceQueue::new(),
+            }),
+        }
+    }
+}
+
+impl DeviceState {
+    /// The device texture whose range holds `page`.
+    fn texture_of(&self, page: u32) -> Option<&Arc<GpuTexture>> {
+        let (_, id) = self.ranges.range(..=page).next_back()?;
+        let t = self.textures.get(id)?;
+        (page - t.start_page < t.num_pages()).then_some(t)
+    }
+
+    /// The device texture of texture `id`, if it is on the device now.
+    pub fn device_texture(&self, id: u32) -> Option<Arc<GpuTexture>> {
+        self.textures.get(&id).cloned()
+    }
+
+    /// Withdraw texture `id` from the device (its tail unmapped and the texture dropped
+    /// after a fence).
+    fn retire_texture(&mut self, id: u32) {
+        if let Some(t) = self.textures.remove(&id) {
+            if self.ranges.get(&t.start_page) == Some(&id) {
+                self.ranges.remove(&t.start_page);
+            }
+            self.retiring.push(t);
+        }
+    }
+
+    /// A pool block of `tiles` tiles, waiting for released blocks if the pool is full.
+    fn allocate(&mut self, tiles: u32) -> Result<TileBlock> {
+        let Some(pool) = self.pool.as_mut() else {
+            return Err(Error::Internal("no tile pool (dense mode)".into()));
+        };
+        match pool.allocate(tiles) {
+            Ok(b) => Ok(b),
+            Err(first) => {
+                if !self.wait_for_released_blocks()? {
+                    return Err(first);
+                }
+                match self.pool.as_mut() {
+                    Some(pool) => pool.allocate(tiles),
+                    None => Err(first),
+                }
+            }
+        }
+    }
+
+    /// If blocks wait for their fences (or releases for their unmap), submit and wait, and
+    /// give them back to the pool; returns whether there were any.
+    fn wait_for_released_blocks(&mut self) -> Result<bool> {
+        if !self.releases.is_empty() || !self.retiring.is_empty() {
+            self.submit_unmaps()?;
+        }
+        if self.released_blocks.is_empty() {
+            return Ok(false);
+        }
+        let last = self.staging.timeline().last();
+        self.staging.timeline().wait(last)?;
+        self.reclaim()?;
+        Ok(true)
+    }
+
+    /// Free what completed fences release: blocks to the pool, retired textures dropped.
+    fn reclaim(&mut self) -> Result<()> {
+        let done = self.staging.timeline().poll()?;
+        for block in self.released_blocks.release(done) {
+            if let Some(pool) = self.pool.as_mut() {
+                pool.free(block)?;
+            }
+        }
+        drop(self.retired_textures.release(done));
+        if let Some(pool) = self.pool.as_mut() {
+            if pool.accounting().capacity_bytes() > pool.max_bytes() {
+                pool.shrink()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Unmap the released tiles and the tails of retired textures (one batch); their blocks
+    /// and textures are freed after the fence recorded here.
+    fn submit_unmaps(&mut self) -> Result<()> {
+        let released = std::mem::take(&mut self.releases);
+        let retiring = std::mem::take(&mut self.retiring);
+        if released.is_empty() && retiring.is_empty() {
+            return Ok(());
+        }
+        let mut blocks = Vec::new();
+        {
+            let mut batch = MapBatch::new(self.device.info().ordinal)?;
+            for (page, tile) in &released {
+                let (Some(block), Some(sparse)) = (tile.block, tile.texture.sparse()) else {
+                    continue;
+                };
+                if let Some(region) = sparse.page_region(page - tile.texture.start_page) {
+                    batch.unmap(sparse, region)?;
+                }
+                blocks.push(block);
+            }
+            for t in &retiring {
+                if let (Some(block), Some(sparse)) = (t.tail_block, t.sparse()) {
+                    if let Some(region) = sparse.page_region(0) {
+                        batch.unmap(sparse, region)?;
+                    }
+                    blocks.push(block);
+                }
+            }
+            batch.submit(&self.stream)?;
+        }
+        let fence = self.staging.timeline().record(&self.stream)?;
+        self.stats.blocks_released += blocks.len() as u64;
+        for b in blocks {
+            self.released_blocks.push(fence, b)?;
+        }
+        // The tiles' texture references go with them now; the textures (arrays, objects,
+        // samplers) wait for the fence.
+        drop(released);
+        for t in retiring {
+            self.retired_textures.push(fence, t)?;
+        }
+        Ok(())
+    }
+
+    /// Submit the queued unmaps, maps and uploads, in that order.
+    fn submit_tiles(&mut self) -> Result<()> {
+        self.submit_unmaps()?;
+        let maps = std::mem::take(&mut self.maps);
+        if !maps.is_empty() {
+            let pool = self
+                .pool
+                .as_ref()
+                .ok_or_else(|| Error::Internal("a sparse map without a tile pool".into()))?;
+            let mut batch = MapBatch::new(self.device.info().ordinal)?;
+            for (texture, region, block) in &maps {
+                if let Some(sparse) = texture.sparse() {
+                    batch.map(sparse, *region, pool.memory(block)?)?;
+                }
+            }
+            batch.submit(&self.stream)?;
+        }
+        for u in std::mem::take(&mut self.uploads) {
+            let array = u.texture.storage.array();
+            self.staging
+                .submit(&self.stream, u.slot, array, &u.rect, u.pitch)?;
+        }
+        Ok(())
+    }
+
+    /// Copy a tile page's texels into staging slots, queued behind its map.
+    fn stage_tile(&mut self, texture: &Arc<GpuTexture>, offset: u32, data: &[u8]) -> Result<()> {
+        let copies = page_copies(&texture.layout, offset).ok_or_else(|| {
+            Error::Internal(format!(
+                "page {offset} of a texture of {} pages",
+                texture.num_pages()
+            ))
+        })?;
+        for c in copies {
+            if self.uploads.len() >= STAGING_SLOTS {
+                // Every slot is filled and waits for its map: submit them.
+                self.submit_tiles()?;
+            }
+            let texel = texture.layout.format.texel_bytes();
+            let row = c.rect.width as usize * texel;
+            let rows = c.rect.height as usize;
+            let src = data.get(c.data_offset..).unwrap_or(&[]);
+            if src.len() < c.pitch * rows.saturating_sub(1) + row || row * rows > TILE_BYTES {
+                return Err(Error::Internal(format!(
+                    "{} bytes for {:?}",
+                    data.len(),
+                    c.rect
+                )));
+            }
+            let slot = self.staging.acquire()?;
+            let dst = match self.staging.slot_mut(slot) {
+                Ok(d) => d,
+                Err(e) => {
+                    let _ = self.staging.cancel(slot);
+                    return Err(e);
+                }
+            };
+            for r in 0..rows {
+                dst[r * row..(r + 1) * row].copy_from_slice(&src[r * c.pitch..r * c.pitch + row]);
+            }
+            self.uploads.push(QueuedUpload {
+                texture: texture.clone(),
+                slot,
+                rect: c.rect,
+                pitch: row,
+            });
+        }
+        Ok(())
+    }
+
+    /// Apply everything queued (see the module docs).
+    fn flush(&mut self) -> Result<()> {
+        self.submit_tiles()?;
+        let (invalidate, push) = coalesce(&std::mem::take(&mut self.residence));
+        self.stats.residence_changes += (invalidate.len() + push.len()) as u64;
+        self.buffers.invalidate(&self.kernels, &invalidate)?;
+        self.buffers.push_mappings(&self.kernels, &push)?;
+        self.stats.flushes += 1;
+        self.stats.textures_on_device = self.textures.len() as u64;
+        if let Some(pool) = &self.pool {
+            let used = pool.accounting().used_tiles() * TILE_BYTES as u64;
+            self.stats.pool_used_bytes = used;
+            self.stats.pool_peak_bytes = self.stats.pool_peak_bytes.max(used);
+            self.stats.pool_capacity_bytes = pool.accounting().capacity_bytes();
+        }
+        self.reclaim()
+    }
+
+    fn publish_tile(&mut self, page: u32, data: &TileBuffer) -> Result<HostCopy, PublishError> {
+        let Some(texture) = self.texture_of(page).cloned() else {
+            return Err(PublishError::Rejected(format!(
+                "tile page {page} has no texture on the CUDA device"
+            )));
+        };
+        let offset = page - texture.start_page;
+        if offset == 0 {
+            return Err(PublishError::Rejected(format!(
+                "page {page} is a mip tail, not a tile"
+            )));
+        }
+        if let Some(old) = self.tiles.remove(&page) {
+            tracing::warn!(page, "a tile published over one the device holds");
+            self.releases.push((page, old));
+        }
+        let block = match texture.sparse().and_then(|s| s.page_region(offset)) {
+            Some(region) => match self.allocate(1) {
+                Ok(block) => {
+                    self.maps.push((texture.clone(), region, block));
+                    Some(block)
+                }
+                Err(Error::BudgetTooSmall { .. }) => {
+                    return Err(PublishError::NotNow("the device tile pool is full".into()))
+                }
+                Err(e) => return Err(e.into()),
+            },
+            None => None,
+        };
+        self.stage_tile(&texture, offset, data.as_slice())?;
+        self.tiles.insert(page, DeviceTile { block, texture });
+        self.residence.push(ResidenceChange::Push(PageMapping {
+            page,
+            lru: 0,
+            entry: 0,
+        }));
+        self.stats.tiles_uploaded += 1;
+        self.stats.bytes_uploaded += TILE_BYTES as u64;
+        Ok(HostCopy::Release)
+    }
+
+    fn restore_tile(&mut self, page: u32) -> Result<(), PublishError> {
+        let held = self.tiles.get(&page).is_some_and(|t| {
+            self.texture_of(page)
+                .is_some_and(|current| Arc::ptr_eq(current, &t.texture))
+        });
+        if !held {
+            return Err(PublishError::Rejected(format!(
+                "the CUDA device no longer holds staged tile page {page}"
+            )));
+        }
+        self.residence.push(ResidenceChange::Push(PageMapping {
+            page,
+            lru: 0,
+            entry: 0,
+        }));
+        self.stats.device_restores += 1;
+        Ok(())
+    }
+
+    fn publish_texture(&mut self, c: &TextureContents<'_>) -> Result<(), PublishError> {
+        // The tail's map and upload go through the staging ring: no slot may wait.
+        self.submit_tiles()?;
+        self.retire_texture(c.texture.0);
+        let mut built = self.build(c);
+        if matches!(built, Err(Error::BudgetTooSmall { .. })) && self.wait_for_released_blocks()? {
+            built = self.build(c);
+        }
+        let texture = match built {
+            Ok(t) => t,
+            Err(e @ Error::BudgetTooSmall { .. }) => {
+                return Err(PublishError::NotNow(format!(
+                    "no device memory for the mip tail yet: {e}"
+                )))
+            }
+            Err(e @ (Error::NoCudaDevice(_) | Error::NoCudaDriver(_))) => return Err(e.into()),
+            Err(e) => {
+                return Err(PublishError::Rejected(format!(
+                    "creating the texture on the CUDA device: {e}"
+                )))
+            }
+        };
+        self.stats.textures_built += 1;
+        self.stats.bytes_uploaded += c.layout.mip_tail_bytes;
+        let entry = texture.device_entry();
+        let start = texture.start_page;
+        self.ranges.insert(start, c.texture.0);
+        self.textures.insert(c.texture.0, Arc::new(texture));
+        let fixed = |page: u32, entry: u64| {
+            ResidenceChange::Push(PageMapping {
+                page,
+                lru: NON_EVICTABLE as u32,
+                entry,
+            })
+        };
+        self.residence.extend([
+            fixed(self.layout.sampler_page(c.texture).0, entry),
+            fixed(self.layout.base_color_page(c.texture).0, c.base_color),
+            fixed(start, 0),
+        ]);
+        Ok(())
+    }
+
+    fn build(&mut self, c: &TextureContents<'_>) -> Result<GpuTexture> {
+        let sparse = self.pool.is_some();
+        let ordinal = self.device.info().ordinal;
+        GpuTexture::build(
+            &self.stream,
+            sparse,
+            self.pool.as_mut(),
+            &mut self.staging,
+            ordinal,
+            c.layout,
+            c.desc,
+            c.sampler,
+            c.sampler as *const _ as u64,
+            c.mip_tail,
+        )
+    }
+}
+
+impl Backend for CudaBackend {
+    fn withdraw(&self, withdrawal: Withdrawal) -> Result<()> {
+        let mut st = self.state.lock();
+        match withdrawal {
+            Withdrawal::TileStaged(page) | Withdrawal::Page(page) => {
+                st.residence.push(ResidenceChange::Invalidate(page.0));
+            }
+            Withdrawal::TileReleased(page) => {
+                st.residence.push(ResidenceChange::Invalidate(page.0));
+                if let Some(tile) = st.tiles.remove(&page.0) {
+                    st.releases.push((page.0, tile));
+                }
+            }
+            Withdrawal::Texture(texture) => st.retire_texture(texture.0),
+        }
+        Ok(())
+    }
+
+    fn publish_tile(&self, page: PageId, data: &TileBuffer) -> Result<HostCopy, PublishError> {
+        self.state.lock().publish_tile(page.0, data)
+    }
+
+    fn restore_tile(&self, page: PageId) -> Result<(), PublishError> {
+        self.state.lock().restore_tile(page.0)
+    }
+
+    fn publish_texture(&self, contents: &TextureContents<'_>) -> Result<(), PublishError> {
+        self.state.lock().publish_texture(contents)
+    }
+
+    fn publish_entry(&self, page: PageId, entry: u64) -> Result<()> {
+        self.state
+            .lock()
+            .residence
+            .push(ResidenceChange::Push(PageMapping {
+                page: page.0,
+                lru: NON_EVICTABLE as u32,
+                entry,
+            }));
+        Ok(())
+    }
+
+    fn end_publication(&self) -> Result<()> {
+        self.state.lock().flush()
+    }
+}
+
+impl Drop for DeviceState {
+    fn drop(&mut self) {
+        // Nothing may be freed while the stream still uses it.
+        if let Err(e) = crate::ops::safe("cuStreamSynchronize", || self.stream.synchronize()) {
+            tracing::warn!("synchronizing the CUDA loader's stream: {e}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn push(page: u32) -> ResidenceChange {
+        ResidenceChange::Push(PageMapping {
+            page,
+            lru: 0,
+            entry: page as u64,
+        })
+    }
+
+    #[test]
+    fn the_last_change_of_a_page_wins() {
+        use ResidenceChange::Invalidate;
+        let changes = [
+            push(9),
+            Invalidate(5),
+            push(5), // staged, then restored: resident
+            push(7),
+            Invalidate(7), // published, then withdrawn: not resident
+            Invalidate(3),
+        ];
+        let (invalidate, pushed) = coalesce(&changes);
+        assert_eq!(invalidate, vec![3, 7]);
+        assert_eq!(
+            pushed.iter().map(|m| m.page).collect::<Vec<_>>(),
+            vec![5, 9]
+        );
+        assert_eq!(coalesce(&[]), (vec![], vec![]));
+    }
+
+    #[test]
+    fn the_device_pool_has_headroom_over_the_budget() {
+        assert_eq!(device_pool_bytes(1 << 30), (1 << 30) + (64 << 20));
+        assert_eq!(device_pool_bytes(u64::MAX), u64::MAX);
+    }
+}
