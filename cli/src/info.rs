@@ -538,7 +538,7 @@ mod tests {
 
     #[test]
     fn inspect_reports_what_write_mip_exr_wrote() {
-        use crate::convert::{write_mip_exr, FloatImage, WriteOptions};
+        use crate::convert::{FloatImage, WriteOptions};
         let dir = std::env::temp_dir().join(format!("demandtex-info-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("t.exr");
@@ -547,7 +547,7 @@ mod tests {
             tile: (32, 16),
             ..WriteOptions::default()
         };
-        let written = write_mip_exr(&path, &img, &options, None).unwrap();
+        let written = crate::convert::write(&path, &img, &options, None).unwrap();
         let info = inspect(&path).unwrap();
         assert_eq!(info.file_bytes, written.bytes_on_disk);
         let p = &info.parts[0];

@@ -19,8 +19,7 @@ mod coherent;
 mod incoherent;
 
 use super::trace::Trace;
-use crate::convert::write::{write_mip_exr, WriteOptions};
-use crate::convert::FloatImage;
+use crate::convert::{FloatImage, WriteOptions};
 use crate::error::CliError;
 use crate::table::format_bytes;
 use demandtex::sources::{Checkerboard, ImageSource, Noise};
@@ -192,7 +191,7 @@ fn write_textures(
         }
         let start = Instant::now();
         let image = texture_image(i as u32, t.size, seed)?;
-        let written = write_mip_exr(&path, &image, &options, None)?;
+        let written = crate::convert::write(&path, &image, &options, None)?;
         eprintln!(
             "make-trace: wrote {} ({}×{}, {} levels, {} on disk) in {:.1} s",
             path.display(),

@@ -32,17 +32,21 @@
 //! HTJ2K compression (the crate cannot decode it), subsampled channels, sides over 65536,
 //! selections naming missing channels. Multi-part files: part [`ExrOptions::part`] (0 by
 //! default) is served; the data window is the image (the display window is ignored).
+//!
+//! [`write_mip_exr`] writes files of the fast path.
 
 mod block_cache;
 mod channels;
 mod file;
 mod handles;
 mod mips;
+pub mod writer;
 
 #[cfg(test)]
 mod tests;
 
 pub use handles::{FileHandleStats, FileHandles, DEFAULT_MAX_OPEN_FILES};
+pub use writer::{write_mip_exr, Compression, SampleType, WriteOptions, WrittenFile};
 
 use super::region::{check_read, full_chain_info};
 use super::{ImageInfo, ImageSource, Readiness, SourceError};
