@@ -15,6 +15,8 @@ pub use options::{
     channel_names, Compression, SampleType, WriteOptions, WrittenFile, MAX_TILE_SIDE,
 };
 
+pub(crate) use options::exr_compression_name;
+
 use crate::error::{Error, Result};
 use crate::sources::mips::build_mips;
 use crate::sources::FloatImage;

@@ -106,7 +106,7 @@ impl Compression {
 /// The name of an OpenEXR compression as demandtex writes and prints it (the
 /// [`Compression`] names, plus `htj2k32` and `htj2k256`, which it can neither write nor
 /// read).
-fn exr_compression_name(c: exr::compression::Compression) -> &'static str {
+pub(crate) fn exr_compression_name(c: exr::compression::Compression) -> &'static str {
     use exr::compression::Compression as C;
     match c {
         C::Uncompressed => "none",

@@ -134,6 +134,9 @@ fn the_source_serves_every_written_level_from_the_file() {
             assert_eq!(got[3], 1.0);
         }
     }
+    let d = source.describe().unwrap();
+    let served = d.served.unwrap();
+    assert_eq!((served.levels_from_file, served.levels), (8, 8));
     std::fs::remove_file(&path).unwrap();
 }
 
