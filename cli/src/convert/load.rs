@@ -182,7 +182,7 @@ fn load_image(
         D::ImageRgba32F(i) => (4, i.into_raw(), false),
         other => (4, other.into_rgba32f().into_raw(), false),
     };
-    let names = super::write::channel_names(channels);
+    let names = demandtex::sources::exr::writer::channel_names(channels);
     let available: Vec<String> = names.iter().map(|s| s.to_string()).collect();
     let selected = select_channels(&available, options.channels.as_deref())
         .map_err(|m| CliError::Usage(format!("{}: {m}", path.display())))?;

@@ -2,21 +2,21 @@
 //! (the maketx equivalent).
 //!
 //! - `load`: decoding the input to a `FloatImage` (channel selection, sRGB linearisation).
-//! - `mips`: the mip chain (`build_mips`, box / triangle / lanczos3).
-//! - `write`: the tiled mip EXR writer (`write_mip_exr`), usable by other commands.
+//! - the mip chain (`demandtex::sources::mips`: box / triangle / lanczos3) and the tiled
+//!   mip EXR writer (`demandtex::sources::exr::write_mip_exr`) are core's; [`write`] calls
+//!   the writer with the CLI's errors.
 
-pub mod float_image;
 pub mod load;
-pub mod mips;
-pub mod write;
 
-pub use float_image::FloatImage;
-pub use mips::MipFilter;
-pub use write::{write_mip_exr, Compression, SampleType, WriteOptions, WrittenFile};
+pub use demandtex::sources::exr::{Compression, SampleType, WriteOptions, WrittenFile};
+pub use demandtex::sources::mips::DownsampleFilter;
+pub use demandtex::sources::FloatImage;
 
 use crate::error::CliError;
 use crate::progress::Progress;
 use crate::table::{format_bytes, format_seconds};
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+use demandtex::sources::exr::writer::MAX_TILE_SIDE;
 use demandtex::textures::{TexelFormat, TexelType};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -38,14 +38,30 @@ pub struct ConvertArgs {
     #[arg(long, value_name = "page|N|WxH", default_value = "page", value_parser = parse_tile)]
     pub tile: TileShape,
     /// Compression of the tiles.
-    #[arg(long, value_enum, default_value_t = Compression::Zip)]
+    #[arg(
+        long,
+        default_value_t = Compression::Zip,
+        value_parser = choice(&Compression::ALL, Compression::name, Compression::description)
+    )]
     pub compression: Compression,
     /// Sample type written.
-    #[arg(long = "type", value_enum, default_value_t = SampleType::Half)]
+    #[arg(
+        long = "type",
+        default_value_t = SampleType::Half,
+        value_parser = choice(&SampleType::ALL, SampleType::name, SampleType::description)
+    )]
     pub sample_type: SampleType,
     /// The filter computing each mip level from the one before.
-    #[arg(long, value_enum, default_value_t = MipFilter::Box)]
-    pub filter: MipFilter,
+    #[arg(
+        long,
+        default_value_t = DownsampleFilter::Box,
+        value_parser = choice(
+            &DownsampleFilter::ALL,
+            DownsampleFilter::name,
+            DownsampleFilter::description
+        )
+    )]
+    pub filter: DownsampleFilter,
     /// Channels to convert: a layer (`diffuse` = diffuse.R,G,B,A), a channel, or a list
     /// (`R,G,B`). Default: R,G,B(,A), else Y(,A), else the only channel.
     #[arg(long, value_name = "SELECTION")]
@@ -76,6 +92,24 @@ impl ConvertArgs {
             mips: !self.no_mips,
         }
     }
+}
+
+/// A clap parser for one of core's named choices: `all`, each with its name and help line
+/// (what each choice means and is called is defined once, in core).
+fn choice<T: Copy + Send + Sync + 'static>(
+    all: &'static [T],
+    name: fn(T) -> &'static str,
+    help: fn(T) -> &'static str,
+) -> impl TypedValueParser<Value = T> {
+    let values = all
+        .iter()
+        .map(move |&v| PossibleValue::new(name(v)).help(help(v)));
+    PossibleValuesParser::new(values).map(move |text: String| {
+        all.iter()
+            .copied()
+            .find(|&v| name(v) == text)
+            .expect("clap accepts only the possible values")
+    })
 }
 
 /// The tile size asked for on the command line.
@@ -115,7 +149,7 @@ pub fn page_tile(channels: u32, sample_type: SampleType) -> (u32, u32) {
     .tile_extent()
 }
 
-/// Parses `page`, `N` or `WxH` (each 1 to `write::MAX_TILE_SIDE`).
+/// Parses `page`, `N` or `WxH` (each 1 to `MAX_TILE_SIDE`).
 pub fn parse_tile(text: &str) -> Result<TileShape, String> {
     if text.trim().eq_ignore_ascii_case("page") {
         return Ok(TileShape::Page);
@@ -123,20 +157,17 @@ pub fn parse_tile(text: &str) -> Result<TileShape, String> {
     parse_tile_size(text).map(|(w, h)| TileShape::Fixed(w, h))
 }
 
-/// Parses `N` or `WxH` (each 1 to `write::MAX_TILE_SIDE`).
+/// Parses `N` or `WxH` (each 1 to `MAX_TILE_SIDE`).
 pub fn parse_tile_size(text: &str) -> Result<(u32, u32), String> {
     let side = |s: &str| -> Result<u32, String> {
         let v: u32 = s
             .trim()
             .parse()
             .map_err(|_| format!("{s:?} is not a tile side"))?;
-        if (1..=write::MAX_TILE_SIDE).contains(&v) {
+        if (1..=MAX_TILE_SIDE).contains(&v) {
             Ok(v)
         } else {
-            Err(format!(
-                "tile side {v} is not 1 to {}",
-                write::MAX_TILE_SIDE
-            ))
+            Err(format!("tile side {v} is not 1 to {MAX_TILE_SIDE}"))
         }
     };
     match text.split_once(['x', 'X']) {
@@ -171,7 +202,7 @@ pub fn run(args: &ConvertArgs) -> Result<(), CliError> {
             bar.inc(done - before);
         }
     };
-    let written = write_mip_exr(&args.output, image, &options, Some(&on_progress));
+    let written = write(&args.output, image, &options, Some(&on_progress));
     bar.finish();
     let written = written?;
     if !args.quiet {
@@ -179,6 +210,20 @@ pub fn run(args: &ConvertArgs) -> Result<(), CliError> {
         crate::info::print_stdout(&format!("{line}\n"))?;
     }
     Ok(())
+}
+
+/// Writes `image` with core's [`demandtex::sources::exr::write_mip_exr`]; a bad image,
+/// tile size or output name is a usage error (exit code 2), a failed write an I/O error.
+pub fn write(
+    path: &Path,
+    image: &FloatImage,
+    options: &WriteOptions,
+    progress: Option<&dyn Fn(u64, u64)>,
+) -> Result<WrittenFile, CliError> {
+    demandtex::sources::exr::write_mip_exr(path, image, options, progress).map_err(|e| match e {
+        demandtex::Error::InvalidArgument(m) => CliError::Usage(m),
+        other => CliError::Io(other.to_string()),
+    })
 }
 
 /// Refuses to overwrite the input or write over a directory.
@@ -286,12 +331,21 @@ mod tests {
             (o.tile, o.compression, o.sample_type),
             ((32, 8), Compression::B44a, SampleType::Float)
         );
-        assert_eq!((o.filter, o.mips), (MipFilter::Lanczos3, false));
+        assert_eq!((o.filter, o.mips), (DownsampleFilter::Lanczos3, false));
         assert!(
             Cli::try_parse_from(["convert", "in.png"]).is_err(),
             "-o is required"
         );
         assert!(Cli::try_parse_from(["convert", "a", "-o", "b", "--compression", "lzw"]).is_err());
+        // Every name core gives parses to its value.
+        for c in Compression::ALL {
+            let cli = Cli::try_parse_from(["convert", "a", "-o", "b", "--compression", c.name()]);
+            assert_eq!(cli.unwrap().args.compression, c);
+        }
+        for f in DownsampleFilter::ALL {
+            let cli = Cli::try_parse_from(["convert", "a", "-o", "b", "--filter", f.name()]);
+            assert_eq!(cli.unwrap().args.filter, f);
+        }
     }
 
     #[test]

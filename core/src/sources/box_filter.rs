@@ -2,6 +2,9 @@
 //! without a usable mip chain and for caller-owned pixels of the C ABI: each output texel
 //! is the `f32` average of its 2×2 source texels (3 wide at the last texel of an odd side),
 //! encoded back to the texel format. One implementation, so every path gives the same mips.
+//!
+//! [`box_span`] is the rule of which texels an output texel averages; the `f32` images of
+//! [`crate::sources::mips`] (`demandtex convert`'s box filter) average the same spans.
 
 use crate::textures::TexelFormat;
 

@@ -1,13 +1,20 @@
 //! Image sources: where texel data comes from. A source describes its image once
 //! ([`ImageSource::open`]) and then produces any tile on request, from many threads at once.
+//!
+//! Beside them: the one box filter of every generated mip level ([`box_filter`]), mip
+//! chains of `f32` images ([`mips`], [`FloatImage`]) and the tiled, mip-mapped OpenEXR
+//! writer ([`exr::write_mip_exr`]) that `demandtex convert` builds on.
 
 pub mod box_filter;
 pub mod exr;
+pub mod float_image;
 pub mod memory;
+pub mod mips;
 pub mod procedural;
 mod region;
 
 pub use exr::{ChannelSelection, ExrOptions, ExrSource, FileHandles};
+pub use float_image::FloatImage;
 pub use memory::InMemoryImage;
 pub use procedural::{Checkerboard, Mandelbrot, Noise, LEVEL_COLORS};
 pub use region::check_read;

@@ -2,7 +2,7 @@
 //! region, row stride and destination before anything is written.
 
 use super::{ImageInfo, SourceError};
-use crate::textures::{full_mip_levels, TexelFormat, TileRegion, MAX_TEXTURE_SIZE};
+use crate::textures::{full_mip_levels, mip_level_size, TexelFormat, TileRegion, MAX_TEXTURE_SIZE};
 
 /// Describe a `width × height` image with a full mip chain, checking the size and format.
 pub(crate) fn full_chain_info(
@@ -48,8 +48,7 @@ pub fn check_read(
             region.level, info.num_levels
         )));
     }
-    let lw = (info.width >> region.level).max(1);
-    let lh = (info.height >> region.level).max(1);
+    let (lw, lh) = mip_level_size(info.width, info.height, region.level);
     if region.x as u64 + region.width as u64 > lw as u64
         || region.y as u64 + region.height as u64 > lh as u64
     {

@@ -85,9 +85,17 @@ pub struct TextureLayout {
     pub levels: Vec<LevelLayout>,
 }
 
-/// Levels of a full mip chain for a `width × height` image.
+/// Levels of a full mip chain for a `width × height` image, sizes rounded down:
+/// `floor(log2(max(width, height))) + 1`.
 pub fn full_mip_levels(width: u32, height: u32) -> u32 {
     32 - width.max(height).max(1).leading_zeros()
+}
+
+/// The size of mip level `level` of a `width × height` image, rounded down:
+/// `max(1, side >> level)` on each side (1×1 for any level past the chain).
+pub fn mip_level_size(width: u32, height: u32, level: u32) -> (u32, u32) {
+    let side = |s: u32| s.checked_shr(level).unwrap_or(0).max(1);
+    (side(width), side(height))
 }
 
 impl TextureLayout {
@@ -109,10 +117,13 @@ impl TextureLayout {
         let (tile_width, tile_height) = format.tile_extent();
         let texel_bytes = format.texel_bytes() as u64;
         let mut levels: Vec<LevelLayout> = (0..num_levels)
-            .map(|l| LevelLayout {
-                width: (width >> l).max(1),
-                height: (height >> l).max(1),
-                ..LevelLayout::default()
+            .map(|l| {
+                let (width, height) = mip_level_size(width, height, l);
+                LevelLayout {
+                    width,
+                    height,
+                    ..LevelLayout::default()
+                }
             })
             .collect();
         let mip_tail_first_level = levels
@@ -235,6 +246,16 @@ mod tests {
         assert_eq!(full_mip_levels(1000, 3), 10);
         assert_eq!(full_mip_levels(1024, 1024), 11);
         assert_eq!(full_mip_levels(65536, 65536), 17);
+        assert_eq!(full_mip_levels(300, 77), 9);
+    }
+
+    #[test]
+    fn level_sizes_round_down_to_one() {
+        assert_eq!(mip_level_size(300, 77, 0), (300, 77));
+        assert_eq!(mip_level_size(300, 77, 1), (150, 38));
+        assert_eq!(mip_level_size(300, 77, 7), (2, 1));
+        assert_eq!(mip_level_size(300, 77, 8), (1, 1));
+        assert_eq!(mip_level_size(5, 5, 40), (1, 1));
     }
 
     #[test]

@@ -19,8 +19,7 @@ mod coherent;
 mod incoherent;
 
 use super::trace::Trace;
-use crate::convert::write::{write_mip_exr, WriteOptions};
-use crate::convert::FloatImage;
+use crate::convert::{FloatImage, WriteOptions};
 use crate::error::CliError;
 use crate::table::format_bytes;
 use demandtex::sources::{Checkerboard, ImageSource, Noise};
@@ -152,17 +151,13 @@ fn texture_image(index: u32, size: u32, seed: u64) -> Result<FloatImage, CliErro
 }
 
 /// Whether `path` is an OpenEXR file of `size × size` texels in `tile` tiles (a texture to
-/// reuse).
+/// reuse), as core's EXR description reads it.
 fn existing_texture_fits(path: &Path, size: u32, tile: (u32, u32)) -> bool {
-    match exr::meta::MetaData::read_from_file(path, false) {
-        Ok(meta) => meta.headers.first().is_some_and(|h| {
-            let tiles = match &h.blocks {
-                exr::meta::BlockDescription::Tiles(t) => Some(t.tile_size),
-                exr::meta::BlockDescription::ScanLines => None,
-            };
-            h.layer_size.0 == size as usize
-                && h.layer_size.1 == size as usize
-                && tiles == Some(exr::math::Vec2(tile.0 as usize, tile.1 as usize))
+    let auto = demandtex::sources::ChannelSelection::Auto;
+    match demandtex::sources::exr::describe(path, 0, &auto) {
+        Ok(d) => d.parts.first().is_some_and(|p| {
+            (p.width, p.height) == (size as u64, size as u64)
+                && p.tile == Some([tile.0 as u64, tile.1 as u64])
         }),
         Err(_) => false,
     }
@@ -192,7 +187,7 @@ fn write_textures(
         }
         let start = Instant::now();
         let image = texture_image(i as u32, t.size, seed)?;
-        let written = write_mip_exr(&path, &image, &options, None)?;
+        let written = crate::convert::write(&path, &image, &options, None)?;
         eprintln!(
             "make-trace: wrote {} ({}×{}, {} levels, {} on disk) in {:.1} s",
             path.display(),

@@ -1,5 +1,6 @@
-//! The structure of one EXR file, parsed once: header, offset tables, the block grid of
-//! every stored level and each chunk's byte span. Reading a block afterwards is one
+//! The structure of one EXR file, parsed once: header and offset tables ([`RawFile`], what
+//! the source and [`super::describe`] share), then the served part's block grid of every
+//! stored level and each chunk's byte span ([`ExrFile`]). Reading a block afterwards is one
 //! positioned read and one decompression, from any thread.
 
 use super::handles::{OpenFile, ReadAt};
@@ -95,9 +96,25 @@ pub(crate) struct ExrFile {
     file_len: u64,
 }
 
-impl ExrFile {
-    /// Parse the header and offset tables of `file` (at `path`) and index part `part`.
-    pub fn parse(path: &Path, file: &OpenFile, part: usize) -> Result<ExrFile, SourceError> {
+/// The header and offset tables of an EXR file, read once, unchecked beyond what the exr
+/// crate validates: what both [`ExrFile::from_raw`] (the source) and
+/// [`super::describe`] start from.
+#[derive(Debug)]
+pub(crate) struct RawFile {
+    /// Every part's header.
+    pub meta: MetaData,
+    /// Every part's chunk offsets.
+    pub tables: OffsetTables,
+    /// Where the offset tables end (the first byte a chunk may start at).
+    pub tables_end: u64,
+    /// The file's size.
+    pub file_len: u64,
+}
+
+impl RawFile {
+    /// Read the header and offset tables of `file` (at `path`). Deep data is read too
+    /// (described, not served). Errors name the file.
+    pub fn read(path: &Path, file: &OpenFile) -> Result<RawFile, SourceError> {
         let fail = |reason: String| SourceError(format!("{}: {reason}", path.display()));
         let file_len = file
             .len()
@@ -106,6 +123,29 @@ impl ExrFile {
         let parsed = catch_unwind(AssertUnwindSafe(|| read_meta(file)))
             .unwrap_or_else(|p| Err(format!("the EXR decoder panicked: {}", panic_message(&*p))));
         let (meta, tables, tables_end) = parsed.map_err(fail)?;
+        Ok(RawFile {
+            meta,
+            tables,
+            tables_end,
+            file_len,
+        })
+    }
+}
+
+impl ExrFile {
+    /// Index part `part` of the file read into `raw` (at `path`), checking that it can be
+    /// served. Errors name the file and the reason.
+    pub fn from_raw(path: &Path, raw: RawFile, part: usize) -> Result<ExrFile, SourceError> {
+        let fail = |reason: String| SourceError(format!("{}: {reason}", path.display()));
+        let RawFile {
+            meta,
+            tables,
+            tables_end,
+            file_len,
+        } = raw;
+        if meta.requirements.has_deep_data || meta.headers.iter().any(|h| h.deep) {
+            return Err(fail("deep data is not supported".into()));
+        }
         let parts = meta.headers.len();
         let header = meta.headers.get(part).ok_or_else(|| {
             fail(format!(
@@ -264,9 +304,6 @@ fn read_meta(file: &OpenFile) -> Result<(MetaData, OffsetTables, u64), String> {
     let meta = MetaData::read_from_buffered(&mut read, false)
         .map_err(|e| format!("not a readable EXR header: {e}"))?;
     MetaData::validate(&meta.headers, false).map_err(|e| format!("invalid EXR header: {e}"))?;
-    if meta.requirements.has_deep_data || meta.headers.iter().any(|h| h.deep) {
-        return Err("deep data is not supported".into());
-    }
     // Bound the table sizes before reading them (a corrupt header could claim billions).
     for (i, h) in meta.headers.iter().enumerate() {
         if h.chunk_count > 1 << 28 {

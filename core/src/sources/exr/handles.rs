@@ -40,6 +40,11 @@ impl OpenFile {
         }
     }
 
+    /// Open `path` outside any [`FileHandles`] set (closed when dropped).
+    pub(crate) fn open(path: &Path) -> io::Result<OpenFile> {
+        Ok(OpenFile::new(File::open(path)?))
+    }
+
     /// Whether the set has closed (dropped) this file.
     pub(crate) fn is_closed(&self) -> bool {
         self.closed.load(Ordering::Relaxed)

@@ -32,27 +32,39 @@
 //! HTJ2K compression (the crate cannot decode it), subsampled channels, sides over 65536,
 //! selections naming missing channels. Multi-part files: part [`ExrOptions::part`] (0 by
 //! default) is served; the data window is the image (the display window is ignored).
+//!
+//! [`describe`] reports what a file holds and how it is served (or why it is not), through
+//! the same parse as [`ExrSource`]; [`write_mip_exr`] writes files of the fast path.
 
 mod block_cache;
 mod channels;
+mod describe;
 mod file;
 mod handles;
 mod mips;
+mod serve;
+pub mod writer;
 
 #[cfg(test)]
 mod tests;
 
+pub use describe::{
+    describe, ChannelDescription, ExrDescription, ExrLevelMode, ExrLineOrder, ExrRounding,
+    ExrSampleType, ExrStorage, LevelDescription, PartDescription, ServedAs,
+};
 pub use handles::{FileHandleStats, FileHandles, DEFAULT_MAX_OPEN_FILES};
+pub use writer::{write_mip_exr, Compression, SampleType, WriteOptions, WrittenFile};
 
-use super::region::{check_read, full_chain_info};
+use super::region::check_read;
 use super::{ImageInfo, ImageSource, Readiness, SourceError};
 use crate::textures::{TexelFormat, TileRegion};
 use block_cache::BlockCache;
 use channels::{CopyRect, Plan};
-use file::{DecodedBlock, ExrFile, Storage};
+use file::{DecodedBlock, ExrFile, RawFile};
 use handles::OpenFile;
 use mips::GenLevel;
 use parking_lot::RwLock;
+use serve::Served;
 use std::cell::Cell;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -140,6 +152,8 @@ struct Opened {
     info: ImageInfo,
     /// Levels `0..stored_levels` come from the file; the rest are generated.
     stored_levels: u32,
+    /// Why levels are generated (`None` when the file stores them all).
+    generated_because: Option<&'static str>,
     /// Present where file blocks do not line up with cache tiles.
     cache: Option<BlockCache>,
     /// Levels `stored_levels..`, generated on first use (or why they could not be).
@@ -263,38 +277,43 @@ impl ExrSource {
             .ok_or_else(|| self.error("the parsed file was lost"))
     }
 
+    /// The shared parse ([`RawFile::read`], [`Served::new`]: what [`describe`] reports),
+    /// then this source's cache of decoded blocks.
     fn parse(&self) -> Result<Opened, SourceError> {
         let file = self.file()?;
-        let exr = ExrFile::parse(&self.path, &file, self.options.part)?;
-        let header = exr.header();
-        let plan = channels::resolve(&self.options.channels, &header.channels)
-            .map_err(|e| self.error(e))?;
-        let (w, h) = (header.layer_size.x() as u32, header.layer_size.y() as u32);
-        let info = full_chain_info(w, h, plan.format).map_err(|e| self.error(e))?;
-        let stored_levels = stored_levels(&exr, &info);
-        let g = exr.grids[0];
-        let (tw, th) = plan.format.tile_extent();
-        let misaligned = tw as usize % g.block_w != 0 || th as usize % g.block_h != 0;
+        let raw = RawFile::read(&self.path, &file)?;
+        let served = Served::new(&self.path, raw, self.options.part, &self.options.channels)?;
+        let generated_because = served.generated_because();
         let budget = self.options.decoded_block_cache_bytes;
-        let cache = (misaligned && budget > 0).then(|| BlockCache::new(budget));
-        Ok(Opened {
-            file: exr,
+        let cache =
+            (served.blocks_per_page().is_none() && budget > 0).then(|| BlockCache::new(budget));
+        let Served {
+            file,
             plan,
             info,
             stored_levels,
+        } = served;
+        Ok(Opened {
+            file,
+            plan,
+            info,
+            stored_levels,
+            generated_because,
             cache,
             generated: OnceLock::new(),
         })
     }
 
+    /// Describe the file as [`describe`] does, with this source's part and channels, from
+    /// the file this source reads (through its [`FileHandles`]).
+    pub fn describe(&self) -> Result<ExrDescription, SourceError> {
+        let file = self.file()?;
+        describe::describe_open(&self.path, &file, self.options.part, &self.options.channels)
+    }
+
     fn warn_if_slow(&self, o: &Opened) {
-        if o.stored_levels >= o.info.num_levels {
+        let Some(why) = o.generated_because else {
             return;
-        }
-        let why = match o.file.storage {
-            Storage::ScanLines => "a scan-line file (no tiles, no mip levels)",
-            Storage::TiledSingle => "a tiled file without mip levels",
-            Storage::TiledMip(_) => "a tiled file with mip levels rounded up",
         };
         tracing::warn!(
             "{}: {why}: levels {}..{} are generated in memory from level {} when first read \
@@ -447,21 +466,6 @@ impl ExrSource {
         );
         generated
     }
-}
-
-/// How many levels, from the finest, the file stores at our sizes (`max(1, side >> l)`).
-fn stored_levels(exr: &ExrFile, info: &ImageInfo) -> u32 {
-    let matching = exr
-        .grids
-        .iter()
-        .take(info.num_levels as usize)
-        .enumerate()
-        .take_while(|(l, g)| {
-            g.width == (info.width >> l).max(1) as usize
-                && g.height == (info.height >> l).max(1) as usize
-        })
-        .count();
-    matching.max(1) as u32
 }
 
 impl ImageSource for ExrSource {

@@ -1,21 +1,31 @@
-//! Mip chain generation: each level from the one before by a separable 2:1 filter, sizes
-//! rounded down (level `n` is `max(1, size >> n)` on each side), down to 1×1.
+//! Mip chains of [`FloatImage`]s: each level from the one before by a separable 2:1
+//! filter, sizes rounded down ([`mip_level_size`]: level `n` is `max(1, size >> n)` on each
+//! side), down to 1×1 ([`full_mip_levels`] levels). `demandtex convert` builds its files'
+//! levels here.
 //!
-//! - `box` is the demandtex box filter, the same as `InMemoryImage`'s: each texel averages
-//!   the 2×2 texels it covers; where a side is odd, the last texel along it also takes in
-//!   the extra last column or row (3 taps of 1/3), so every texel contributes; a side of 1
-//!   stays 1.
-//! - `triangle` (tent) and `lanczos3` are resampling filters: output texel `i` is centred
-//!   at `(i + 0.5) * in / out` in the source, the kernel is stretched by that ratio, and
-//!   taps outside the image are dropped (the weights renormalised). Lanczos3 has negative
-//!   lobes, so it may ring (overshoot) at sharp edges, as in other texture tools.
+//! - [`DownsampleFilter::Box`] is demandtex's box filter, the one of
+//!   [`InMemoryImage`](crate::sources::InMemoryImage) and of the EXR source's generated
+//!   levels: each texel averages the texels of [`box_span`] along each side (2×2; where a
+//!   side is odd, the last texel along it also takes in the extra last column or row, 3
+//!   taps of 1/3, so every texel contributes; a side of 1 stays 1).
+//! - [`DownsampleFilter::Triangle`] (tent) and [`DownsampleFilter::Lanczos3`] are
+//!   resampling filters: output texel `i` is centred at `(i + 0.5) * in / out` in the
+//!   source, the kernel is stretched by that ratio, and taps outside the image are dropped
+//!   (the weights renormalised). Lanczos3 has negative lobes, so it may ring (overshoot) at
+//!   sharp edges, as in other texture tools.
 
+use super::box_filter::box_span;
 use super::FloatImage;
+use crate::textures::{full_mip_levels, mip_level_size};
 use rayon::prelude::*;
 
-/// The filter that computes each mip level from the one before.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum MipFilter {
+/// The filter that computes each mip level of a [`FloatImage`] from the one before.
+///
+/// Its names (`box`, `triangle`, `lanczos3`: [`name`](Self::name),
+/// [`FromStr`](std::str::FromStr)) are those of `demandtex convert --filter`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DownsampleFilter {
     /// Average of the 2×2 texels covered (3 taps along an odd side), as `InMemoryImage`.
     #[default]
     Box,
@@ -25,34 +35,59 @@ pub enum MipFilter {
     Lanczos3,
 }
 
-impl MipFilter {
-    /// The name used on the command line.
+impl DownsampleFilter {
+    /// Every filter, in the order of their names in help texts.
+    pub const ALL: [DownsampleFilter; 3] = [
+        DownsampleFilter::Box,
+        DownsampleFilter::Triangle,
+        DownsampleFilter::Lanczos3,
+    ];
+
+    /// The filter's name: `box`, `triangle` or `lanczos3`.
     pub fn name(self) -> &'static str {
         match self {
-            MipFilter::Box => "box",
-            MipFilter::Triangle => "triangle",
-            MipFilter::Lanczos3 => "lanczos3",
+            DownsampleFilter::Box => "box",
+            DownsampleFilter::Triangle => "triangle",
+            DownsampleFilter::Lanczos3 => "lanczos3",
+        }
+    }
+
+    /// One line on what the filter does (for help texts).
+    pub fn description(self) -> &'static str {
+        match self {
+            DownsampleFilter::Box => {
+                "Average of the 2×2 texels covered (3 taps along an odd side), as InMemoryImage"
+            }
+            DownsampleFilter::Triangle => "Tent filter of radius one output texel",
+            DownsampleFilter::Lanczos3 => "Lanczos windowed sinc with 3 lobes",
         }
     }
 }
 
-/// The number of levels of a full mip chain with sizes rounded down: `floor(log2(max)) + 1`.
-pub fn level_count(width: u32, height: u32) -> u32 {
-    32 - width.max(height).max(1).leading_zeros()
+impl std::fmt::Display for DownsampleFilter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
-/// The size of level `level`: `max(1, size >> level)` on each side.
-pub fn level_size(width: u32, height: u32, level: u32) -> (u32, u32) {
-    let shift = |s: u32| s.checked_shr(level).unwrap_or(0).max(1);
-    (shift(width), shift(height))
+impl std::str::FromStr for DownsampleFilter {
+    type Err = String;
+
+    /// Parses a [`name`](DownsampleFilter::name).
+    fn from_str(s: &str) -> Result<Self, String> {
+        DownsampleFilter::ALL
+            .into_iter()
+            .find(|f| f.name() == s)
+            .ok_or_else(|| format!("unknown filter {s:?} (box, triangle or lanczos3)"))
+    }
 }
 
 /// The coarser levels of `image`'s mip chain: element 0 is level 1 (half size), the last
 /// is 1×1. Empty for a 1×1 image. Level 0 is `image` itself and is not copied.
 ///
-/// Each level is computed from the one before, rows in parallel.
-pub fn build_mips(image: &FloatImage, filter: MipFilter) -> Vec<FloatImage> {
-    let count = level_count(image.width, image.height) as usize;
+/// Each level is computed from the one before, rows in parallel (rayon).
+pub fn build_mips(image: &FloatImage, filter: DownsampleFilter) -> Vec<FloatImage> {
+    let count = full_mip_levels(image.width, image.height) as usize;
     let mut levels: Vec<FloatImage> = Vec::with_capacity(count.saturating_sub(1));
     for _ in 1..count {
         let next = downsample(levels.last().unwrap_or(image), filter);
@@ -61,11 +96,12 @@ pub fn build_mips(image: &FloatImage, filter: MipFilter) -> Vec<FloatImage> {
     levels
 }
 
-/// The next coarser level of `src`: `max(1, side / 2)` on each side.
-pub fn downsample(src: &FloatImage, filter: MipFilter) -> FloatImage {
+/// The next coarser level of `src`: [`mip_level_size`]`(w, h, 1)`, `max(1, side / 2)`.
+pub fn downsample(src: &FloatImage, filter: DownsampleFilter) -> FloatImage {
     let c = src.channels as usize;
     let (sw, sh) = (src.width as usize, src.height as usize);
-    let (dw, dh) = ((sw / 2).max(1), (sh / 2).max(1));
+    let (dw, dh) = mip_level_size(src.width, src.height, 1);
+    let (dw, dh) = (dw as usize, dh as usize);
     let wx = Weights::new(filter, sw, dw);
     let wy = Weights::new(filter, sh, dh);
     // About this many samples per rayon task.
@@ -123,7 +159,7 @@ struct Weights {
 }
 
 impl Weights {
-    fn new(filter: MipFilter, in_len: usize, out_len: usize) -> Weights {
+    fn new(filter: DownsampleFilter, in_len: usize, out_len: usize) -> Weights {
         let mut w = Weights {
             first: Vec::with_capacity(out_len),
             starts: Vec::with_capacity(out_len + 1),
@@ -139,17 +175,15 @@ impl Weights {
         let mut taps = Vec::new();
         for i in 0..out_len {
             match filter {
-                MipFilter::Box => {
-                    // Two texels; three for the last output of an odd side.
-                    let start = 2 * i;
-                    let end = if i + 1 == out_len { in_len } else { start + 2 };
-                    let n = (end - start) as f32;
+                DownsampleFilter::Box => {
+                    // The box filter's span, every texel in it weighted alike.
+                    let (start, end) = box_span(i, out_len, in_len);
                     taps.clear();
-                    taps.resize(end - start, 1.0 / n);
+                    taps.resize(end - start, 1.0 / (end - start) as f32);
                     w.push(start, &taps);
                 }
-                MipFilter::Triangle | MipFilter::Lanczos3 => {
-                    let (first, _) = resampling_taps(filter, i, in_len, out_len, &mut taps);
+                DownsampleFilter::Triangle | DownsampleFilter::Lanczos3 => {
+                    let first = resampling_taps(filter, i, in_len, out_len, &mut taps);
                     w.push(first, &taps);
                 }
             }
@@ -188,19 +222,19 @@ impl Weights {
     }
 }
 
-/// The normalised taps of output `i` for a resampling filter; returns the first input index
-/// and the total weight before normalisation.
+/// The normalised taps of output `i` for a resampling filter (triangle, lanczos3) into
+/// `taps`; returns the first input index.
 fn resampling_taps(
-    filter: MipFilter,
+    filter: DownsampleFilter,
     i: usize,
     in_len: usize,
     out_len: usize,
     taps: &mut Vec<f32>,
-) -> (usize, f64) {
+) -> usize {
     let scale = in_len as f64 / out_len as f64;
     let radius = match filter {
-        MipFilter::Box | MipFilter::Triangle => 1.0,
-        MipFilter::Lanczos3 => 3.0,
+        DownsampleFilter::Box | DownsampleFilter::Triangle => 1.0,
+        DownsampleFilter::Lanczos3 => 3.0,
     };
     let stretch = scale.max(1.0);
     let center = (i as f64 + 0.5) * scale;
@@ -229,24 +263,25 @@ fn resampling_taps(
         // Cannot happen for these kernels; fall back to the nearest texel.
         let nearest = (center as usize).min(in_len - 1);
         taps.push(1.0);
-        return (nearest, total);
+        return nearest;
     }
     taps.extend(raw.iter().map(|&(_, w)| (w / total) as f32));
-    (raw[0].0, total)
+    raw[0].0
 }
 
-fn kernel(filter: MipFilter, x: f64) -> f64 {
+/// The continuous kernel of a resampling filter at `x` (in output texels).
+fn kernel(filter: DownsampleFilter, x: f64) -> f64 {
     let ax = x.abs();
     match filter {
-        MipFilter::Box => {
+        DownsampleFilter::Box => {
             if ax < 0.5 {
                 1.0
             } else {
                 0.0
             }
         }
-        MipFilter::Triangle => (1.0 - ax).max(0.0),
-        MipFilter::Lanczos3 => {
+        DownsampleFilter::Triangle => (1.0 - ax).max(0.0),
+        DownsampleFilter::Lanczos3 => {
             if ax < 1e-9 {
                 1.0
             } else if ax < 3.0 {
@@ -262,6 +297,8 @@ fn kernel(filter: MipFilter, x: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sources::box_filter::filter_row;
+    use crate::textures::{TexelFormat, TexelType};
 
     fn ramp(width: u32, height: u32, channels: u32) -> FloatImage {
         let mut img = FloatImage::zeros(width, height, channels);
@@ -277,44 +314,42 @@ mod tests {
         img
     }
 
-    /// The reference box filter, written as InMemoryImage does it.
-    fn box_reference(src: &FloatImage, x: usize, y: usize, k: usize) -> f32 {
+    /// Channel `k` of `src`'s next level as `box_filter::filter_row` computes it (the
+    /// filter of `InMemoryImage`, the EXR source's generated levels and the C ABI's pixels),
+    /// on one-channel `f32` texels.
+    fn box_filter_level(src: &FloatImage, k: usize) -> Vec<f32> {
+        let format = TexelFormat::new(TexelType::F32, 1).unwrap();
         let (sw, sh) = (src.width as usize, src.height as usize);
-        let (dw, dh) = ((sw / 2).max(1), (sh / 2).max(1));
-        let span =
-            |i: usize, out: usize, len: usize| (2 * i, if i + 1 == out { len } else { 2 * i + 2 });
-        let (x0, x1) = span(x, dw, sw);
-        let (y0, y1) = span(y, dh, sh);
-        let mut sum = 0.0;
-        for yy in y0..y1 {
-            for xx in x0..x1 {
-                sum += src.texel(xx as u32, yy as u32)[k];
-            }
+        let (dw, dh) = mip_level_size(src.width, src.height, 1);
+        let (dw, dh) = (dw as usize, dh as usize);
+        let plane: Vec<u8> = src
+            .data
+            .iter()
+            .skip(k)
+            .step_by(src.channels as usize)
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        let mut out = vec![0u8; dw * dh * 4];
+        let mut sums = Vec::new();
+        for (j, row) in out.chunks_exact_mut(dw * 4).enumerate() {
+            let src_row = |y: usize| &plane[y * sw * 4..(y + 1) * sw * 4];
+            filter_row(format, (sw, sh), (dw, dh), j, src_row, &mut sums, row);
         }
-        sum / ((x1 - x0) * (y1 - y0)) as f32
-    }
-
-    #[test]
-    fn level_sizes_round_down_to_one() {
-        assert_eq!(level_count(1, 1), 1);
-        assert_eq!(level_count(300, 77), 9);
-        assert_eq!(level_count(4096, 4096), 13);
-        assert_eq!(level_size(300, 77, 1), (150, 38));
-        assert_eq!(level_size(300, 77, 7), (2, 1));
-        assert_eq!(level_size(300, 77, 8), (1, 1));
-        assert_eq!(level_size(5, 5, 40), (1, 1));
+        out.chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect()
     }
 
     #[test]
     fn build_mips_gives_every_coarser_level() {
         let img = ramp(300, 77, 3);
-        let mips = build_mips(&img, MipFilter::Box);
+        let mips = build_mips(&img, DownsampleFilter::Box);
         assert_eq!(mips.len(), 8);
         for (l, m) in mips.iter().enumerate() {
-            assert_eq!((m.width, m.height), level_size(300, 77, l as u32 + 1));
+            assert_eq!((m.width, m.height), mip_level_size(300, 77, l as u32 + 1));
             assert!(m.check().is_ok());
         }
-        assert!(build_mips(&ramp(1, 1, 4), MipFilter::Box).is_empty());
+        assert!(build_mips(&ramp(1, 1, 4), DownsampleFilter::Box).is_empty());
     }
 
     #[test]
@@ -325,19 +360,19 @@ mod tests {
             (1, 9, 1),
             (3, 3, 3),
             (8, 5, 4),
+            (37, 19, 3),
         ] {
             let src = ramp(w, h, c);
-            let dst = downsample(&src, MipFilter::Box);
-            for y in 0..dst.height as usize {
-                for x in 0..dst.width as usize {
-                    for k in 0..c as usize {
-                        let want = box_reference(&src, x, y, k);
-                        let got = dst.texel(x as u32, y as u32)[k];
-                        assert!(
-                            (got - want).abs() < 1e-5,
-                            "{w}x{h} ({x},{y},{k}) {got} {want}"
-                        );
-                    }
+            let dst = downsample(&src, DownsampleFilter::Box);
+            for k in 0..c as usize {
+                let want = box_filter_level(&src, k);
+                let got = dst.data.iter().skip(k).step_by(c as usize);
+                assert_eq!(want.len(), (dst.width * dst.height) as usize);
+                for (i, (got, want)) in got.zip(&want).enumerate() {
+                    assert!(
+                        (got - want).abs() < 1e-5,
+                        "{w}x{h} texel {i} channel {k}: {got} {want}"
+                    );
                 }
             }
         }
@@ -345,7 +380,7 @@ mod tests {
 
     #[test]
     fn every_filter_preserves_a_constant_and_stays_near_the_mean() {
-        for filter in [MipFilter::Box, MipFilter::Triangle, MipFilter::Lanczos3] {
+        for filter in DownsampleFilter::ALL {
             let mut img = FloatImage::zeros(37, 10, 2);
             img.data.iter_mut().for_each(|v| *v = 0.75);
             for level in build_mips(&img, filter) {
@@ -367,7 +402,7 @@ mod tests {
 
     #[test]
     fn triangle_weights_at_two_to_one_are_one_three_three_one() {
-        let w = Weights::new(MipFilter::Triangle, 8, 4);
+        let w = Weights::new(DownsampleFilter::Triangle, 8, 4);
         let (first, taps) = w.taps(1);
         assert_eq!(first, 1);
         let want = [0.125, 0.375, 0.375, 0.125];
@@ -379,5 +414,14 @@ mod tests {
         let (first, taps) = w.taps(0);
         assert_eq!(first, 0);
         assert!((taps.iter().sum::<f32>() - 1.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn names_parse_back() {
+        for filter in DownsampleFilter::ALL {
+            assert_eq!(filter.name().parse(), Ok(filter));
+            assert_eq!(filter.to_string(), filter.name());
+        }
+        assert!("gaussian".parse::<DownsampleFilter>().is_err());
     }
 }

@@ -1,6 +1,7 @@
-//! `FloatImage`: an uncompressed image of 1 to 4 interleaved `f32` channels.
+//! `FloatImage`: an uncompressed image of 1 to 4 interleaved `f32` channels, the input of
+//! [`crate::sources::mips::build_mips`] and [`crate::sources::exr::write_mip_exr`].
 
-use crate::error::CliError;
+use crate::error::{Error, Result};
 
 /// An image of `f32` samples: `channels` (1 to 4) interleaved per texel, rows top first.
 ///
@@ -19,7 +20,6 @@ pub struct FloatImage {
 
 impl FloatImage {
     /// An image of the given size filled with zeros (for generators to fill in).
-    #[cfg_attr(not(test), allow(dead_code))]
     pub fn zeros(width: u32, height: u32, channels: u32) -> FloatImage {
         let len = width as usize * height as usize * channels as usize;
         FloatImage {
@@ -30,23 +30,24 @@ impl FloatImage {
         }
     }
 
-    /// Checks the size, the channel count and the sample count.
-    pub fn check(&self) -> Result<(), CliError> {
+    /// Checks the size, the channel count and the sample count
+    /// ([`Error::InvalidArgument`] saying which is wrong).
+    pub fn check(&self) -> Result<()> {
         if self.width == 0 || self.height == 0 {
-            return Err(CliError::Usage(format!(
+            return Err(Error::InvalidArgument(format!(
                 "image size {}x{} is empty",
                 self.width, self.height
             )));
         }
         if !(1..=4).contains(&self.channels) {
-            return Err(CliError::Usage(format!(
+            return Err(Error::InvalidArgument(format!(
                 "{} channels per texel (1 to 4 supported)",
                 self.channels
             )));
         }
         let expected = self.width as u64 * self.height as u64 * self.channels as u64;
         if self.data.len() as u64 != expected {
-            return Err(CliError::Usage(format!(
+            return Err(Error::InvalidArgument(format!(
                 "a {}x{} image of {} channels needs {expected} samples, got {}",
                 self.width,
                 self.height,
@@ -61,7 +62,6 @@ impl FloatImage {
     ///
     /// # Panics
     /// If `(x, y)` is outside the image.
-    #[cfg_attr(not(test), allow(dead_code))]
     pub fn texel(&self, x: u32, y: u32) -> &[f32] {
         assert!(
             x < self.width && y < self.height,
@@ -85,7 +85,7 @@ mod tests {
         assert!(FloatImage::zeros(3, 2, 0).check().is_err());
         let mut short = FloatImage::zeros(3, 2, 1);
         short.data.pop();
-        assert!(short.check().is_err());
+        assert!(matches!(short.check(), Err(Error::InvalidArgument(_))));
     }
 
     #[test]
