@@ -193,6 +193,22 @@ typedef unsigned long long uint64_t;
 // UDIM entry: the base texture field of a grid without a base texture (`0xFFFFFF`).
 #define DTEX_UDIM_NO_BASE 16777215u
 
+// The compression of the written tiles (names as in OpenEXR; `zips` = one line per zip
+// block, `zip` = 16 lines, which for tiles are the same thing stored differently).
+//
+// The names ([`name`](Self::name), [`FromStr`](std::str::FromStr)) are those of
+// `demandtex convert --compression` and of `demandtex info`.
+typedef struct Compression Compression;
+
+// The filter that computes each mip level of a [`FloatImage`] from the one before.
+//
+// Its names (`box`, `triangle`, `lanczos3`: [`name`](Self::name),
+// [`FromStr`](std::str::FromStr)) are those of `demandtex convert --filter`.
+typedef struct DownsampleFilter DownsampleFilter;
+
+// The type of the written samples.
+typedef struct SampleType SampleType;
+
 // The result of every fallible call: `DTEX_STATUS_OK` (0) or one of the `DTEX_STATUS_*`
 // codes. A plain `int32_t`, never a C enum, so that any value is well defined.
 typedef int32_t DtexStatus;
@@ -550,6 +566,18 @@ typedef struct DtexCache {
   uint64_t id;
 } DtexCache;
 
+// One launch of a CUDA loader, between `dtex_cuda_launch_prepare` and
+// `dtex_cuda_process_requests`. Plain data: a launch that is never processed needs no
+// clean-up (its requests are made again by a later launch).
+typedef struct DtexCudaLaunch {
+  // The loader.
+  struct DtexLoader loader;
+  // The launch's number (1 for the first).
+  uint32_t number;
+  // Zero.
+  uint32_t reserved;
+} DtexCudaLaunch;
+
 // One mip level as the samplers see it.
 typedef struct DtexSamplerLevel {
   // Width in texels.
@@ -650,6 +678,12 @@ typedef struct DtexTextureSampler {
 
 // A caught panic or a broken invariant (a bug in demandtex: please report it).
 #define DTEX_STATUS_INTERNAL 11
+
+
+
+
+
+
 
 
 
@@ -1320,6 +1354,63 @@ DtexStatus dtex_cache_get_stats(struct DtexCache cache,
 DtexStatus dtex_cache_set_max_texture_memory(struct DtexCache cache,
                                              uint64_t bytes);
 
+// Create a demand loader on CUDA device `device` (0 = the first the driver lists).
+// `options` NULL means the defaults (`dtex_loader_options_default`); `max_texture_memory`
+// is the budget of the device's tile pool. The loader is a `DtexLoader`: every texture,
+// UDIM, resource, lifecycle, budget and statistics call takes it; its launches are
+// `dtex_cuda_launch_prepare` / `dtex_cuda_process_requests` (`dtex_launch_prepare` refuses
+// it).
+//
+// Errors: NO_CUDA with the reason (no driver, no such device, a driver too old, a device
+// that fails to initialise) — the CPU loader (`dtex_loader_create`) works regardless;
+// INVALID_ARGUMENT for a NULL `out`, a bad `struct_size` or inconsistent options; INTERNAL
+// for a driver failure. Ownership: the caller owns the handle (`dtex_loader_destroy`).
+// Thread-safety: any thread.
+//
+// # Safety
+// `options` is NULL or points to a `DtexLoaderOptions`; `out` is NULL or writable.
+DtexStatus dtex_cuda_loader_create(uint32_t device,
+                                   const struct DtexLoaderOptions *options,
+                                   struct DtexLoader *out);
+
+// Start a launch of CUDA loader `loader`: make what finished since the last launch visible
+// on the device (textures built, tiles mapped and uploaded, page-table entries and
+// residence bits pushed), and fill `out_context` with the `DtexDeviceContext` to pass, by
+// value, to kernels launched on `stream` before `dtex_cuda_process_requests`. `stream`
+// (a `CUstream` of the device's primary context; NULL: the default stream) waits for the
+// publication on the device; the call does not wait for the GPU.
+//
+// Errors: INVALID_HANDLE; INVALID_ARGUMENT for NULL outputs or a CPU loader; INTERNAL for
+// a driver failure (the loader should then be destroyed). Ownership: `out_launch` and
+// `out_context` are plain data; the context's device addresses stay valid until the next
+// `dtex_cuda_launch_prepare` of the loader. Thread-safety: any thread; launches of one
+// loader should not overlap.
+//
+// # Safety
+// `stream` is NULL or a live stream of device `loader`'s primary context; `out_launch`
+// and `out_context` are NULL or writable.
+DtexStatus dtex_cuda_launch_prepare(struct DtexLoader loader,
+                                    void *stream,
+                                    struct DtexCudaLaunch *out_launch,
+                                    struct DtexDeviceContext *out_context);
+
+// Serve the requests `launch` recorded: the pull runs on the device after the work enqueued
+// on `stream` so far (the caller's kernel), then the fills start on the loader's fill
+// threads. `out_ticket` tracks them (`dtex_ticket_wait` / `dtex_ticket_poll`); the next
+// `dtex_cuda_launch_prepare` publishes what has finished. The launch ends here.
+//
+// Errors: INVALID_HANDLE; INVALID_ARGUMENT for a NULL `out_ticket`, a CPU loader, or a
+// launch that is not the loader's (already processed, or forgotten after 8 newer ones);
+// INTERNAL for a driver failure. Ownership: the caller owns the ticket
+// (`dtex_ticket_destroy`). Thread-safety: any thread.
+//
+// # Safety
+// `stream` is NULL or a live stream of the loader's device context; `out_ticket` is NULL
+// or writable.
+DtexStatus dtex_cuda_process_requests(struct DtexCudaLaunch launch,
+                                      void *stream,
+                                      struct DtexTicket *out_ticket);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif  // __cplusplus
@@ -1416,6 +1507,11 @@ DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexTicket, id) == 0, "offsetof(DtexTicket, id)
 DTEX_STATIC_ASSERT(sizeof(DtexCache) == 8, "sizeof(DtexCache)");
 DTEX_STATIC_ASSERT(DTEX_ALIGNOF(DtexCache) == 8, "alignof(DtexCache)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexCache, id) == 0, "offsetof(DtexCache, id)");
+DTEX_STATIC_ASSERT(sizeof(DtexCudaLaunch) == 16, "sizeof(DtexCudaLaunch)");
+DTEX_STATIC_ASSERT(DTEX_ALIGNOF(DtexCudaLaunch) == 8, "alignof(DtexCudaLaunch)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexCudaLaunch, loader) == 0, "offsetof(DtexCudaLaunch, loader)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexCudaLaunch, number) == 8, "offsetof(DtexCudaLaunch, number)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexCudaLaunch, reserved) == 12, "offsetof(DtexCudaLaunch, reserved)");
 DTEX_STATIC_ASSERT(sizeof(DtexLoaderOptions) == 48, "sizeof(DtexLoaderOptions)");
 DTEX_STATIC_ASSERT(DTEX_ALIGNOF(DtexLoaderOptions) == 8, "alignof(DtexLoaderOptions)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, struct_size) == 0, "offsetof(DtexLoaderOptions, struct_size)");

@@ -909,36 +909,17 @@ private:
 // Loader
 // ---------------------------------------------------------------------------------------
 
-/// A demand loader: one page table, tile pool and fill pool, driving the multi-pass cycle
-/// `prepareLaunch → sample → processRequests → Ticket::wait`.
+/// What every loader offers, whatever backend its tiles live on: textures, UDIM grids, user
+/// resources, invalidate / replace / unload, the budget, statistics — one page table, tile
+/// pool and fill pool, driving the multi-pass cycle `prepareLaunch → sample →
+/// processRequests → Ticket::wait` (see `Loader` for the CPU, `CudaLoader` for a GPU).
 ///
 /// Move-only owner of a `DtexLoader`. Every member is `const` and thread-safe: share a
 /// `const Loader&` between threads. Destruction waits for the fills of its tickets and
 /// drops its textures' sources (deleting the `ImageSource`s it owns); its launches and
 /// tickets become invalid handles.
-class Loader {
+class LoaderBase {
 public:
-    /// A loader with `options` (throws on invalid options).
-    explicit Loader(const LoaderOptions& options = LoaderOptions()) : h_(create(options)) {}
-    /// Take ownership of a C loader handle.
-    static Loader adopt(DtexLoader handle) noexcept { return Loader(detail::UniqueHandle<detail::LoaderTraits>(handle)); }
-
-    /// Start a launch: fills finished since the last launch become visible.
-    Launch prepareLaunch() const {
-        DtexLaunch l{};
-        check(dtex_launch_prepare(h_.get(), &l));
-        return Launch::adopt(l);
-    }
-
-    /// End `launch` and start filling the pages it requested. The launch is consumed (null
-    /// afterwards) even if this throws.
-    Ticket processRequests(Launch&& launch) const {
-        const DtexLaunch l = launch.release();
-        DtexTicket t{};
-        check(dtex_process_requests(l, &t));
-        return Ticket::adopt(t);
-    }
-
     /// Change the texture memory budget (shrinking evicts; throws if it cannot hold the
     /// non-evictable mip tails).
     void setMaxTextureMemory(std::uint64_t bytes) const { check(dtex_loader_set_max_texture_memory(h_.get(), bytes)); }
@@ -1075,16 +1056,90 @@ public:
     /// Whether this object holds a handle.
     explicit operator bool() const noexcept { return static_cast<bool>(h_); }
 
+protected:
+    /// Own `h`.
+    explicit LoaderBase(detail::UniqueHandle<detail::LoaderTraits> h) noexcept : h_(std::move(h)) {}
+    detail::UniqueHandle<detail::LoaderTraits> h_;  ///< The owned handle.
+};
+
+/// A demand loader on the CPU: launches sample through `Launch` (`tex2DGrad` and friends)
+/// between `prepareLaunch` and `processRequests`.
+class Loader : public LoaderBase {
+public:
+    /// A loader with `options` (throws on invalid options).
+    explicit Loader(const LoaderOptions& options = LoaderOptions()) : LoaderBase(create(options)) {}
+    /// Take ownership of a C loader handle.
+    static Loader adopt(DtexLoader handle) noexcept { return Loader(detail::UniqueHandle<detail::LoaderTraits>(handle)); }
+
+    /// Start a launch: fills finished since the last launch become visible.
+    Launch prepareLaunch() const {
+        DtexLaunch l{};
+        check(dtex_launch_prepare(h_.get(), &l));
+        return Launch::adopt(l);
+    }
+
+    /// End `launch` and start filling the pages it requested. The launch is consumed (null
+    /// afterwards) even if this throws.
+    Ticket processRequests(Launch&& launch) const {
+        const DtexLaunch l = launch.release();
+        DtexTicket t{};
+        check(dtex_process_requests(l, &t));
+        return Ticket::adopt(t);
+    }
+
 private:
     /// Own `h`.
-    explicit Loader(detail::UniqueHandle<detail::LoaderTraits> h) noexcept : h_(std::move(h)) {}
+    explicit Loader(detail::UniqueHandle<detail::LoaderTraits> h) noexcept : LoaderBase(std::move(h)) {}
     /// Create the C object (throws on failure).
     static detail::UniqueHandle<detail::LoaderTraits> create(const LoaderOptions& options) {
         DtexLoader h{};
         check(dtex_loader_create(&options.raw(), &h));
         return detail::UniqueHandle<detail::LoaderTraits>(h);
     }
-    detail::UniqueHandle<detail::LoaderTraits> h_;  ///< The owned handle.
+};
+
+/// One launch of a `CudaLoader`: pass `context` by value to the kernels that sample through
+/// the device API (`dtex::tex2DGrad(ctx, ...)`), then hand the launch to `processRequests`.
+/// Plain data: a launch never processed needs no clean-up.
+struct CudaLaunch {
+    DtexCudaLaunch launch{};      ///< The C launch.
+    DtexDeviceContext context{};  ///< The device context for this launch's kernels.
+};
+
+/// A demand loader on a CUDA device: tiles live in sparse CUDA textures, the page table on
+/// the device. Kernels launched on a caller's stream (a `CUstream`, passed as `void*` so
+/// that this header needs no CUDA header; nullptr: the default stream) between
+/// `prepareLaunch` and `processRequests` sample through `include/demandtex/device/`.
+class CudaLoader : public LoaderBase {
+public:
+    /// A loader on CUDA device `device` (throws `Error` with `DTEX_STATUS_NO_CUDA` and the
+    /// reason when there is no usable driver or device: fall back to `Loader`).
+    explicit CudaLoader(std::uint32_t device = 0, const LoaderOptions& options = LoaderOptions())
+        : LoaderBase(create(device, options)) {}
+
+    /// Start a launch: what finished since the last one becomes visible on the device;
+    /// `stream` waits for it there (the call does not wait for the GPU).
+    CudaLaunch prepareLaunch(void* stream = nullptr) const {
+        CudaLaunch l;
+        check(dtex_cuda_launch_prepare(h_.get(), stream, &l.launch, &l.context));
+        return l;
+    }
+
+    /// Serve the requests of `launch` once the work enqueued on `stream` so far (its
+    /// kernels) has run on the device; the fills run on the loader's fill threads.
+    Ticket processRequests(const CudaLaunch& launch, void* stream = nullptr) const {
+        DtexTicket t{};
+        check(dtex_cuda_process_requests(launch.launch, stream, &t));
+        return Ticket::adopt(t);
+    }
+
+private:
+    /// Create the C object (throws on failure).
+    static detail::UniqueHandle<detail::LoaderTraits> create(std::uint32_t device, const LoaderOptions& options) {
+        DtexLoader h{};
+        check(dtex_cuda_loader_create(device, &options.raw(), &h));
+        return detail::UniqueHandle<detail::LoaderTraits>(h);
+    }
 };
 
 inline Launch Launch::prepare(const Loader& loader) { return loader.prepareLaunch(); }

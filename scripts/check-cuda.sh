@@ -5,40 +5,11 @@
 # (tests/cuda/must_fail_*.cu) must fail; the checked-in PTX (each kernel directory's ptx/)
 # must equal a fresh compile. UPDATE_PTX=1 regenerates the PTX.
 #
-# NVRTC comes from NVIDIA's pip wheels, pinned exactly: an unpinned install pulls newer
-# parts whose PTX (a newer ISA) the R580 driver rejects. They are installed into a venv
-# under target/ (reused by later runs) and never committed.
+# NVRTC comes from NVIDIA's pip wheels, pinned exactly (scripts/cuda-venv.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PINNED='cuda-toolkit[nvrtc,cudart]==13.0.2'
-VENV="${DEMANDTEX_CUDA_VENV:-target/cuda-venv}"
-STAMP="$VENV/.demandtex-pinned"
-
-if ! command -v python3 >/dev/null 2>&1; then
-  echo "check-cuda: python3 is required (for the NVRTC pip wheels)" >&2
-  exit 1
-fi
-if [ ! -x "$VENV/bin/pip" ]; then
-  echo "== creating $VENV"
-  if ! python3 -m venv "$VENV"; then
-    echo "check-cuda: python3 -m venv failed (Debian/Ubuntu: apt-get install python3-venv)" >&2
-    exit 1
-  fi
-fi
-if [ "$(cat "$STAMP" 2>/dev/null)" != "$PINNED" ]; then
-  echo "== pip install $PINNED"
-  if ! "$VENV/bin/pip" install --quiet --disable-pip-version-check "$PINNED"; then
-    echo "check-cuda: could not install $PINNED from the package index" >&2
-    exit 1
-  fi
-  echo "$PINNED" > "$STAMP"
-fi
-CU13="$("$VENV/bin/python" -c 'import nvidia, os; print(os.path.join(list(nvidia.__path__)[0], "cu13"))')"
-if [ ! -e "$CU13/lib/libnvrtc.so.13" ]; then
-  echo "check-cuda: $CU13/lib/libnvrtc.so.13 missing after installing $PINNED" >&2
-  exit 1
-fi
+CU13="$(scripts/cuda-venv.sh)"
 export LD_LIBRARY_PATH="$CU13/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
 echo "== NVRTC compile checks ($CU13/lib)"

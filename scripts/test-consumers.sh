@@ -222,6 +222,28 @@ else
   note "cpp-consumer: MISSING (tests/cpp-consumer does not exist) - NOT TESTED"
 fi
 
+# --- the C++ CUDA consumer ------------------------------------------------------------------------
+# Its kernel is compiled at run time by the pinned NVRTC against the installed headers; with a
+# GPU it also runs through demandtex::CudaLoader and is compared with the CPU loader. Not
+# under valgrind or ASan: NVRTC is a large closed library, and the CUDA path is only reached
+# with a GPU (the GPU suite runs it under compute-sanitizer there).
+say "cuda-consumer: NVRTC compile of a device-API kernel against the installed package"
+CU13=$(scripts/cuda-venv.sh) || fail "the pinned NVRTC wheels (scripts/cuda-venv.sh)"
+run_logged "cuda-consumer: configure" "$WORK/cuda-consumer-configure.log" . \
+  cmake -S "$ROOT/tests/cuda-consumer" -B "$WORK/build-cuda-consumer" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_PREFIX_PATH="$PREFIX" -DDEMANDTEX_CUDA_INCLUDE_DIR="$CU13/include" \
+  -DDEMANDTEX_NVRTC_LIBRARY="$CU13/lib/libnvrtc.so.13"
+run_logged "cuda-consumer: build" "$WORK/cuda-consumer-build.log" . cmake --build "$WORK/build-cuda-consumer" -j "$JOBS"
+LD_LIBRARY_PATH="$CU13/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+  run_logged "cuda-consumer: run" "$WORK/cuda-consumer-run.log" "$WORK/build-cuda-consumer" \
+  "$WORK/build-cuda-consumer/cuda_consumer"
+cat "$WORK/cuda-consumer-run.log"
+if grep -q "no GPU here" "$WORK/cuda-consumer-run.log"; then
+  note "cuda-consumer: kernel compiled by NVRTC against the installed headers; NO GPU here, so it was not run (the CPU consumers ran)"
+else
+  note "cuda-consumer: kernel compiled against the installed headers and run on the GPU, agreeing with the CPU loader"
+fi
+
 # --- relocatability --------------------------------------------------------------------------
 say "relocated prefix: find_package from a copy"
 cp -a "$PREFIX" "$WORK/moved"

@@ -356,7 +356,7 @@ pub unsafe extern "C" fn dtex_texture_create_from_callbacks(
         let entry = loader::get(loader)?;
         let desc = DtexTextureDesc::resolve(desc, Default::default())?;
         let source = make_source(callbacks, name, entry.life.token())?;
-        let id = entry.loader.create_texture(source.clone(), desc)?;
+        let id = entry.engine.create_texture(source.clone(), desc)?;
         source.arm();
         out.write(id.0);
         Ok(())

@@ -202,6 +202,11 @@ pub const LAYOUTS: &[StructLayout] = &[
     layout!("DtexTicket", crate::DtexTicket, [id]),
     layout!("DtexCache", crate::DtexCache, [id]),
     layout!(
+        "DtexCudaLaunch",
+        crate::cuda::DtexCudaLaunch,
+        [loader, number, reserved]
+    ),
+    layout!(
         "DtexLoaderOptions",
         crate::options::DtexLoaderOptions,
         [

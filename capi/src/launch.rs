@@ -70,7 +70,7 @@ pub unsafe extern "C" fn dtex_launch_prepare(
         // SAFETY: the caller's contract.
         let out = unsafe { Out::new(out, "out") }?;
         let entry = loader::get(loader)?;
-        let launch = entry.loader.launch_prepare();
+        let launch = entry.cpu()?.launch_prepare();
         let id = LAUNCHES.insert(Arc::new(LaunchEntry {
             loader_id: loader.id,
             loader: entry,
@@ -148,7 +148,7 @@ pub unsafe extern "C" fn dtex_process_requests(
             loader,
             launch,
         } = taken;
-        let ticket = loader.loader.process_requests(launch);
+        let ticket = loader.cpu()?.process_requests(launch);
         loader.track(&ticket);
         let id = TICKETS.insert(Arc::new(TicketEntry { loader_id, ticket }))?;
         out.write(DtexTicket { id });

@@ -42,6 +42,8 @@ pub mod sampling;
 
 pub mod cache;
 
+pub mod cuda;
+
 pub mod device;
 
 pub mod boundary;

@@ -35,7 +35,7 @@ use std::sync::Arc;
 pub extern "C" fn dtex_texture_invalidate(loader: DtexLoader, texture: u32) -> DtexStatus {
     entry(|| {
         loader::get(loader)?
-            .loader
+            .engine
             .invalidate_texture(TextureId(texture))?;
         Ok(())
     })
@@ -58,7 +58,7 @@ pub extern "C" fn dtex_texture_invalidate(loader: DtexLoader, texture: u32) -> D
 pub extern "C" fn dtex_texture_unload(loader: DtexLoader, texture: u32) -> DtexStatus {
     entry(|| {
         loader::get(loader)?
-            .loader
+            .engine
             .unload_texture(TextureId(texture))?;
         Ok(())
     })
@@ -100,7 +100,7 @@ pub unsafe extern "C" fn dtex_texture_replace_from_file(
         let desc = replacement_desc(desc)?;
         check_exr_file(path)?;
         entry
-            .loader
+            .engine
             .replace_texture(TextureId(texture), Arc::new(ExrSource::new(path)), desc)?;
         Ok(())
     })
@@ -148,7 +148,7 @@ pub unsafe extern "C" fn dtex_texture_replace_from_callbacks(
         // Our clone keeps the source alive until it is armed, even if another thread
         // replaces or unloads the texture meanwhile: `close` runs only once it is armed.
         entry
-            .loader
+            .engine
             .replace_texture(TextureId(texture), source.clone(), desc)?;
         source.arm();
         Ok(())
@@ -176,11 +176,11 @@ pub extern "C" fn dtex_texture_get_error(loader: DtexLoader, texture: u32) -> Dt
 
 /// The error of `texture` (see `dtex_texture_get_error`).
 fn texture_error(entry: &LoaderEntry, texture: TextureId) -> ApiResult<()> {
-    if let Some(e) = entry.loader.texture_error(texture) {
+    if let Some(e) = entry.engine.texture_error(texture) {
         return Err(ApiError::from(e));
     }
     // Ids are handed out in order from 0: an id below the count names a texture.
-    if u64::from(texture.0) >= entry.loader.stats().textures {
+    if u64::from(texture.0) >= entry.engine.stats().textures {
         return Err(ApiError::new(
             DTEX_STATUS_UNKNOWN_TEXTURE,
             format!("texture {} was never created by this loader", texture.0),

@@ -4,18 +4,31 @@ use crate::boundary::{entry, optional_in, versioned_out, Out};
 use crate::handles::{into_unique, DtexLoader, Registry};
 use crate::launch::{LAUNCHES, TICKETS};
 use crate::options::{DtexLoaderOptions, DtexStats};
-use crate::status::{ApiResult, DtexStatus};
-use engine::{Loader, Ticket};
+use crate::status::{ApiError, ApiResult, DtexStatus, DTEX_STATUS_INVALID_ARGUMENT};
+use demandtex_cuda::{CudaLaunch, CudaLoader};
+use engine::{Engine, Loader, Ticket};
 use parking_lot::{Condvar, Mutex};
 use std::sync::Arc;
 
 /// The live loaders.
 pub(crate) static LOADERS: Registry<LoaderEntry> = Registry::new(1, "loader");
 
+/// Where a loader's tiles live.
+pub enum LoaderKind {
+    /// The CPU: launches sample through `dtex_launch_*`.
+    Cpu(Loader),
+    /// A CUDA device: launches through `dtex_cuda_launch_prepare`.
+    Cuda(Box<CudaLoader>),
+}
+
 /// A loader as the C API holds it.
 pub struct LoaderEntry {
-    /// The engine.
-    pub loader: Loader,
+    /// The engine: textures, UDIM grids, resources, lifecycle, budget, statistics.
+    pub engine: Arc<Engine>,
+    /// The backend-specific half.
+    pub kind: LoaderKind,
+    /// CUDA launches prepared and not yet processed, oldest first (a few at most).
+    pub cuda_launches: Mutex<Vec<CudaLaunch>>,
     /// Tickets of fills not known to be finished (destroy waits for them, even for those
     /// whose ticket handle was destroyed).
     pub tickets: Mutex<Vec<Ticket>>,
@@ -24,12 +37,41 @@ pub struct LoaderEntry {
 }
 
 impl LoaderEntry {
-    /// A new entry over `loader`.
-    pub fn new(loader: Loader) -> LoaderEntry {
+    /// A new entry over `kind`.
+    pub fn new(kind: LoaderKind) -> LoaderEntry {
+        let engine = match &kind {
+            LoaderKind::Cpu(l) => l.engine().clone(),
+            LoaderKind::Cuda(l) => l.engine().clone(),
+        };
         LoaderEntry {
-            loader,
+            engine,
+            kind,
+            cuda_launches: Mutex::new(Vec::new()),
             tickets: Mutex::new(Vec::new()),
             life: Arc::new(Life::default()),
+        }
+    }
+
+    /// The CPU loader, or INVALID_ARGUMENT for a CUDA loader (whose launches are
+    /// `dtex_cuda_*`).
+    pub fn cpu(&self) -> ApiResult<&Loader> {
+        match &self.kind {
+            LoaderKind::Cpu(l) => Ok(l),
+            LoaderKind::Cuda(_) => Err(ApiError::new(
+                DTEX_STATUS_INVALID_ARGUMENT,
+                "a CUDA loader: its launches are dtex_cuda_launch_prepare / dtex_cuda_process_requests",
+            )),
+        }
+    }
+
+    /// The CUDA loader, or INVALID_ARGUMENT for a CPU loader.
+    pub fn cuda(&self) -> ApiResult<&CudaLoader> {
+        match &self.kind {
+            LoaderKind::Cuda(l) => Ok(l),
+            LoaderKind::Cpu(_) => Err(ApiError::new(
+                DTEX_STATUS_INVALID_ARGUMENT,
+                "a CPU loader (dtex_loader_create): dtex_cuda_* calls need one from dtex_cuda_loader_create",
+            )),
         }
     }
 
@@ -117,7 +159,7 @@ pub unsafe extern "C" fn dtex_loader_create(
             .unwrap_or_default()
             .to_engine()?;
         let loader = Loader::new(options)?;
-        let id = LOADERS.insert(Arc::new(LoaderEntry::new(loader)))?;
+        let id = LOADERS.insert(Arc::new(LoaderEntry::new(LoaderKind::Cpu(loader))))?;
         out.write(DtexLoader { id });
         Ok(())
     })
@@ -163,7 +205,12 @@ pub extern "C" fn dtex_loader_destroy(loader: DtexLoader) -> DtexStatus {
 #[no_mangle]
 pub extern "C" fn dtex_loader_set_max_texture_memory(loader: DtexLoader, bytes: u64) -> DtexStatus {
     entry(|| {
-        get(loader)?.loader.set_max_texture_memory(bytes)?;
+        let entry = get(loader)?;
+        match &entry.kind {
+            LoaderKind::Cpu(l) => l.set_max_texture_memory(bytes)?,
+            // The device tile pool follows the budget.
+            LoaderKind::Cuda(l) => l.set_max_texture_memory(bytes)?,
+        }
         Ok(())
     })
 }
@@ -184,7 +231,7 @@ pub unsafe extern "C" fn dtex_loader_get_stats(
     entry(|| {
         // SAFETY: the caller's contract.
         let out = unsafe { versioned_out(out, "out") }?;
-        let stats = get(loader)?.loader.stats();
+        let stats = get(loader)?.engine.stats();
         out.write(DtexStats::from_engine(&stats));
         Ok(())
     })

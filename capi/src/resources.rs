@@ -120,7 +120,7 @@ pub unsafe extern "C" fn dtex_resource_create(
             armed: AtomicBool::new(false),
             _life: entry.life.token(),
         });
-        let first = entry.loader.create_resource(num_pages, resource.clone())?;
+        let first = entry.engine.create_resource(num_pages, resource.clone())?;
         resource.arm();
         out.write(first.0);
         Ok(())

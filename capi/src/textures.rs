@@ -113,7 +113,7 @@ pub(crate) fn register(
 ) -> ApiResult<u32> {
     let entry = loader::get(handle)?;
     let desc = DtexTextureDesc::resolve(desc, Default::default())?;
-    Ok(entry.loader.create_texture(source, desc)?.0)
+    Ok(entry.engine.create_texture(source, desc)?.0)
 }
 
 /// Check that `path` can be read and starts as an OpenEXR file does.

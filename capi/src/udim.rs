@@ -79,7 +79,7 @@ pub unsafe extern "C" fn dtex_udim_create(
             tiles,
             base: base.map(exr).transpose()?,
         };
-        out.write(entry.loader.create_udim_texture(grid, desc)?.0);
+        out.write(entry.engine.create_udim_texture(grid, desc)?.0);
         Ok(())
     })
 }
@@ -123,7 +123,7 @@ pub unsafe extern "C" fn dtex_udim_create_from_pattern(
         }
         let id =
             entry
-                .loader
+                .engine
                 .create_udim_from_pattern(Path::new(pattern), base.map(Path::new), desc)?;
         out.write(id.0);
         Ok(())

@@ -63,6 +63,12 @@ pub struct CudaLaunch {
     owner: usize,
 }
 
+// SAFETY: the context's pointers are device addresses, never dereferenced on the host; the
+// stream is an `Arc` of a thread-safe cudarc stream.
+unsafe impl Send for CudaLaunch {}
+// SAFETY: as above; every method takes `&self` and only copies plain data.
+unsafe impl Sync for CudaLaunch {}
+
 impl CudaLaunch {
     /// The context to pass to a kernel (the `DtexDeviceContext` argument): device
     /// addresses valid until the next `launch_prepare` of its loader.

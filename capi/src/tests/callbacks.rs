@@ -221,7 +221,7 @@ fn image(width: u32, height: u32) -> InMemoryImage {
 fn texture_error(loader: &TestLoader, tex: u32) -> String {
     let entry = crate::loader::get(loader.0).unwrap();
     entry
-        .loader
+        .engine
         .texture_error(TextureId(tex))
         .map(|e| e.to_string())
         .unwrap_or_default()

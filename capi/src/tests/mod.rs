@@ -3,6 +3,7 @@
 mod abi;
 mod callbacks;
 mod compile;
+mod cuda;
 mod errors;
 mod files;
 mod header;

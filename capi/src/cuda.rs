@@ -1,0 +1,197 @@
+//! CUDA loaders: the demand loader on a GPU, for renderers whose kernels sample through the
+//! device API of `include/demandtex/device/` (`dtex::tex2DGrad`, `dtex::mapOrRequest`, ...).
+//!
+//! A CUDA loader is a `DtexLoader` like a CPU one: textures, UDIM grids, user resources,
+//! invalidate / replace / unload, budget and statistics are the same `dtex_*` calls. Only
+//! the launch cycle differs:
+//!
+//! ```c
+//! DtexLoader loader;
+//! if (dtex_cuda_loader_create(0, NULL, &loader) == DTEX_STATUS_NO_CUDA) { ... use the CPU ... }
+//! dtex_texture_create_from_file(loader, "wood.exr", NULL, &tex);
+//! for (;;) {
+//!     DtexCudaLaunch launch; DtexDeviceContext ctx; DtexTicket ticket;
+//!     dtex_cuda_launch_prepare(loader, stream, &launch, &ctx);
+//!     myKernel<<<grid, block, 0, stream>>>(ctx, ...);   // dtex::tex2DGrad(ctx, tex, ...)
+//!     dtex_cuda_process_requests(launch, stream, &ticket);
+//!     dtex_ticket_wait(ticket, DTEX_WAIT_FOREVER);
+//!     dtex_ticket_destroy(ticket);
+//!     if (every lookup was resident) break;
+//! }
+//! ```
+//!
+//! `stream` is the caller's `CUstream` (NULL: the default stream). The loader does its own
+//! work — maps, uploads, the paging kernels — on a stream of its own, ordered with the
+//! caller's by events on the device: the kernel sees what `dtex_cuda_launch_prepare`
+//! published, and the pull of `dtex_cuda_process_requests` sees what the kernel requested.
+//! Neither call waits for the GPU.
+
+use crate::boundary::{entry, optional_in, Out};
+use crate::handles::{DtexLoader, DtexTicket};
+use crate::launch::{TicketEntry, TICKETS};
+use crate::loader::{self, LoaderEntry, LoaderKind, LOADERS};
+use crate::options::DtexLoaderOptions;
+use crate::status::{ApiError, DtexStatus, DTEX_STATUS_INVALID_ARGUMENT};
+use demandtex_cuda::CudaLoader;
+use engine::paging::DeviceContext;
+use std::ffi::c_void;
+use std::sync::Arc;
+
+/// CUDA launches of one loader kept for `dtex_cuda_process_requests`: a launch prepared and
+/// never processed (a renderer that stopped) is forgotten after this many newer ones.
+const KEPT_LAUNCHES: usize = 8;
+
+/// One launch of a CUDA loader, between `dtex_cuda_launch_prepare` and
+/// `dtex_cuda_process_requests`. Plain data: a launch that is never processed needs no
+/// clean-up (its requests are made again by a later launch).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DtexCudaLaunch {
+    /// The loader.
+    pub loader: DtexLoader,
+    /// The launch's number (1 for the first).
+    pub number: u32,
+    /// Zero.
+    pub reserved: u32,
+}
+
+/// Create a demand loader on CUDA device `device` (0 = the first the driver lists).
+/// `options` NULL means the defaults (`dtex_loader_options_default`); `max_texture_memory`
+/// is the budget of the device's tile pool. The loader is a `DtexLoader`: every texture,
+/// UDIM, resource, lifecycle, budget and statistics call takes it; its launches are
+/// `dtex_cuda_launch_prepare` / `dtex_cuda_process_requests` (`dtex_launch_prepare` refuses
+/// it).
+///
+/// Errors: NO_CUDA with the reason (no driver, no such device, a driver too old, a device
+/// that fails to initialise) — the CPU loader (`dtex_loader_create`) works regardless;
+/// INVALID_ARGUMENT for a NULL `out`, a bad `struct_size` or inconsistent options; INTERNAL
+/// for a driver failure. Ownership: the caller owns the handle (`dtex_loader_destroy`).
+/// Thread-safety: any thread.
+///
+/// # Safety
+/// `options` is NULL or points to a `DtexLoaderOptions`; `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn dtex_cuda_loader_create(
+    device: u32,
+    options: *const DtexLoaderOptions,
+    out: *mut DtexLoader,
+) -> DtexStatus {
+    entry(|| {
+        // SAFETY: the caller's contract.
+        let out = unsafe { Out::new(out, "out") }?;
+        // SAFETY: the caller's contract.
+        let options = unsafe { optional_in(options) }?
+            .copied()
+            .unwrap_or_default()
+            .to_engine()?;
+        let loader = CudaLoader::new(device, options)?;
+        let kind = LoaderKind::Cuda(Box::new(loader));
+        let id = LOADERS.insert(Arc::new(LoaderEntry::new(kind)))?;
+        out.write(DtexLoader { id });
+        Ok(())
+    })
+}
+
+/// Start a launch of CUDA loader `loader`: make what finished since the last launch visible
+/// on the device (textures built, tiles mapped and uploaded, page-table entries and
+/// residence bits pushed), and fill `out_context` with the `DtexDeviceContext` to pass, by
+/// value, to kernels launched on `stream` before `dtex_cuda_process_requests`. `stream`
+/// (a `CUstream` of the device's primary context; NULL: the default stream) waits for the
+/// publication on the device; the call does not wait for the GPU.
+///
+/// Errors: INVALID_HANDLE; INVALID_ARGUMENT for NULL outputs or a CPU loader; INTERNAL for
+/// a driver failure (the loader should then be destroyed). Ownership: `out_launch` and
+/// `out_context` are plain data; the context's device addresses stay valid until the next
+/// `dtex_cuda_launch_prepare` of the loader. Thread-safety: any thread; launches of one
+/// loader should not overlap.
+///
+/// # Safety
+/// `stream` is NULL or a live stream of device `loader`'s primary context; `out_launch`
+/// and `out_context` are NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn dtex_cuda_launch_prepare(
+    loader: DtexLoader,
+    stream: *mut c_void,
+    out_launch: *mut DtexCudaLaunch,
+    out_context: *mut DeviceContext,
+) -> DtexStatus {
+    entry(|| {
+        // SAFETY: the caller's contract.
+        let (out_launch, out_context) = unsafe {
+            (
+                Out::new(out_launch, "out_launch")?,
+                Out::new(out_context, "out_context")?,
+            )
+        };
+        let entry = loader::get(loader)?;
+        let cuda = entry.cuda()?;
+        // SAFETY: the caller's contract on `stream`.
+        let launch = unsafe { cuda.launch_prepare_on(stream.cast()) }?;
+        let number = launch.launch_num();
+        let context = launch.device_context();
+        {
+            let mut kept = entry.cuda_launches.lock();
+            kept.push(launch);
+            let excess = kept.len().saturating_sub(KEPT_LAUNCHES);
+            kept.drain(..excess);
+        }
+        out_context.write(context);
+        out_launch.write(DtexCudaLaunch {
+            loader,
+            number,
+            reserved: 0,
+        });
+        Ok(())
+    })
+}
+
+/// Serve the requests `launch` recorded: the pull runs on the device after the work enqueued
+/// on `stream` so far (the caller's kernel), then the fills start on the loader's fill
+/// threads. `out_ticket` tracks them (`dtex_ticket_wait` / `dtex_ticket_poll`); the next
+/// `dtex_cuda_launch_prepare` publishes what has finished. The launch ends here.
+///
+/// Errors: INVALID_HANDLE; INVALID_ARGUMENT for a NULL `out_ticket`, a CPU loader, or a
+/// launch that is not the loader's (already processed, or forgotten after 8 newer ones);
+/// INTERNAL for a driver failure. Ownership: the caller owns the ticket
+/// (`dtex_ticket_destroy`). Thread-safety: any thread.
+///
+/// # Safety
+/// `stream` is NULL or a live stream of the loader's device context; `out_ticket` is NULL
+/// or writable.
+#[no_mangle]
+pub unsafe extern "C" fn dtex_cuda_process_requests(
+    launch: DtexCudaLaunch,
+    stream: *mut c_void,
+    out_ticket: *mut DtexTicket,
+) -> DtexStatus {
+    entry(|| {
+        // SAFETY: the caller's contract.
+        let out = unsafe { Out::new(out_ticket, "out_ticket") }?;
+        let entry = loader::get(launch.loader)?;
+        let cuda = entry.cuda()?;
+        let taken = {
+            let mut kept = entry.cuda_launches.lock();
+            let at = kept.iter().position(|l| l.launch_num() == launch.number);
+            at.map(|i| kept.remove(i))
+        };
+        let Some(taken) = taken else {
+            return Err(ApiError::new(
+                DTEX_STATUS_INVALID_ARGUMENT,
+                format!(
+                    "launch {} is not a pending launch of this loader (processed already, or \
+                     prepared more than {KEPT_LAUNCHES} launches ago)",
+                    launch.number
+                ),
+            ));
+        };
+        // SAFETY: the caller's contract on `stream`.
+        let ticket = unsafe { cuda.process_requests_after(taken, stream.cast()) }?;
+        entry.track(&ticket);
+        let id = TICKETS.insert(Arc::new(TicketEntry {
+            loader_id: launch.loader.id,
+            ticket,
+        }))?;
+        out.write(DtexTicket { id });
+        Ok(())
+    })
+}

@@ -1,0 +1,76 @@
+//! The CUDA entry points where no GPU can be used (this machine, CI): a clear NO_CUDA from
+//! `dtex_cuda_loader_create`, and the launch calls refusing CPU loaders, NULL outputs and
+//! launches that are not pending — never a crash. The GPU path itself runs in the GPU suite
+//! (`tests/cpp-consumer` with a device, `cuda/tests/gpu_*`).
+
+use super::util::*;
+use crate::cuda::*;
+use crate::handles::*;
+use crate::launch::*;
+use crate::status::*;
+use engine::paging::DeviceContext;
+use std::ptr::{null, null_mut};
+
+#[test]
+fn without_a_usable_gpu_creating_a_cuda_loader_is_no_cuda_with_the_reason() {
+    if demandtex_cuda::probe_device(0).is_ok() {
+        println!("skipped: a CUDA device is present");
+        return;
+    }
+    let mut loader = DtexLoader { id: 42 };
+    // SAFETY: valid pointers.
+    let msg = fails(
+        unsafe { dtex_cuda_loader_create(0, null(), &mut loader) },
+        DTEX_STATUS_NO_CUDA,
+    );
+    assert!(msg.contains("CUDA"), "{msg}");
+    assert_eq!(loader.id, 42, "out pointers are untouched on error");
+    // A CPU loader still works beside it.
+    let cpu = TestLoader::new();
+    let mut launch = DtexLaunch::default();
+    // SAFETY: valid pointers.
+    ok(unsafe { dtex_launch_prepare(cpu.0, &mut launch) });
+    ok(dtex_launch_discard(launch));
+}
+
+#[test]
+fn cuda_launch_calls_refuse_cpu_loaders_bad_launches_and_null_outputs() {
+    let cpu = TestLoader::new();
+    let mut launch = DtexCudaLaunch::default();
+    // SAFETY: plain data (pointers and integers): all-zero is a valid (null) context.
+    let mut ctx: DeviceContext = unsafe { std::mem::zeroed() };
+    // SAFETY: valid pointers; a NULL stream is the default stream.
+    let msg = fails(
+        unsafe { dtex_cuda_launch_prepare(cpu.0, null_mut(), &mut launch, &mut ctx) },
+        DTEX_STATUS_INVALID_ARGUMENT,
+    );
+    assert!(msg.contains("CPU loader"), "{msg}");
+    // SAFETY: NULL outputs are refused before anything else.
+    let msg = fails(
+        unsafe { dtex_cuda_launch_prepare(cpu.0, null_mut(), null_mut(), &mut ctx) },
+        DTEX_STATUS_INVALID_ARGUMENT,
+    );
+    assert!(msg.contains("out_launch"), "{msg}");
+    let bogus = DtexCudaLaunch {
+        loader: cpu.0,
+        number: 1,
+        reserved: 0,
+    };
+    let mut ticket = DtexTicket { id: 9 };
+    // SAFETY: valid pointers.
+    let msg = fails(
+        unsafe { dtex_cuda_process_requests(bogus, null_mut(), &mut ticket) },
+        DTEX_STATUS_INVALID_ARGUMENT,
+    );
+    assert!(msg.contains("CPU loader"), "{msg}");
+    assert_eq!(ticket.id, 9);
+    let stale = DtexCudaLaunch {
+        loader: DtexLoader { id: 0xdead_beef },
+        ..bogus
+    };
+    // SAFETY: valid pointers.
+    fails(
+        unsafe { dtex_cuda_process_requests(stale, null_mut(), &mut ticket) },
+        DTEX_STATUS_INVALID_HANDLE,
+    );
+}
