@@ -162,14 +162,8 @@ fn run_frames(engine: &Arc<Engine>, source: &Arc<Noise>) -> (TextureId, TextureL
         .unwrap();
     converge(engine, texture, &[]);
     let layout = engine.texture_layout(texture).expect("opened");
-    let start = {
-        // The sampler record's first page, as the device saw it published.
-        let entry = engine.page_table().entry(texture.0);
-        assert_ne!(entry, 0);
-        // SAFETY: a resident sampler page's host entry is the engine's sampler record,
-        // alive while the engine is.
-        unsafe { (*(entry as *const demandtex::textures::TextureSampler)).start_page }
-    };
+    let (start, _) = engine.texture_pages(texture).expect("opened");
+    let start = start.0;
     let a = tile_pages(&layout, start, 0..16, 0..16);
     let b = tile_pages(&layout, start, 16..32, 0..16);
     for frame in 0..6 {

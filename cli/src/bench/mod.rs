@@ -8,6 +8,7 @@ pub mod compare;
 pub mod cuda;
 mod exr_fill;
 mod fill;
+mod launch_prepare;
 mod lookups;
 pub mod make_trace;
 pub mod replay;
@@ -38,7 +39,7 @@ pub struct BenchArgs {
     /// Also print one JSON object per measurement, one per line.
     #[arg(long)]
     pub json: bool,
-    /// Benchmarks to run, comma-separated (default: lookups,requests,fill on the CPU;
+    /// Benchmarks to run, comma-separated (default: lookups,requests,fill,launch-prepare on the CPU;
     /// fetch,requests,upload,converge with --backend cuda).
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<Which>,
@@ -88,11 +89,18 @@ pub enum Which {
     Upload,
     /// CUDA: launches to converge on the demo scene, and the 1 TiB set in a 2 GiB pool.
     Converge,
+    /// Time to start a launch against pages changed and page space in use (CPU loader).
+    LaunchPrepare,
 }
 
 impl Which {
     /// The sections `--backend cpu` runs when `--only` names none.
-    pub const CPU_DEFAULT: [Which; 3] = [Which::Lookups, Which::Requests, Which::Fill];
+    pub const CPU_DEFAULT: [Which; 4] = [
+        Which::Lookups,
+        Which::Requests,
+        Which::Fill,
+        Which::LaunchPrepare,
+    ];
     /// The sections `--backend cuda` runs when `--only` names none.
     pub const CUDA_DEFAULT: [Which; 4] = [
         Which::Fetch,
@@ -105,7 +113,9 @@ impl Which {
     pub fn runs_on(self, backend: Backend) -> bool {
         match self {
             Which::Requests => true,
-            Which::Lookups | Which::Fill | Which::ExrFill => backend == Backend::Cpu,
+            Which::Lookups | Which::Fill | Which::ExrFill | Which::LaunchPrepare => {
+                backend == Backend::Cpu
+            }
             Which::Fetch | Which::Upload | Which::Converge => backend == Backend::Cuda,
         }
     }
@@ -264,6 +274,10 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
     if only.contains(&Which::ExrFill) {
         eprintln!("bench: EXR fills…");
         emit(exr_fill::run(&args.threads_list, time)?, &mut records);
+    }
+    if only.contains(&Which::LaunchPrepare) {
+        eprintln!("bench: launch_prepare against changes and page space…");
+        emit(launch_prepare::run(time)?, &mut records);
     }
     print!("{}", render_tables(&records));
     Ok(())

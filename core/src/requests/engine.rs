@@ -188,6 +188,16 @@ impl Engine {
         }
     }
 
+    /// The pages of an opened texture's tile range: its first page (the mip-tail page; the
+    /// level-`l` tile `(x, y)` is page `first + layout.tile_page_offset(l, x, y)`) and how many
+    /// the range has. `None` before the texture was opened.
+    pub fn texture_pages(&self, texture: TextureId) -> Option<(PageId, u32)> {
+        let host = self.host.lock();
+        let record = host.resources.get(texture)?;
+        record.layout.as_ref()?;
+        Some((PageId(record.start_page?), record.range_pages))
+    }
+
     /// A texture's tile layout, once it has been opened.
     pub fn texture_layout(&self, texture: TextureId) -> Option<TextureLayout> {
         let host = self.host.lock();
