@@ -37,10 +37,7 @@ pub unsafe extern "C" fn dtex_cache_create(
         // SAFETY: the caller's contract.
         let out = unsafe { Out::new(out, "out") }?;
         // SAFETY: the caller's contract.
-        let options = unsafe { optional_in(options) }?
-            .copied()
-            .unwrap_or_default()
-            .to_engine()?;
+        let options = unsafe { DtexLoaderOptions::resolve(options) }?;
         let id = CACHES.insert(Arc::new(TextureCache::new(options)?))?;
         out.write(DtexCache { id });
         Ok(())

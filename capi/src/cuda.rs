@@ -26,7 +26,7 @@
 //! published, and the pull of `dtex_cuda_process_requests` sees what the kernel requested.
 //! Neither call waits for the GPU.
 
-use crate::boundary::{entry, optional_in, Out};
+use crate::boundary::{entry, Out};
 use crate::handles::{DtexLoader, DtexTicket};
 use crate::launch::{TicketEntry, TICKETS};
 use crate::loader::{self, LoaderEntry, LoaderKind, LOADERS};
@@ -80,10 +80,7 @@ pub unsafe extern "C" fn dtex_cuda_loader_create(
         // SAFETY: the caller's contract.
         let out = unsafe { Out::new(out, "out") }?;
         // SAFETY: the caller's contract.
-        let options = unsafe { optional_in(options) }?
-            .copied()
-            .unwrap_or_default()
-            .to_engine()?;
+        let options = unsafe { DtexLoaderOptions::resolve(options) }?;
         let loader = CudaLoader::new(device, options)?;
         let kind = LoaderKind::Cuda(Box::new(loader));
         let id = LOADERS.insert(Arc::new(LoaderEntry::new(kind)))?;

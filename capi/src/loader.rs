@@ -1,6 +1,6 @@
 //! Loaders: create, destroy, budget, statistics.
 
-use crate::boundary::{entry, optional_in, versioned_out, Out};
+use crate::boundary::{entry, versioned_out, Out};
 use crate::handles::{into_unique, DtexLoader, Registry};
 use crate::launch::{LAUNCHES, TICKETS};
 use crate::options::{DtexLoaderOptions, DtexStats};
@@ -154,10 +154,7 @@ pub unsafe extern "C" fn dtex_loader_create(
         // SAFETY: the caller's contract.
         let out = unsafe { Out::new(out, "out") }?;
         // SAFETY: the caller's contract.
-        let options = unsafe { optional_in(options) }?
-            .copied()
-            .unwrap_or_default()
-            .to_engine()?;
+        let options = unsafe { DtexLoaderOptions::resolve(options) }?;
         let loader = Loader::new(options)?;
         let id = LOADERS.insert(Arc::new(LoaderEntry::new(LoaderKind::Cpu(loader))))?;
         out.write(DtexLoader { id });

@@ -1,7 +1,7 @@
 //! The option and statistics structs shared with C, their defaults, and their checked
 //! conversion to and from the engine's types.
 
-use crate::boundary::{c_bool, check_reserved, entry_value, Out, Versioned};
+use crate::boundary::{c_bool, check_reserved, entry_value, optional_in, Out, Versioned};
 use crate::status::{ApiError, ApiResult};
 use engine::textures::{AddressMode, FilterMode, MipFilter, TextureDesc};
 use engine::{LoaderOptions, Stats};
@@ -74,6 +74,18 @@ impl Default for DtexLoaderOptions {
 }
 
 impl DtexLoaderOptions {
+    /// The engine options `ptr` describes (NULL: the defaults), checked.
+    ///
+    /// # Safety
+    /// `ptr` is NULL or points to a `DtexLoaderOptions` readable for its `struct_size`.
+    pub unsafe fn resolve(ptr: *const DtexLoaderOptions) -> ApiResult<LoaderOptions> {
+        // SAFETY: the caller's contract.
+        unsafe { optional_in(ptr) }?
+            .copied()
+            .unwrap_or_default()
+            .to_engine()
+    }
+
     /// The engine's options (checked by the engine when the loader is created).
     pub fn to_engine(&self) -> ApiResult<LoaderOptions> {
         check_reserved(self.reserved, "DtexLoaderOptions.reserved")?;

@@ -229,7 +229,7 @@ impl TextureCache {
         if let Some(entry) = engine.pages.map_or_request(page.0) {
             return Some(entry);
         }
-        crate::requests::blocking::fill_page(engine, page.0);
+        crate::requests::blocking::fill_page(engine, page);
         engine.pages.map_or_request(page.0)
     }
 

@@ -35,11 +35,11 @@ const MAX_QUIESCENCE_SPINS: u32 = 10_000;
 /// Make `page` resident now (or learn that it cannot be). Returns whether anything changed
 /// that a retried lookup could see: the page (or, for a failed texture, its fallback) was
 /// published, or another thread published it while this one waited.
-pub(crate) fn fill_page(engine: &Engine, page: u32) -> bool {
+pub(crate) fn fill_page(engine: &Engine, page: PageId) -> bool {
     let mut host = engine.host.lock();
     let mut waited = false;
     loop {
-        if engine.pages.is_resident(page) {
+        if engine.pages.is_resident(page.0) {
             return true;
         }
         if !host.in_flight.contains(&page) {
@@ -62,13 +62,13 @@ pub(crate) fn fill_page(engine: &Engine, page: u32) -> bool {
         // texture failed): report progress so the lookup looks again, at most once more.
         return publish_now(engine, &mut host) > 0;
     }
-    if host.residency.restore(PageId(page)) {
+    if host.residency.restore(page) {
         host.in_flight.insert(page);
-        host.pending.push(Pending::Tile(PageId(page)));
+        host.pending.push(Pending::Tile(page));
         publish_now(engine, &mut host);
         return true;
     }
-    match host.resources.route(&engine.layout, PageId(page)) {
+    match host.resources.route(&engine.layout, page) {
         Route::InitTexture {
             texture,
             generation,
@@ -116,8 +116,8 @@ fn init_now(
     texture: crate::ids::TextureId,
     generation: u32,
 ) -> bool {
-    let sampler_page = engine.layout.sampler_page(texture).0;
-    let base_page = engine.layout.base_color_page(texture).0;
+    let sampler_page = engine.layout.sampler_page(texture);
+    let base_page = engine.layout.base_color_page(texture);
     for attempt in 0..2 {
         if !host.is_current(texture, generation) {
             // Dropped while room was being made: the lookup will see the texture anew.
@@ -151,11 +151,11 @@ fn init_now(
 fn resource_now(
     engine: &Engine,
     mut host: MutexGuard<'_, HostState>,
-    page: u32,
+    page: PageId,
     index: u32,
     page_index: u32,
 ) -> bool {
-    if engine.is_resource_failed(PageId(page)) {
+    if engine.is_resource_failed(page) {
         return false;
     }
     let Some(callback) = host.resources.resource(index).map(|r| r.callback.clone()) else {

@@ -152,16 +152,16 @@ impl Engine {
             let t = TextureId(first.0 + i);
             let entry_pages = [layout.sampler_page(t), layout.base_color_page(t)];
             for page in entry_pages {
-                host.in_flight.remove(&page.0);
+                host.in_flight.remove(&page);
             }
             self.withdraw_entries(host, &entry_pages);
         }
     }
 
     /// Mark a resource page failed: its requests are ignored from now on.
-    pub(crate) fn mark_resource_failed(&self, page: u32) {
-        if page < self.layout.page_table_entries {
-            bits::set_bit_if_clear(&self.resource_failed, page);
+    pub(crate) fn mark_resource_failed(&self, page: PageId) {
+        if page.0 < self.layout.page_table_entries {
+            bits::set_bit_if_clear(&self.resource_failed, page.0);
         }
     }
 

@@ -24,7 +24,7 @@ use std::time::Instant;
 /// One tile to read.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct TileJob {
-    pub page: u32,
+    pub page: PageId,
     pub texture: TextureId,
     pub generation: u32,
     pub level: u32,
@@ -130,8 +130,8 @@ impl TileTask {
                 host.counters.tiles_filled += 1;
                 host.counters.bytes_read +=
                     (region.width as usize * region.height as usize * texel_bytes) as u64;
-                host.residency.filled(PageId(job.page), buffer);
-                host.pending.push(Pending::Tile(PageId(job.page)));
+                host.residency.filled(job.page, buffer);
+                host.pending.push(Pending::Tile(job.page));
             }
             Ok(Readiness::Ready) => {
                 host.residency.cancel(buffer);

@@ -60,9 +60,9 @@ pub(crate) struct HostState {
     /// come from [`Residency::take_events`]).
     pub withdrawn: Vec<Withdrawal>,
     /// Pages being filled or waiting to be published: not requested again meanwhile.
-    pub in_flight: HashSet<u32>,
+    pub in_flight: HashSet<PageId>,
     /// Requests carried to the next `process_requests` (ordered: coarse pages first).
-    pub deferred: BTreeSet<u32>,
+    pub deferred: BTreeSet<PageId>,
     /// Mip-tail bytes that could not be reserved; the next `process_requests` frees room.
     pub wanted_bytes: u64,
     pub launch_num: u32,
@@ -90,7 +90,7 @@ impl HostState {
     }
 
     /// Carry a request to the next launch, counting why.
-    pub fn defer(&mut self, page: u32, reason: Deferral) {
+    pub fn defer(&mut self, page: PageId, reason: Deferral) {
         if self.deferred.insert(page) {
             self.counters.requests_deferred += 1;
             match reason {
@@ -106,8 +106,8 @@ impl HostState {
     pub fn publish_fallback(&mut self, layout: &PageLayout, texture: TextureId, color: [f32; 4]) {
         let sampler = layout.sampler_page(texture);
         let base = layout.base_color_page(texture);
-        self.in_flight.insert(sampler.0);
-        self.in_flight.insert(base.0);
+        self.in_flight.insert(sampler);
+        self.in_flight.insert(base);
         self.pending.push(Pending::Entry {
             page: sampler,
             entry: 0,
@@ -131,9 +131,9 @@ impl HostState {
     /// `texture`'s sampler and base-colour pages are no longer being filled; request the
     /// sampler again next launch.
     pub fn defer_init(&mut self, layout: &PageLayout, texture: TextureId, reason: Deferral) {
-        self.in_flight.remove(&layout.sampler_page(texture).0);
-        self.in_flight.remove(&layout.base_color_page(texture).0);
-        self.defer(layout.sampler_page(texture).0, reason);
+        self.in_flight.remove(&layout.sampler_page(texture));
+        self.in_flight.remove(&layout.base_color_page(texture));
+        self.defer(layout.sampler_page(texture), reason);
     }
 
     /// Whether `texture` is still at `generation` (its contents were not dropped since).

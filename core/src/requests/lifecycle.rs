@@ -159,8 +159,8 @@ impl Engine {
         // Fills in flight for these pages belong to the old generation: forget their markers
         // (they will not publish), so that new requests are served. Deferred tiles of the old
         // layout mean nothing any more; a deferred sampler request is still wanted.
-        host.in_flight.retain(|&p| !ours(PageId(p)));
-        host.deferred.retain(|p| !range.contains(p));
+        host.in_flight.retain(|&p| !ours(p));
+        host.deferred.retain(|p| !range.contains(&p.0));
 
         let Some(record) = host.resources.get_mut(texture) else {
             return Err(Error::UnknownTexture(texture));

@@ -52,34 +52,34 @@ fn process_pulled(engine: &Arc<Engine>, launch_num: u32, pulled: Option<PullResu
 
     // Deferred requests and new ones, ascending: samplers first, then each texture's
     // coarse levels before its fine ones.
-    let mut candidates: BTreeSet<u32> = std::mem::take(&mut host.deferred);
-    candidates.extend(pull.requested.iter().map(|p| p.0));
+    let mut candidates: BTreeSet<PageId> = std::mem::take(&mut host.deferred);
+    candidates.extend(pull.requested.iter().copied());
 
     let max = engine.options.max_requests_per_launch;
     let mut inits: Vec<(TextureId, u32)> = Vec::new();
     let mut tiles: Vec<TileJob> = Vec::new();
     let mut resources: Vec<ResourceTask> = Vec::new();
     for page in candidates {
-        if host.in_flight.contains(&page) || engine.pages.is_resident(page) {
+        if host.in_flight.contains(&page) || engine.pages.is_resident(page.0) {
             continue;
         }
-        if host.residency.restore(PageId(page)) {
+        if host.residency.restore(page) {
             host.in_flight.insert(page);
-            host.pending.push(Pending::Tile(PageId(page)));
+            host.pending.push(Pending::Tile(page));
             continue;
         }
         if inits.len() + tiles.len() + resources.len() >= max {
             host.defer(page, Deferral::OverLimit);
             continue;
         }
-        match host.resources.route(&engine.layout, PageId(page)) {
+        match host.resources.route(&engine.layout, page) {
             Route::InitTexture {
                 texture,
                 generation,
             } => {
-                host.in_flight.insert(engine.layout.sampler_page(texture).0);
+                host.in_flight.insert(engine.layout.sampler_page(texture));
                 host.in_flight
-                    .insert(engine.layout.base_color_page(texture).0);
+                    .insert(engine.layout.base_color_page(texture));
                 inits.push((texture, generation));
             }
             Route::Tile {
@@ -101,7 +101,7 @@ fn process_pulled(engine: &Arc<Engine>, launch_num: u32, pulled: Option<PullResu
             }
             Route::Resource { index, page_index } => {
                 // A failed page is never asked for again (see `requests::resource`).
-                if engine.is_resource_failed(PageId(page)) {
+                if engine.is_resource_failed(page) {
                     continue;
                 }
                 if let Some(r) = host.resources.resource(index) {
@@ -120,7 +120,7 @@ fn process_pulled(engine: &Arc<Engine>, launch_num: u32, pulled: Option<PullResu
             Route::Failed(_) | Route::Stale(_) => {}
             Route::Unowned => {
                 host.counters.unowned_requests += 1;
-                tracing::warn!(page, "request for a page no resource owns");
+                tracing::warn!(page = page.0, "request for a page no resource owns");
             }
         }
     }

@@ -137,7 +137,7 @@ impl Engine {
             Pending::Entry { page, entry } => {
                 self.backend.publish_entry(page, entry)?;
                 self.push_entry(page, entry);
-                host.in_flight.remove(&page.0);
+                host.in_flight.remove(&page);
                 Ok(Outcome::Published)
             }
         }
@@ -162,7 +162,7 @@ impl Engine {
                     lru: 0,
                     entry: 0,
                 });
-                host.in_flight.remove(&page.0);
+                host.in_flight.remove(&page);
                 Ok(Outcome::Published)
             }
             Err(PublishError::NotNow(why)) => {
@@ -173,7 +173,7 @@ impl Engine {
                 // Withdraw the tile and fail its texture: it samples as its fallback.
                 host.residency
                     .retire_range(&self.pages, &self.epochs, page.0..page.0 + 1);
-                host.in_flight.remove(&page.0);
+                host.in_flight.remove(&page);
                 if let Route::Tile { texture, .. } = host.resources.route(&self.layout, page) {
                     host.fail_texture(&self.layout, texture, why);
                 }
@@ -225,8 +225,8 @@ impl Engine {
                 self.push_entry(sampler_page, sampler_entry);
                 self.push_entry(base_page, base_color);
                 self.push_entry(PageId(tail_page), 0);
-                host.in_flight.remove(&sampler_page.0);
-                host.in_flight.remove(&base_page.0);
+                host.in_flight.remove(&sampler_page);
+                host.in_flight.remove(&base_page);
                 Ok(Outcome::Published)
             }
             Err(PublishError::NotNow(why)) => {

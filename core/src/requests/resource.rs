@@ -46,7 +46,7 @@ impl Engine {
 
 /// One resource page to fill, with everything it needs (taken under the lock).
 pub(crate) struct ResourceTask {
-    pub page: u32,
+    pub page: PageId,
     pub page_index: u32,
     pub callback: Arc<dyn ResourceCallback>,
 }
@@ -70,10 +70,7 @@ impl ResourceTask {
         let mut host = engine.host.lock();
         host.counters.fill_seconds += start.elapsed().as_secs_f64();
         match outcome {
-            Ok(ResourceFill::Entry(entry)) => host.pending.push(Pending::Entry {
-                page: PageId(page),
-                entry,
-            }),
+            Ok(ResourceFill::Entry(entry)) => host.pending.push(Pending::Entry { page, entry }),
             Ok(ResourceFill::NotYet) => {
                 host.in_flight.remove(&page);
                 host.defer(page, Deferral::NotYet);
@@ -83,7 +80,7 @@ impl ResourceTask {
                 host.counters.read_errors += 1;
                 engine.mark_resource_failed(page);
                 tracing::error!(
-                    page = page,
+                    page = page.0,
                     page_index = page_index,
                     "resource callback failed; the page stays non-resident: {e}"
                 );

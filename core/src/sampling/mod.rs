@@ -52,7 +52,7 @@ mod tests;
 mod texel;
 
 use crate::backend::cpu::TileDirectory;
-use crate::ids::TextureId;
+use crate::ids::{PageId, TextureId};
 use crate::paging::PageTable;
 use crate::textures::DEFAULT_FALLBACK_COLOR;
 use lod::Footprint;
@@ -110,7 +110,7 @@ impl<'a> CpuView<'a> {
         let resident = self.pages.request_and_test(page);
         if !resident {
             if let Some(m) = self.misses {
-                m.push(page);
+                m.push(PageId(page));
             }
         }
         resident
@@ -123,7 +123,7 @@ impl<'a> CpuView<'a> {
         let entry = self.pages.map_or_request(page);
         if entry.is_none() {
             if let Some(m) = self.misses {
-                m.push(page);
+                m.push(PageId(page));
             }
         }
         entry
@@ -138,14 +138,14 @@ pub const MISS_LIST_CAPACITY: usize = 64;
 /// blocking cache keeps one per lookup on the stack).
 #[derive(Debug)]
 pub struct MissList {
-    pages: [Cell<u32>; MISS_LIST_CAPACITY],
+    pages: [Cell<PageId>; MISS_LIST_CAPACITY],
     len: Cell<usize>,
 }
 
 impl Default for MissList {
     fn default() -> Self {
         MissList {
-            pages: std::array::from_fn(|_| Cell::new(0)),
+            pages: std::array::from_fn(|_| Cell::new(PageId(0))),
             len: Cell::new(0),
         }
     }
@@ -159,7 +159,7 @@ impl MissList {
 
     /// Add `page` unless it is listed or the list is full.
     #[inline]
-    pub fn push(&self, page: u32) {
+    pub fn push(&self, page: PageId) {
         let n = self.len.get();
         if n == MISS_LIST_CAPACITY || self.pages[..n].iter().any(|p| p.get() == page) {
             return;
@@ -179,7 +179,7 @@ impl MissList {
     }
 
     /// The listed pages.
-    pub fn pages(&self) -> impl Iterator<Item = u32> + '_ {
+    pub fn pages(&self) -> impl Iterator<Item = PageId> + '_ {
         self.pages[..self.len.get()].iter().map(Cell::get)
     }
 

@@ -567,7 +567,7 @@ fn every_miss_is_listed_for_a_blocking_cache() {
                 assert!(!misses.is_empty(), "({s}, {t}, {g}): a miss lists nothing");
             }
             for page in misses.pages() {
-                assert!(!loader.engine().pages.is_resident(page), "page {page}");
+                assert!(!loader.engine().pages.is_resident(page.0), "page {page:?}");
             }
         }
         loader.process_requests(launch).wait();
