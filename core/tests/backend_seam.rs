@@ -225,6 +225,16 @@ fn a_backend_that_holds_tiles_sees_every_change_and_the_host_keeps_only_fills() 
     // Host memory: only the fills of a launch (32 at most, plus spare buffers), although
     // the device holds up to the whole budget.
     let fills = 32 * TILE_BYTES as u64;
+    println!(
+        "model device: peak resident {} KiB (budget {} KiB), peak host tile memory {} KiB, \
+         {} publications, {} restores, {} releases",
+        stats.peak_resident_bytes >> 10,
+        budget >> 10,
+        stats.peak_host_tile_bytes >> 10,
+        d.publications,
+        d.restores,
+        d.releases
+    );
     assert!(
         stats.peak_host_tile_bytes <= 2 * fills,
         "peak host tile bytes {} for fills of {fills}",
@@ -242,6 +252,11 @@ fn the_cpu_backend_keeps_every_resident_tile_on_the_host() {
     run_frames(loader.engine(), &source);
     let stats = loader.stats();
     assert!(stats.evictions > 0);
+    println!(
+        "CPU backend: peak resident {} KiB, peak host tile memory {} KiB",
+        stats.peak_resident_bytes >> 10,
+        stats.peak_host_tile_bytes >> 10
+    );
     // Every slot is a host buffer: the host holds the working set.
     assert!(
         stats.peak_host_tile_bytes >= 256 * TILE_BYTES as u64,
