@@ -5,3 +5,5 @@
 mod fixtures;
 mod meta;
 mod structure;
+mod texels;
+mod units;
