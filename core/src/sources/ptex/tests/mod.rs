@@ -2,6 +2,7 @@
 //! texels at every resolution, pixels, meta data, edits), bad files, unit checks of the
 //! value arithmetic, and concurrent reads.
 
+mod bad_input;
 mod fixtures;
 mod meta;
 mod structure;
