@@ -38,7 +38,7 @@ pub mod edits;
 mod error;
 pub mod faces;
 pub mod header;
-mod input;
+pub(crate) mod input;
 pub mod levels;
 pub mod meta;
 mod read;
@@ -76,7 +76,6 @@ pub struct PtexOptions {
 }
 
 /// One open Ptex file: its structure, read at open, and texels on demand from any thread.
-#[derive(Debug)]
 pub struct PtexFile {
     name: String,
     input: Input,
@@ -93,9 +92,18 @@ pub struct PtexFile {
     edits: Vec<EditRecord>,
 }
 
-impl std::fmt::Debug for Input {
+impl std::fmt::Debug for PtexFile {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Input({} bytes)", self.len())
+        f.debug_struct("PtexFile")
+            .field("name", &self.name)
+            .field("mesh_type", &self.kinds.mesh)
+            .field("data_type", &self.kinds.data)
+            .field("num_channels", &self.header.nchannels)
+            .field("alpha_channel", &self.kinds.alpha)
+            .field("num_faces", &self.faces.len())
+            .field("num_levels", &self.levels.len())
+            .field("edits", &self.edits.len())
+            .finish_non_exhaustive()
     }
 }
 

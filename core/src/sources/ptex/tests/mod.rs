@@ -8,3 +8,4 @@ mod meta;
 mod structure;
 mod texels;
 mod units;
+mod versions;

@@ -147,6 +147,43 @@ fn to_f32_scales_by_the_f32_constants() {
     assert_eq!(out[0], 0.5);
 }
 
+/// Inflation checks the stream's Adler-32 and its exact size.
+#[test]
+fn inflation_checks_checksum_and_size() {
+    use crate::sources::ptex::input::inflate;
+    use std::io::Write;
+    let data: Vec<u8> = (0..1000u32).map(|i| (i * 7 % 251) as u8).collect();
+    let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+    z.write_all(&data).unwrap();
+    let zip = z.finish().unwrap();
+    assert_eq!(inflate(&zip, 1000, &"a block").unwrap(), data);
+    let mut bad = zip.clone();
+    *bad.last_mut().unwrap() ^= 1;
+    assert!(inflate(&bad, 1000, &"a block")
+        .unwrap_err()
+        .message
+        .contains("not a valid zlib stream"));
+    let e = inflate(&zip, 999, &"a block").unwrap_err();
+    assert!(
+        e.message
+            .contains("does not end after the expected 999 bytes"),
+        "{}",
+        e.message
+    );
+    let e = inflate(&zip, 1001, &"a block").unwrap_err();
+    assert!(
+        e.message.contains("inflates to 1000 bytes, expected 1001"),
+        "{}",
+        e.message
+    );
+    let e = inflate(&zip[..zip.len() - 6], 1000, &"a block").unwrap_err();
+    assert!(e.message.contains("a block"), "{}", e.message);
+    assert!(
+        inflate(&zip[2..], 1000, &"a block").is_err(),
+        "raw deflate is not zlib"
+    );
+}
+
 #[test]
 fn rotations_between_neighbours() {
     // Shared edges facing each other (bottom to top): no rotation.
