@@ -130,10 +130,7 @@ impl PtexFile {
     }
 
     fn parse(name: String, input: Input, options: PtexOptions) -> Result<PtexFile, PtexError> {
-        match Self::parse_inner(&name, input, options) {
-            Ok(file) => Ok(file),
-            Err(e) => Err(e.in_file(&name)),
-        }
+        Self::parse_inner(&name, input, options).map_err(|e| e.in_file(&name))
     }
 
     fn parse_inner(name: &str, input: Input, options: PtexOptions) -> R<PtexFile> {

@@ -175,6 +175,7 @@ fn face_infos_and_adjacency_match() {
 #[test]
 fn adjacency_is_mutual() {
     let mut rotations = std::collections::BTreeSet::new();
+    let mut quad_to_subface = 0;
     for fx in all() {
         let f = &fx.file;
         let edges = if f.mesh_type() == MeshType::Triangle {
@@ -189,6 +190,11 @@ fn adjacency_is_mutual() {
                 };
                 let other = f.face_info(adj.face).unwrap();
                 if other.is_subface() != info.is_subface() {
+                    // A quad names the first subface met counter-clockwise, by its edge 3.
+                    if !info.is_subface() {
+                        assert_eq!(adj.edge, 3, "{} face {id} edge {e}", fx.name);
+                        quad_to_subface += 1;
+                    }
                     continue;
                 }
                 let back = other.adjacent(adj.edge).unwrap();
@@ -207,6 +213,10 @@ fn adjacency_is_mutual() {
             }
         }
     }
+    assert_eq!(
+        quad_to_subface, 2,
+        "quad_uint8_rgb: two quads border its triangles"
+    );
     // Every rotation occurs somewhere in the quad fixtures.
     assert_eq!(rotations.into_iter().collect::<Vec<_>>(), vec![0, 1, 2, 3]);
 }
