@@ -4,6 +4,9 @@
 //! Beside them: the one box filter of every generated mip level ([`box_filter`]), mip
 //! chains of `f32` images ([`mips`], [`FloatImage`]) and the tiled, mip-mapped OpenEXR
 //! writer ([`exr::write_mip_exr`]) that `demandtex convert` builds on.
+//!
+//! [`ptex`] reads Ptex files (per-face textures) with random access to faces, levels and
+//! tiles; it is not yet an [`ImageSource`].
 
 pub mod box_filter;
 pub mod exr;
@@ -11,6 +14,7 @@ pub mod float_image;
 pub mod memory;
 pub mod mips;
 pub mod procedural;
+pub mod ptex;
 mod region;
 
 pub use exr::{ChannelSelection, ExrOptions, ExrSource, FileHandles};

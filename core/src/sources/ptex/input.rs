@@ -1,0 +1,211 @@
+//! The bytes of one Ptex file: positioned, bounds-checked reads (from any number of threads
+//! at once, with no lock on Unix and Windows) and zlib inflation with its size known and
+//! checked before anything is allocated.
+
+use super::error::{Fail, PtexErrorKind, R};
+use flate2::{Decompress, FlushDecompress, Status};
+use std::fmt::Display;
+use std::fs::File;
+use std::path::Path;
+use std::sync::Arc;
+
+/// The most a zlib stream can expand: deflate's limit is 1032:1 (a 258-byte match coded in
+/// two bits), plus room for the smallest streams' fixed overhead.
+pub(crate) fn max_inflated(zip_size: u64) -> u64 {
+    zip_size.saturating_mul(1032).saturating_add(64)
+}
+
+/// Where the bytes come from.
+enum Backing {
+    /// An open file, read by position.
+    File(FileAt),
+    /// The whole file in memory.
+    Memory(Arc<[u8]>),
+}
+
+/// A file read by position.
+struct FileAt {
+    file: File,
+    /// Serialises seek + read where the platform has no positioned read.
+    #[cfg(not(any(unix, windows)))]
+    seek: parking_lot::Mutex<()>,
+}
+
+impl FileAt {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::FileExt::read_at(&self.file, buf, offset)
+        }
+        #[cfg(windows)]
+        {
+            std::os::windows::fs::FileExt::seek_read(&self.file, buf, offset)
+        }
+        #[cfg(not(any(unix, windows)))]
+        {
+            use std::io::{Read, Seek, SeekFrom};
+            let _guard = self.seek.lock();
+            let mut f = &self.file;
+            f.seek(SeekFrom::Start(offset))?;
+            f.read(buf)
+        }
+    }
+}
+
+/// The bytes of one file and its length, fixed at open.
+pub(crate) struct Input {
+    backing: Backing,
+    len: u64,
+}
+
+impl Input {
+    /// Open `path` for positioned reads.
+    pub fn open(path: &Path) -> R<Input> {
+        let io =
+            |what: &str, e: std::io::Error| Fail::new(PtexErrorKind::Io, format!("{what}: {e}"));
+        let file = File::open(path).map_err(|e| io("cannot open", e))?;
+        let len = file
+            .metadata()
+            .map_err(|e| io("cannot read the file's size", e))?
+            .len();
+        Ok(Input {
+            backing: Backing::File(FileAt {
+                file,
+                #[cfg(not(any(unix, windows)))]
+                seek: parking_lot::Mutex::new(()),
+            }),
+            len,
+        })
+    }
+
+    /// Serve `bytes` as the file.
+    pub fn memory(bytes: Arc<[u8]>) -> Input {
+        let len = bytes.len() as u64;
+        Input {
+            backing: Backing::Memory(bytes),
+            len,
+        }
+    }
+
+    /// The file's length in bytes.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Check that `len` bytes at `offset` lie inside the file.
+    pub fn check_span(&self, offset: u64, len: u64, what: &dyn Display) -> R<()> {
+        match offset.checked_add(len) {
+            Some(end) if end <= self.len => Ok(()),
+            _ => Err(Fail::corrupt(format!(
+                "{what} ({len} bytes at offset {offset}) runs past the end of the file ({} bytes)",
+                self.len
+            ))),
+        }
+    }
+
+    /// Fill `buf` from `offset`; an error naming `what` if the file ends first.
+    pub fn read_into(&self, offset: u64, buf: &mut [u8], what: &dyn Display) -> R<()> {
+        self.check_span(offset, buf.len() as u64, what)?;
+        match &self.backing {
+            Backing::Memory(bytes) => {
+                // In range: checked above against the same length.
+                let start = offset as usize;
+                buf.copy_from_slice(&bytes[start..start + buf.len()]);
+                Ok(())
+            }
+            Backing::File(file) => {
+                let (mut done, mut at) = (0usize, offset);
+                while done < buf.len() {
+                    match file.read_at(&mut buf[done..], at) {
+                        Ok(0) => {
+                            return Err(Fail::new(
+                                PtexErrorKind::Io,
+                                format!("{what}: the file ended at offset {at} (was it truncated while open?)"),
+                            ))
+                        }
+                        Ok(n) => {
+                            done += n;
+                            at += n as u64;
+                        }
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                        Err(e) => {
+                            return Err(Fail::new(
+                                PtexErrorKind::Io,
+                                format!("{what}: read failed at offset {at}: {e}"),
+                            ))
+                        }
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Read `len` bytes at `offset` (checked against the file's length before allocating).
+    pub fn read(&self, offset: u64, len: u64, what: &dyn Display) -> R<Vec<u8>> {
+        self.check_span(offset, len, what)?;
+        let mut buf = vec![0u8; len as usize];
+        self.read_into(offset, &mut buf, what)?;
+        Ok(buf)
+    }
+
+    /// Read the zlib stream of `zip_size` bytes at `offset` and inflate it to exactly
+    /// `size` bytes. `size` is checked against `limit`, against what `zip_size` bytes can
+    /// inflate to and against the file's length before anything is allocated.
+    pub fn read_zip(
+        &self,
+        offset: u64,
+        zip_size: u64,
+        size: u64,
+        limit: u64,
+        what: &dyn Display,
+    ) -> R<Vec<u8>> {
+        check_inflated_size(zip_size, size, limit, what)?;
+        self.check_span(offset, zip_size, what)?;
+        let zip = self.read(offset, zip_size, what)?;
+        inflate(&zip, size as usize, what)
+    }
+}
+
+/// Check that a stream of `zip_size` bytes may inflate to `size` bytes, and that `size` is
+/// within `limit`.
+pub(crate) fn check_inflated_size(
+    zip_size: u64,
+    size: u64,
+    limit: u64,
+    what: &dyn Display,
+) -> R<()> {
+    if size > limit {
+        return Err(Fail::corrupt(format!(
+            "{what} claims {size} bytes uncompressed, over this reader's limit of {limit} bytes"
+        )));
+    }
+    if size > max_inflated(zip_size) {
+        return Err(Fail::corrupt(format!(
+            "{what} claims {size} bytes uncompressed from {zip_size} compressed bytes, more than zlib can expand to"
+        )));
+    }
+    Ok(())
+}
+
+/// Inflate the complete zlib stream `zip` to exactly `size` bytes.
+pub(crate) fn inflate(zip: &[u8], size: usize, what: &dyn Display) -> R<Vec<u8>> {
+    let mut out = vec![0u8; size];
+    let mut z = Decompress::new(true);
+    let status = z
+        .decompress(zip, &mut out, FlushDecompress::Finish)
+        .map_err(|e| Fail::corrupt(format!("{what} is not a valid zlib stream ({e})")))?;
+    let produced = z.total_out();
+    match status {
+        Status::StreamEnd if produced == size as u64 => Ok(out),
+        Status::StreamEnd => Err(Fail::corrupt(format!(
+            "{what} inflates to {produced} bytes, expected {size}"
+        ))),
+        _ if produced == size as u64 => Err(Fail::corrupt(format!(
+            "{what} does not end after the expected {size} bytes (it holds more, or its end is missing)"
+        ))),
+        _ => Err(Fail::corrupt(format!(
+            "{what} is a truncated zlib stream ({produced} of {size} bytes inflated)"
+        ))),
+    }
+}

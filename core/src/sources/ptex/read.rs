@@ -1,0 +1,351 @@
+//! Reading texels: stored blocks and tiles, whole faces at any resolution (stored or
+//! reduced on the fly, as the reference's `getData(face, res)`, format note §15) and single
+//! texels (its `getPixel`).
+
+use super::decode::{assemble, FaceData};
+use super::error::{Fail, R};
+use super::faces::Res;
+use super::header::MeshType;
+use super::levels::{Block, BlockSpan, Encoding, TileLayout};
+use super::values::{reduce, to_f32, Reduction};
+use super::{PtexError, PtexFile};
+use std::sync::Arc;
+
+/// The most bytes a whole-face read ([`PtexFile::read_level`], [`PtexFile::read_face`])
+/// assembles; larger faces are read by tiles ([`PtexFile::read_tile`]).
+pub const MAX_FACE_BYTES: u64 = 1 << 30;
+
+/// Where a face's stored block of one level lies.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BlockInfo {
+    /// The stored level (0 is full resolution).
+    pub level: usize,
+    /// The face's resolution at that level.
+    pub res: Res,
+    /// The block's offset, size and encoding.
+    pub span: BlockSpan,
+    /// The tiles, for a tiled block.
+    pub tiles: Option<Arc<TileLayout>>,
+}
+
+/// Decoded data of a face at one resolution, with whether the reference would see it as
+/// uniform when reducing it (a constant, or tiles that are all the same constant).
+struct Data {
+    face: FaceData,
+    uniform: bool,
+}
+
+impl PtexFile {
+    /// How many levels of `face` are stored: 1 (full resolution) plus its stored
+    /// reductions. Constant and edited faces have 1 (an edited face's reductions are stale).
+    pub fn stored_levels(&self, face: u32) -> Result<usize, PtexError> {
+        self.levels_of(face).map_err(|e| e.in_file(&self.name))
+    }
+
+    /// The stored block of `face` at `level` (`0..stored_levels(face)`); a tiled block's
+    /// tile headers are read at the first call and kept.
+    pub fn block(&self, face: u32, level: usize) -> Result<BlockInfo, PtexError> {
+        let run = || {
+            let (block, res) = self.stored(face, level)?;
+            let tiles = match block.span.header.encoding() {
+                Encoding::Tiled if !self.faces[face as usize].is_constant() => {
+                    Some(block.tiles(&self.input, res)?)
+                }
+                _ => None,
+            };
+            Ok(BlockInfo {
+                level,
+                res,
+                span: block.span,
+                tiles,
+            })
+        };
+        run().map_err(|e: Fail| e.in_file(&self.name))
+    }
+
+    /// `face` at its stored `level`, tiles assembled; a constant face gives its constant.
+    pub fn read_level(&self, face: u32, level: usize) -> Result<FaceData, PtexError> {
+        self.level_data(face, level)
+            .map(|d| d.face)
+            .map_err(|e| e.in_file(&self.name))
+    }
+
+    /// Tile `tile` (in `tv * ntiles_u + tu` order) of the tiled block of `face` at `level`,
+    /// at the tile resolution.
+    pub fn read_tile(&self, face: u32, level: usize, tile: usize) -> Result<FaceData, PtexError> {
+        let run = || {
+            let (block, res) = self.stored(face, level)?;
+            if self.faces[face as usize].is_constant()
+                || block.span.header.encoding() != Encoding::Tiled
+            {
+                return Err(Fail::range(format!(
+                    "face {face} is not tiled at level {level}"
+                )));
+            }
+            let layout = block.tiles(&self.input, res)?;
+            let span = *layout.tiles.get(tile).ok_or_else(|| {
+                Fail::range(format!(
+                    "face {face} has {} tiles at level {level}, not {}",
+                    layout.tiles.len(),
+                    tile + 1
+                ))
+            })?;
+            self.texels
+                .decode(&self.input, span, layout.tile_res, level)
+                .map_err(|e| e.context(format!("face {face}, level {level}, tile {tile}")))
+        };
+        run().map_err(|e| e.in_file(&self.name))
+    }
+
+    /// `face` at resolution `res` (up to its own in each direction), as the reference's
+    /// `getData(face, res)`:
+    /// - a constant face, or `res` 1×1 (log2 0, 0): the face's constant value;
+    /// - full resolution: level 0;
+    /// - an isotropic reduction the file stores (face not edited): that level;
+    /// - otherwise reduced on the fly from the next larger resolution (recursively):
+    ///   triangles isotropically (`reduceTri`; anisotropic resolutions are errors), quads
+    ///   in u or v (isotropic: in u when `res.ulog2` is odd; else along the larger
+    ///   reduction), with the reference's arithmetic.
+    pub fn read_face(&self, face: u32, res: Res) -> Result<FaceData, PtexError> {
+        self.data(face, res)
+            .map(|d| d.face)
+            .map_err(|e| e.in_file(&self.name))
+    }
+
+    /// The raw texel (`pixel_size` bytes) at (`u`, `v`) of `face` at `res`, as
+    /// `getData(face, res)->getPixel(u, v)`. Reads one tile at most where the data is
+    /// stored.
+    pub fn texel(&self, face: u32, res: Res, u: usize, v: usize) -> Result<Vec<u8>, PtexError> {
+        self.texel_inner(face, res, u, v)
+            .map_err(|e| e.in_file(&self.name))
+    }
+
+    /// The texel at (`u`, `v`) of `face` at `res` as `f32`, one value per channel, as the
+    /// reference's `getPixel(face, u, v, ..., res)` ([`super::values::to_f32`]).
+    pub fn pixel(&self, face: u32, res: Res, u: usize, v: usize) -> Result<Vec<f32>, PtexError> {
+        let raw = self.texel(face, res, u, v)?;
+        let mut out = vec![0f32; self.num_channels()];
+        to_f32(self.data_type(), &raw, &mut out);
+        Ok(out)
+    }
+
+    fn levels_of(&self, face: u32) -> R<usize> {
+        let info = self.face(face)?;
+        if info.is_constant() || info.has_edits() {
+            return Ok(1);
+        }
+        let r = self.rfaceids[face as usize] as usize;
+        Ok(1 + self.levels[1..]
+            .iter()
+            .take_while(|l| r < l.blocks.len())
+            .count())
+    }
+
+    /// The block of `face` at stored `level` and the face's resolution there.
+    fn stored(&self, face: u32, level: usize) -> R<(&Block, Res)> {
+        let n = self.levels_of(face)?;
+        if level >= n {
+            let why = if self.faces[face as usize].has_edits() {
+                " (it was edited: its stored reductions are stale)"
+            } else {
+                ""
+            };
+            return Err(Fail::range(format!(
+                "face {face} has {n} stored level(s){why}, not level {level}"
+            )));
+        }
+        self.block_at(face, level)
+    }
+
+    /// The block of `face` in `level`, which holds it (level 0: by face id; above: by
+    /// rfaceid).
+    fn block_at(&self, face: u32, level: usize) -> R<(&Block, Res)> {
+        let index = if level == 0 {
+            face as usize
+        } else {
+            self.rfaceids[face as usize] as usize
+        };
+        let res = self.faces[face as usize].res.reduced(level.min(127) as i8);
+        if !res.is_valid() {
+            return Err(Fail::corrupt(format!(
+                "face {face} ({}) is stored in level {level}, below one texel",
+                self.faces[face as usize].res
+            )));
+        }
+        Ok((&self.levels[level].blocks[index], res))
+    }
+
+    fn level_data(&self, face: u32, level: usize) -> R<Data> {
+        self.stored(face, level)?;
+        self.block_data(face, level)
+    }
+
+    /// Decode the whole block of `face` in `level` (which holds it).
+    fn block_data(&self, face: u32, level: usize) -> R<Data> {
+        let info = &self.faces[face as usize];
+        if info.is_constant() {
+            let texel = self.const_data(face);
+            return Ok(Data {
+                face: FaceData::constant(info.res, texel),
+                uniform: true,
+            });
+        }
+        let (block, res) = self.block_at(face, level)?;
+        let context = |e: Fail| e.context(format!("face {face}, level {level}"));
+        if block.span.header.encoding() != Encoding::Tiled {
+            let face = self
+                .texels
+                .decode(&self.input, block.span, res, level)
+                .map_err(context)?;
+            let uniform = face.is_constant();
+            return Ok(Data { face, uniform });
+        }
+        let layout = block.tiles(&self.input, res).map_err(context)?;
+        self.check_face_bytes(face, res)?;
+        let mut tiles = Vec::with_capacity(layout.tiles.len());
+        for (k, &span) in layout.tiles.iter().enumerate() {
+            let tile = self
+                .texels
+                .decode(&self.input, span, layout.tile_res, level);
+            tiles.push(tile.map_err(|e| context(e.context(format!("tile {k}"))))?);
+        }
+        let uniform = tiles
+            .iter()
+            .all(|t| t.is_constant() && t.bytes() == tiles[0].bytes());
+        let ps = self.texels.pixel_size;
+        Ok(Data {
+            face: assemble(res, layout.tile_res, layout.ntiles_u, &tiles, ps),
+            uniform,
+        })
+    }
+
+    fn check_face_bytes(&self, face: u32, res: Res) -> R<()> {
+        let bytes = res.texels() as u64 * self.texels.pixel_size as u64;
+        if bytes > MAX_FACE_BYTES {
+            return Err(Fail::range(format!(
+                "face {face} at {res} is {bytes} bytes, over the {MAX_FACE_BYTES}-byte limit of a whole-face read (read it by tiles)"
+            )));
+        }
+        Ok(())
+    }
+
+    fn const_data(&self, face: u32) -> Vec<u8> {
+        let ps = self.texels.pixel_size;
+        self.const_data[face as usize * ps..(face as usize + 1) * ps].to_vec()
+    }
+
+    /// Where `face` at `res` comes from: `Ok(Some(level))` for a stored level, `Ok(None)`
+    /// for its constant, `Err` with the reduction to make on the fly.
+    fn source(&self, face: u32, res: Res) -> R<Result<Option<usize>, (Reduction, Res)>> {
+        let info = self.face(face)?;
+        if info.is_constant() || res == Res::new(0, 0) {
+            if res.ulog2 > info.res.ulog2 || res.vlog2 > info.res.vlog2 || !res.is_valid() {
+                return Err(Fail::range(format!(
+                    "face {face} ({}) has no resolution {res}",
+                    info.res
+                )));
+            }
+            return Ok(Ok(None));
+        }
+        let (redu, redv) = (info.res.ulog2 - res.ulog2, info.res.vlog2 - res.vlog2);
+        if !res.is_valid() || redu < 0 || redv < 0 {
+            return Err(Fail::range(format!(
+                "face {face} ({}) has no resolution {res}",
+                info.res
+            )));
+        }
+        if redu == 0 && redv == 0 {
+            return Ok(Ok(Some(0)));
+        }
+        let level = redu as usize;
+        if redu == redv
+            && !info.has_edits()
+            && level < self.levels.len()
+            && (self.rfaceids[face as usize] as usize) < self.levels[level].blocks.len()
+        {
+            return Ok(Ok(Some(level)));
+        }
+        Ok(Err(match self.kinds.mesh {
+            MeshType::Triangle if redu != redv => {
+                return Err(Fail::range(format!(
+                    "face {face} is a triangle: it has no anisotropic resolution {res}"
+                )))
+            }
+            MeshType::Triangle => (Reduction::Triangle, Res::new(res.ulog2 + 1, res.vlog2 + 1)),
+            MeshType::Quad => {
+                let in_u = if redu == redv {
+                    res.ulog2 & 1 != 0
+                } else {
+                    redu > redv
+                };
+                if in_u {
+                    (Reduction::U, Res::new(res.ulog2 + 1, res.vlog2))
+                } else {
+                    (Reduction::V, Res::new(res.ulog2, res.vlog2 + 1))
+                }
+            }
+        }))
+    }
+
+    fn data(&self, face: u32, res: Res) -> R<Data> {
+        match self.source(face, res)? {
+            Ok(None) => Ok(Data {
+                face: FaceData::constant(res, self.const_data(face)),
+                uniform: true,
+            }),
+            Ok(Some(level)) => self.block_data(face, level),
+            Err((how, from)) => {
+                self.check_face_bytes(face, from)?;
+                let src = self.data(face, from)?;
+                if src.uniform {
+                    let texel = src.face.bytes()[..self.texels.pixel_size].to_vec();
+                    return Ok(Data {
+                        face: FaceData::constant(res, texel),
+                        uniform: true,
+                    });
+                }
+                let packed = src.face.into_packed();
+                let t = &self.texels;
+                let reduced = reduce(t.data_type, how, &packed, from.u(), from.v(), t.nchannels);
+                Ok(Data {
+                    face: FaceData::packed(res, t.pixel_size, reduced),
+                    uniform: false,
+                })
+            }
+        }
+    }
+
+    fn texel_inner(&self, face: u32, res: Res, u: usize, v: usize) -> R<Vec<u8>> {
+        if u >= res.u() || v >= res.v() || !res.is_valid() {
+            return Err(Fail::range(format!("texel ({u}, {v}) is outside {res}")));
+        }
+        let level = match self.source(face, res)? {
+            Ok(None) => return Ok(self.const_data(face)),
+            Ok(Some(level)) => level,
+            Err(_) => {
+                let d = self.data(face, res)?;
+                return Ok(d.face.texel(u, v).unwrap_or_default().to_vec());
+            }
+        };
+        let (block, res) = self.block_at(face, level)?;
+        let context = |e: Fail| e.context(format!("face {face}, level {level}"));
+        let (span, tile_res, tu, tv) = if block.span.header.encoding() == Encoding::Tiled {
+            let layout = block.tiles(&self.input, res).map_err(context)?;
+            let (tu, tv) = (u >> layout.tile_res.ulog2, v >> layout.tile_res.vlog2);
+            (
+                layout.tiles[tv * layout.ntiles_u + tu],
+                layout.tile_res,
+                tu,
+                tv,
+            )
+        } else {
+            (block.span, res, 0, 0)
+        };
+        let data = self
+            .texels
+            .decode(&self.input, span, tile_res, level)
+            .map_err(context)?;
+        let t = data.texel(u - (tu << tile_res.ulog2), v - (tv << tile_res.vlog2));
+        Ok(t.unwrap_or_default().to_vec())
+    }
+}

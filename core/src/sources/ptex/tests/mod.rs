@@ -1,0 +1,11 @@
+//! Tests of the Ptex reader: every value of the reference fixtures (structure, faces,
+//! texels at every resolution, pixels, meta data, edits), bad files, unit checks of the
+//! value arithmetic, and concurrent reads.
+
+mod bad_input;
+mod fixtures;
+mod meta;
+mod structure;
+mod texels;
+mod units;
+mod versions;

@@ -1,0 +1,307 @@
+//! Channel values: conversion to `f32` as the reference library's `getPixel` does it, its
+//! own half-float rounding, premultiplication by alpha, and the on-the-fly reductions
+//! (format note §9, §11, §12, §15), all with the reference's exact arithmetic so reduced
+//! data matches it bit for bit.
+//!
+//! Texel buffers are bytes: texels in v-major order, channels interleaved, each value
+//! little-endian.
+
+use super::header::DataType;
+
+/// Convert one half (binary16, as bits) to `f32` exactly.
+pub fn half_to_f32(h: u16) -> f32 {
+    let sign = u32::from(h & 0x8000) << 16;
+    let mantissa = u32::from(h & 0x03ff);
+    let exponent = u32::from(h & 0x7c00);
+    if exponent == 0 {
+        // Zero or denormal: mantissa × 2^-24 (exact).
+        let v = mantissa as f32 * (1.0 / 16_777_216.0);
+        if sign != 0 {
+            -v
+        } else {
+            v
+        }
+    } else if exponent == 0x7c00 {
+        // Infinity or NaN, keeping the NaN's payload.
+        f32::from_bits(sign | 0x7f80_0000 | (mantissa << 13))
+    } else {
+        f32::from_bits(sign | (((exponent + 0x1_c000) | mantissa) << 13))
+    }
+}
+
+/// Convert `f32` to half bits as the reference library's `PtexHalf` does: normal results
+/// round half-up on the magnitude (not ties-to-even), denormal results use
+/// `int(|x| * 2^24 + 0.5)`, zero of either sign gives +0, overflow gives infinity.
+pub fn f32_to_half(val: f32) -> u16 {
+    if val == 0.0 {
+        return 0;
+    }
+    let i = val.to_bits();
+    let exponent = (i >> 23) & 0xff;
+    let sign = (i >> 16) & 0x8000;
+    if (113..=142).contains(&exponent) {
+        // Normal in half: the mantissa's carry may step into the exponent (up to inf).
+        let base = sign | ((exponent - 112) << 10);
+        return (base + (((i & 0x007f_ffff) + 0x1000) >> 13)) as u16;
+    }
+    if exponent <= 112 {
+        // Denormal (or rounds to the smallest normal).
+        let scaled = (f64::from(val.abs()) * 16_777_216.0 + 0.5) as i32 as u32;
+        return (sign | scaled) as u16;
+    }
+    if exponent == 255 {
+        // Infinity or NaN: keep the top mantissa bits.
+        return (sign | 0x7c00 | ((i & 0x007f_ffff) >> 13)) as u16;
+    }
+    (sign | 0x7c00) as u16
+}
+
+/// One channel value of a data type, read from and written to little-endian bytes, with
+/// the reference's arithmetic for reductions.
+trait Value: Copy {
+    const SIZE: usize;
+    fn get(b: &[u8], i: usize) -> Self;
+    fn put(self, b: &mut [u8], i: usize);
+    /// `T(halve(a + b))`.
+    fn halve(a: Self, b: Self) -> Self;
+    /// `T(quarter(a + b + c + d))`, summed left to right.
+    fn quarter(a: Self, b: Self, c: Self, d: Self) -> Self;
+    /// `T(float(x) * factor)`: truncation for integers, the half rounding for half.
+    fn scale(self, factor: f32) -> Self;
+    fn to_f32(self) -> f32;
+}
+
+impl Value for u8 {
+    const SIZE: usize = 1;
+    fn get(b: &[u8], i: usize) -> Self {
+        b[i]
+    }
+    fn put(self, b: &mut [u8], i: usize) {
+        b[i] = self;
+    }
+    fn halve(a: Self, b: Self) -> Self {
+        ((u32::from(a) + u32::from(b)) >> 1) as u8
+    }
+    fn quarter(a: Self, b: Self, c: Self, d: Self) -> Self {
+        ((u32::from(a) + u32::from(b) + u32::from(c) + u32::from(d)) >> 2) as u8
+    }
+    fn scale(self, factor: f32) -> Self {
+        (f32::from(self) * factor) as u8
+    }
+    fn to_f32(self) -> f32 {
+        f32::from(self)
+    }
+}
+
+impl Value for u16 {
+    const SIZE: usize = 2;
+    fn get(b: &[u8], i: usize) -> Self {
+        u16::from_le_bytes([b[2 * i], b[2 * i + 1]])
+    }
+    fn put(self, b: &mut [u8], i: usize) {
+        b[2 * i..2 * i + 2].copy_from_slice(&self.to_le_bytes());
+    }
+    fn halve(a: Self, b: Self) -> Self {
+        ((u32::from(a) + u32::from(b)) >> 1) as u16
+    }
+    fn quarter(a: Self, b: Self, c: Self, d: Self) -> Self {
+        ((u32::from(a) + u32::from(b) + u32::from(c) + u32::from(d)) >> 2) as u16
+    }
+    fn scale(self, factor: f32) -> Self {
+        (f32::from(self) * factor) as u16
+    }
+    fn to_f32(self) -> f32 {
+        f32::from(self)
+    }
+}
+
+/// A half value as its bits.
+#[derive(Clone, Copy)]
+struct Half(u16);
+
+impl Value for Half {
+    const SIZE: usize = 2;
+    fn get(b: &[u8], i: usize) -> Self {
+        Half(u16::get(b, i))
+    }
+    fn put(self, b: &mut [u8], i: usize) {
+        self.0.put(b, i)
+    }
+    fn halve(a: Self, b: Self) -> Self {
+        Half(f32_to_half(0.5 * (a.to_f32() + b.to_f32())))
+    }
+    fn quarter(a: Self, b: Self, c: Self, d: Self) -> Self {
+        Half(f32_to_half(
+            0.25 * (((a.to_f32() + b.to_f32()) + c.to_f32()) + d.to_f32()),
+        ))
+    }
+    fn scale(self, factor: f32) -> Self {
+        Half(f32_to_half(self.to_f32() * factor))
+    }
+    fn to_f32(self) -> f32 {
+        half_to_f32(self.0)
+    }
+}
+
+impl Value for f32 {
+    const SIZE: usize = 4;
+    fn get(b: &[u8], i: usize) -> Self {
+        f32::from_le_bytes([b[4 * i], b[4 * i + 1], b[4 * i + 2], b[4 * i + 3]])
+    }
+    fn put(self, b: &mut [u8], i: usize) {
+        b[4 * i..4 * i + 4].copy_from_slice(&self.to_le_bytes());
+    }
+    fn halve(a: Self, b: Self) -> Self {
+        0.5 * (a + b)
+    }
+    fn quarter(a: Self, b: Self, c: Self, d: Self) -> Self {
+        0.25 * (((a + b) + c) + d)
+    }
+    fn scale(self, factor: f32) -> Self {
+        self * factor
+    }
+    fn to_f32(self) -> f32 {
+        self
+    }
+}
+
+/// Call `$f::<T>` with `T` the value type of `$dt`.
+macro_rules! by_type {
+    ($dt:expr, $f:ident($($arg:expr),*)) => {
+        match $dt {
+            DataType::U8 => $f::<u8>($($arg),*),
+            DataType::U16 => $f::<u16>($($arg),*),
+            DataType::Half => $f::<Half>($($arg),*),
+            DataType::F32 => $f::<f32>($($arg),*),
+        }
+    };
+}
+
+/// Convert the channel values in `src` to `f32` into `dst` (as many as fit in both): `u8`
+/// and `u16` are multiplied by the `f32` constants `1/255` and `1/65535`, half is exact,
+/// float is copied. This is `getPixel`'s conversion.
+pub fn to_f32(data_type: DataType, src: &[u8], dst: &mut [f32]) {
+    fn go<T: Value>(src: &[u8], dst: &mut [f32], inv: f32) {
+        for (i, d) in dst.iter_mut().enumerate().take(src.len() / T::SIZE) {
+            *d = T::get(src, i).to_f32() * inv;
+        }
+    }
+    by_type!(data_type, go(src, dst, data_type.one_value_inv()))
+}
+
+/// Premultiply `texels` (whole texels of `nchannels`) by the alpha channel `alpha`: with
+/// `alpha == 0` every other channel is multiplied, otherwise only the channels before the
+/// alpha channel (those after it stay as they are), as the reference's `multalpha`.
+pub(crate) fn premultiply(data_type: DataType, texels: &mut [u8], nchannels: usize, alpha: usize) {
+    fn go<T: Value>(b: &mut [u8], nchannels: usize, alpha: usize, inv: f32) {
+        let texels = b.len() / (T::SIZE * nchannels);
+        let channels = if alpha == 0 { 1..nchannels } else { 0..alpha };
+        for t in 0..texels {
+            let base = t * nchannels;
+            let a = inv * T::get(b, base + alpha).to_f32();
+            for c in channels.clone() {
+                T::get(b, base + c).scale(a).put(b, base + c);
+            }
+        }
+    }
+    by_type!(
+        data_type,
+        go(texels, nchannels, alpha, data_type.one_value_inv())
+    )
+}
+
+/// Which on-the-fly reduction to apply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Reduction {
+    /// Halve the width: `(a + b) / 2` of horizontal pairs (`reduceu`).
+    U,
+    /// Halve the height: `(a + b) / 2` of vertical pairs (`reducev`).
+    V,
+    /// Halve a square triangle image (`reduceTri`): three texels of the upright
+    /// sub-triangle plus the mirrored texel of the inverted one.
+    Triangle,
+}
+
+/// Reduce the packed image `src` of `ures` × `vres` texels of `nchannels` values. The
+/// caller checked that the halved sides are at least 1 (and, for triangles, that the
+/// image is square).
+pub(crate) fn reduce(
+    data_type: DataType,
+    how: Reduction,
+    src: &[u8],
+    ures: usize,
+    vres: usize,
+    nchannels: usize,
+) -> Vec<u8> {
+    fn go<T: Value>(how: Reduction, src: &[u8], ures: usize, vres: usize, n: usize) -> Vec<u8> {
+        let (du, dv) = match how {
+            Reduction::U => (ures / 2, vres),
+            Reduction::V => (ures, vres / 2),
+            Reduction::Triangle => (ures / 2, vres / 2),
+        };
+        let mut dst = vec![0u8; du * dv * n * T::SIZE];
+        let at = |u: usize, v: usize, c: usize| T::get(src, (v * ures + u) * n + c);
+        for v in 0..dv {
+            for u in 0..du {
+                for c in 0..n {
+                    let value = match how {
+                        Reduction::U => T::halve(at(2 * u, v, c), at(2 * u + 1, v, c)),
+                        Reduction::V => T::halve(at(u, 2 * v, c), at(u, 2 * v + 1, c)),
+                        Reduction::Triangle => T::quarter(
+                            at(2 * u, 2 * v, c),
+                            at(2 * u + 1, 2 * v, c),
+                            at(2 * u, 2 * v + 1, c),
+                            at(ures - 1 - 2 * v, ures - 1 - 2 * u, c),
+                        ),
+                    };
+                    value.put(&mut dst, (v * du + u) * n + c);
+                }
+            }
+        }
+        dst
+    }
+    by_type!(data_type, go(how, src, ures, vres, nchannels))
+}
+
+/// Undo difference encoding (format note §7): a running wrapping sum over the whole
+/// buffer, for `u8` and `u16`; other types are left as they are (the reference does the
+/// same; its writer never difference-encodes them).
+pub(crate) fn decode_difference(data_type: DataType, b: &mut [u8]) {
+    match data_type {
+        DataType::U8 => {
+            let mut prev = 0u8;
+            for x in b.iter_mut() {
+                prev = prev.wrapping_add(*x);
+                *x = prev;
+            }
+        }
+        DataType::U16 => {
+            let mut prev = 0u16;
+            for pair in b.chunks_exact_mut(2) {
+                prev = prev.wrapping_add(u16::from_le_bytes([pair[0], pair[1]]));
+                pair.copy_from_slice(&prev.to_le_bytes());
+            }
+        }
+        DataType::Half | DataType::F32 => {}
+    }
+}
+
+/// Interleave planar data (all of channel 0, then channel 1, ...; each plane `texels`
+/// values) into texels with their channels side by side.
+pub(crate) fn interleave(
+    planar: &[u8],
+    texels: usize,
+    nchannels: usize,
+    value_size: usize,
+) -> Vec<u8> {
+    let mut out = vec![0u8; planar.len()];
+    let pixel = nchannels * value_size;
+    for c in 0..nchannels {
+        let plane = &planar[c * texels * value_size..(c + 1) * texels * value_size];
+        for (t, value) in plane.chunks_exact(value_size).enumerate() {
+            let at = t * pixel + c * value_size;
+            out[at..at + value_size].copy_from_slice(value);
+        }
+    }
+    out
+}
