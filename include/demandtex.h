@@ -116,6 +116,17 @@ typedef unsigned long long uint64_t;
 // Callback result: failed; call `dtex_source_set_error` first to say why.
 #define DTEX_SOURCE_ERROR 2
 
+// `DtexUdimTileCallback` result: go on to the next tile.
+#define DTEX_UDIM_TILE_CONTINUE 0
+
+// `DtexUdimTileCallback` result: stop; no further tile is reported and
+// `dtex_udim_expand_pattern` returns OK.
+#define DTEX_UDIM_TILE_STOP 1
+
+// `udim` of a `DtexUdimTileCallback` for a tile that has no UDIM number (a `<UVTILE>`
+// tile in column 10 or beyond, or row 100 or beyond).
+#define DTEX_UDIM_NO_NUMBER 0
+
 // `dtex_ticket_wait` timeout meaning "no limit" (`UINT64_MAX`, written as a literal so
 // that the header needs no `<stdint.h>` macro: NVRTC has none).
 #define DTEX_WAIT_FOREVER 18446744073709551615ull
@@ -437,6 +448,20 @@ typedef struct DtexImageSourceCallbacks {
   // one) with these callbacks fails.
   void (*close)(void *user_data);
 } DtexImageSourceCallbacks;
+
+// Receives one tile of a UDIM pattern from `dtex_udim_expand_pattern`: `user_data` as
+// given; the tile's UDIM number `1001 + column + 10 * row` (`DTEX_UDIM_NO_NUMBER` if it
+// has none); its 0-based `column` (s in [column, column+1)) and `row` (t in [row, row+1));
+// and `path`, the file: the pattern's directory (`.` when the pattern has none) joined with
+// the file name, NUL-terminated UTF-8, valid only during the call (copy it to keep it).
+// Returns `DTEX_UDIM_TILE_CONTINUE` or `DTEX_UDIM_TILE_STOP`. Called on the thread that
+// called `dtex_udim_expand_pattern`, before it returns; it may call other dtex functions
+// and must not unwind (no C++ exception may leave it).
+typedef int32_t (*DtexUdimTileCallback)(void *user_data,
+                                        uint32_t udim,
+                                        uint32_t column,
+                                        uint32_t row,
+                                        const char *path);
 
 // Produces the 64-bit page-table entry of page `page_index` (0-based within its
 // resource) into `*out_entry`, and returns `DTEX_SOURCE_READY` (entry written),
@@ -1040,6 +1065,40 @@ DtexStatus dtex_udim_create_from_pattern(struct DtexLoader loader,
                                          const char *base_path,
                                          const struct DtexTextureDesc *desc,
                                          uint32_t *out_udim);
+
+// The files a UDIM pattern names, by the rule `dtex_udim_create_from_pattern` uses: call
+// `callback` (NULL: only count) once per tile file that exists, row-major (by row, then
+// column; for `<UDIM>`: by UDIM number), and write to `*out_count` how many tiles were
+// reported (with `DTEX_UDIM_TILE_STOP`: up to and including the one that stopped). This is
+// how a front end asks whether a pattern names any file, or which, without spelling the
+// rule out again.
+//
+// The rule: the file name (not a directory) of `pattern` holds exactly one token, `<UDIM>`
+// (four digits 1001..1999, Mari: column `(n - 1001) % 10`, row `(n - 1001) / 10`) or
+// `<UVTILE>` (`u{U}_v{V}`, 1-based decimal without leading zeros, each 1..255, Mudbox:
+// column `U - 1`, row `V - 1`). The directory is listed once; the regular files whose
+// names are the pattern's prefix, a well-formed tile and its suffix match. Malformed tiles
+// (`1000`, `2000`, `0999`, `10011`, `u0_v1`, `u01_v1`, `u256_v1`) do not.
+//
+// No matching file is not an error: OK, with `*out_count` 0 and no callback
+// (`dtex_udim_create_from_pattern` refuses such a pattern with IO_ERROR, as a texture
+// needs a tile).
+//
+// Errors: INVALID_ARGUMENT (NULL `pattern` or `out_count`, a pattern not UTF-8, no token in
+// the file name, more than one, or one in a directory: as `dtex_udim_create_from_pattern`;
+// a callback result other than CONTINUE or STOP, after which no further tile is
+// reported); IO_ERROR (the directory cannot be listed, e.g. it does not exist: as
+// `dtex_udim_create_from_pattern`). On error `*out_count` is not written, but the callback
+// may already have been called. Ownership: nothing is kept; `path` belongs to the library
+// and lives for one callback. Thread-safety: any thread; needs no loader.
+//
+// # Safety
+// `pattern` is NULL or a NUL-terminated string; `callback` is NULL or honours its
+// contract; `out_count` is NULL or writable.
+DtexStatus dtex_udim_expand_pattern(const char *pattern,
+                                    DtexUdimTileCallback callback,
+                                    void *user_data,
+                                    uint32_t *out_count);
 
 // Register a generic resource of `num_pages` consecutive pages whose 64-bit page-table
 // entries `callback` produces when a launch requests them (`dtex_launch_map_or_request`,

@@ -505,8 +505,24 @@ public:
 /// fails; see the C ABI). Called from fill threads, concurrently.
 using ResourceFill = std::function<std::optional<std::uint64_t>(std::uint32_t pageIndex)>;
 
+/// One file of a UDIM pattern, as `expandUdimPattern` reports it. Plain value.
+struct UdimTile {
+    /// `1001 + column + 10 * row`, or `DTEX_UDIM_NO_NUMBER` (0) for a `<UVTILE>` tile that
+    /// has none (column 10 or beyond, or row 100 or beyond).
+    std::uint32_t udim = DTEX_UDIM_NO_NUMBER;
+    std::uint32_t column = 0;  ///< s in [column, column + 1).
+    std::uint32_t row = 0;     ///< t in [row, row + 1).
+    std::string path;          ///< The file (the pattern's directory joined with its name).
+};
+
 /// Implementation details: handle ownership and the C trampolines.
 namespace detail {
+
+/// What `expandUdimPattern`'s trampoline collects into.
+struct UdimTileCollector {
+    std::vector<UdimTile> tiles;     ///< The tiles so far.
+    std::exception_ptr error;        ///< An exception that stopped the collection.
+};
 
 /// Report the exception in flight to the library (thread-local) and return DTEX_SOURCE_ERROR.
 inline std::int32_t reportCurrentException() noexcept {
@@ -586,6 +602,19 @@ inline void demandtex_hpp_resource_close(void* user) noexcept {
     try {
         delete static_cast<ResourceFill*>(user);
     } catch (...) {
+    }
+}
+/// `DtexUdimTileCallback` trampoline: appends to a `UdimTileCollector`; an exception
+/// (`std::bad_alloc`) stops the expansion and is rethrown after it.
+inline std::int32_t demandtex_hpp_udim_tile(void* user, std::uint32_t udim, std::uint32_t column,
+                                            std::uint32_t row, const char* path) noexcept {
+    auto* collector = static_cast<UdimTileCollector*>(user);
+    try {
+        collector->tiles.push_back(UdimTile{udim, column, row, path});
+        return DTEX_UDIM_TILE_CONTINUE;
+    } catch (...) {
+        collector->error = std::current_exception();
+        return DTEX_UDIM_TILE_STOP;
     }
 }
 }  // extern "C"
@@ -707,6 +736,26 @@ std::size_t batchInChunks(const GradQuery* queries, std::size_t count, Sample* o
 }
 
 }  // namespace detail
+
+// ---------------------------------------------------------------------------------------
+// UDIM patterns
+// ---------------------------------------------------------------------------------------
+
+/// The files a UDIM pattern (`dir/name.<UDIM>.exr` or `dir/name.<UVTILE>.exr`) names that
+/// exist, row-major (for `<UDIM>`: by UDIM number), by the library's rule: the rule
+/// `Loader::createUdimFromPattern` uses (`dtex_udim_expand_pattern` states it). Empty when
+/// no file matches. Throws `Error`: INVALID_ARGUMENT for a pattern without exactly one
+/// token in its file name, IO_ERROR when the directory cannot be listed (e.g. it does not
+/// exist). Needs no loader; any thread.
+inline std::vector<UdimTile> expandUdimPattern(const std::string& pattern) {
+    detail::UdimTileCollector collector;
+    std::uint32_t count = 0;
+    const DtexStatus status =
+        dtex_udim_expand_pattern(pattern.c_str(), &detail::demandtex_hpp_udim_tile, &collector, &count);
+    if (collector.error) std::rethrow_exception(collector.error);
+    check(status);
+    return std::move(collector.tiles);
+}
 
 // ---------------------------------------------------------------------------------------
 // Ticket

@@ -5,7 +5,8 @@
 # front ends (UsdImagingDelegate = Hydra 1.0, UsdImagingStageSceneIndex = Hydra 2.0), and
 # check: convergence, texel-for-texel equality with an unlimited-budget render, the budget
 # never exceeded (and tiles evicted when it is small), UDIM tiles across tile boundaries,
-# missing and unreadable textures rendering their fallback colours with warnings.
+# UDIM sets beyond tile 1100 (starting at 1101, <UVTILE> past u10/v10) found by demandtex's
+# own rule, missing and unreadable textures rendering their fallback colours with warnings.
 #
 # OpenUSD (24.08 or newer, built with imaging; no GL or Python needed) is found from
 #   DEMANDTEX_USD_ROOT=<OpenUSD install prefix>   (the directory holding pxrConfig.cmake)
@@ -124,6 +125,21 @@ grep -q -E "(cannot register texture|texture) '[^']*corrupt.exr'.*fallback colou
 run udim-hydra2 "$WORK/udim_plane.usda" "$WORK/udim-h2.ppm" --hydra2 --search-path "$WORK" \
   --expect-distinct-blue 6 --expect-prim-color /World/Missing 1 0 1 --expect-prim-color /World/Corrupt 0 1 1
 cmp "$WORK/udim-h1.ppm" "$WORK/udim-h2.ppm" || fail "Hydra 1.0 and 2.0 renders of udim_plane differ"
+
+# UDIM sets OpenUSD's resolver does not find (it looks at tiles 1001-1100 only, and knows no
+# <UVTILE>): both front ends leave them unresolved and the delegate finds them through the
+# search path, by demandtex's rule (dtex_udim_expand_pattern). Every tile must show its code.
+run udim-high-hydra1 "$WORK/udim_high.usda" "$WORK/udim-high-h1.ppm" --search-path "$WORK" \
+  --expect-distinct-blue 9 --compare-unlimited
+run udim-high-hydra2 "$WORK/udim_high.usda" "$WORK/udim-high-h2.ppm" --hydra2 --search-path "$WORK" \
+  --expect-distinct-blue 9
+for name in udim-high-hydra1 udim-high-hydra2; do
+  if grep -q "not found" "$WORK/$name.err"; then
+    cat "$WORK/$name.err" >&2
+    fail "$name: a UDIM set was reported missing"
+  fi
+done
+cmp "$WORK/udim-high-h1.ppm" "$WORK/udim-high-h2.ppm" || fail "Hydra 1.0 and 2.0 renders of udim_high differ"
 
 run over-budget "$WORK/over_budget.usda" "$WORK/over.ppm" --width 384 --height 384 --budget-mib 3 \
   --expect-evictions --compare-unlimited --max-launches 400

@@ -7,10 +7,38 @@ use crate::options::DtexTextureDesc;
 use crate::status::{ApiError, DtexStatus};
 use crate::textures::check_exr_file;
 use engine::sources::{ExrSource, ImageSource};
-use engine::udim::{tile_desc, UdimGrid, UDIM_MAX_GRID_SIDE};
-use std::ffi::c_char;
+use engine::udim::{find_tiles, tile_desc, UdimGrid, UDIM_MAX_GRID_SIDE};
+use std::ffi::{c_char, c_void, CString};
 use std::path::Path;
 use std::sync::Arc;
+
+/// `DtexUdimTileCallback` result: go on to the next tile.
+pub const DTEX_UDIM_TILE_CONTINUE: i32 = 0;
+/// `DtexUdimTileCallback` result: stop; no further tile is reported and
+/// `dtex_udim_expand_pattern` returns OK.
+pub const DTEX_UDIM_TILE_STOP: i32 = 1;
+
+/// `udim` of a `DtexUdimTileCallback` for a tile that has no UDIM number (a `<UVTILE>`
+/// tile in column 10 or beyond, or row 100 or beyond).
+pub const DTEX_UDIM_NO_NUMBER: u32 = 0;
+
+/// Receives one tile of a UDIM pattern from `dtex_udim_expand_pattern`: `user_data` as
+/// given; the tile's UDIM number `1001 + column + 10 * row` (`DTEX_UDIM_NO_NUMBER` if it
+/// has none); its 0-based `column` (s in [column, column+1)) and `row` (t in [row, row+1));
+/// and `path`, the file: the pattern's directory (`.` when the pattern has none) joined with
+/// the file name, NUL-terminated UTF-8, valid only during the call (copy it to keep it).
+/// Returns `DTEX_UDIM_TILE_CONTINUE` or `DTEX_UDIM_TILE_STOP`. Called on the thread that
+/// called `dtex_udim_expand_pattern`, before it returns; it may call other dtex functions
+/// and must not unwind (no C++ exception may leave it).
+pub type DtexUdimTileCallback = Option<
+    unsafe extern "C" fn(
+        user_data: *mut c_void,
+        udim: u32,
+        column: u32,
+        row: u32,
+        path: *const c_char,
+    ) -> i32,
+>;
 
 /// An OpenEXR source for `path`, after checking that the file is there and is OpenEXR.
 fn exr(path: &str) -> Result<Arc<dyn ImageSource>, ApiError> {
@@ -126,6 +154,83 @@ pub unsafe extern "C" fn dtex_udim_create_from_pattern(
                 .engine
                 .create_udim_from_pattern(Path::new(pattern), base.map(Path::new), desc)?;
         out.write(id.0);
+        Ok(())
+    })
+}
+
+/// The files a UDIM pattern names, by the rule `dtex_udim_create_from_pattern` uses: call
+/// `callback` (NULL: only count) once per tile file that exists, row-major (by row, then
+/// column; for `<UDIM>`: by UDIM number), and write to `*out_count` how many tiles were
+/// reported (with `DTEX_UDIM_TILE_STOP`: up to and including the one that stopped). This is
+/// how a front end asks whether a pattern names any file, or which, without spelling the
+/// rule out again.
+///
+/// The rule: the file name (not a directory) of `pattern` holds exactly one token, `<UDIM>`
+/// (four digits 1001..1999, Mari: column `(n - 1001) % 10`, row `(n - 1001) / 10`) or
+/// `<UVTILE>` (`u{U}_v{V}`, 1-based decimal without leading zeros, each 1..255, Mudbox:
+/// column `U - 1`, row `V - 1`). The directory is listed once; the regular files whose
+/// names are the pattern's prefix, a well-formed tile and its suffix match. Malformed tiles
+/// (`1000`, `2000`, `0999`, `10011`, `u0_v1`, `u01_v1`, `u256_v1`) do not.
+///
+/// No matching file is not an error: OK, with `*out_count` 0 and no callback
+/// (`dtex_udim_create_from_pattern` refuses such a pattern with IO_ERROR, as a texture
+/// needs a tile).
+///
+/// Errors: INVALID_ARGUMENT (NULL `pattern` or `out_count`, a pattern not UTF-8, no token in
+/// the file name, more than one, or one in a directory: as `dtex_udim_create_from_pattern`;
+/// a callback result other than CONTINUE or STOP, after which no further tile is
+/// reported); IO_ERROR (the directory cannot be listed, e.g. it does not exist: as
+/// `dtex_udim_create_from_pattern`). On error `*out_count` is not written, but the callback
+/// may already have been called. Ownership: nothing is kept; `path` belongs to the library
+/// and lives for one callback. Thread-safety: any thread; needs no loader.
+///
+/// # Safety
+/// `pattern` is NULL or a NUL-terminated string; `callback` is NULL or honours its
+/// contract; `out_count` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn dtex_udim_expand_pattern(
+    pattern: *const c_char,
+    callback: DtexUdimTileCallback,
+    user_data: *mut c_void,
+    out_count: *mut u32,
+) -> DtexStatus {
+    entry(|| {
+        // SAFETY: the caller's contract (pattern, out_count).
+        let (out, pattern) = unsafe {
+            (
+                Out::new(out_count, "out_count")?,
+                c_str(pattern, "pattern")?,
+            )
+        };
+        let tiles = find_tiles(Path::new(pattern))?;
+        let mut count = 0u32;
+        for tile in &tiles {
+            count += 1;
+            let Some(callback) = callback else {
+                continue;
+            };
+            let path = CString::new(tile.path.to_string_lossy().into_owned()).map_err(|_| {
+                ApiError::new(
+                    crate::status::DTEX_STATUS_INTERNAL,
+                    format!("UDIM tile path {} holds a NUL", tile.path.display()),
+                )
+            })?;
+            let udim = tile.udim().unwrap_or(DTEX_UDIM_NO_NUMBER);
+            // SAFETY: the callback's contract; `path` outlives the call.
+            let code = unsafe { callback(user_data, udim, tile.col, tile.row, path.as_ptr()) };
+            match code {
+                DTEX_UDIM_TILE_CONTINUE => {}
+                DTEX_UDIM_TILE_STOP => break,
+                c => {
+                    return Err(ApiError::invalid_argument(format!(
+                        "UDIM pattern {pattern}: the tile callback returned {c} for {} \
+                         (DTEX_UDIM_TILE_CONTINUE 0 or DTEX_UDIM_TILE_STOP 1)",
+                        tile.path.display()
+                    )))
+                }
+            }
+        }
+        out.write(count);
         Ok(())
     })
 }

@@ -1,7 +1,6 @@
 #include "textureRegistry.h"
 
 #include "pxr/base/tf/diagnostic.h"
-#include "pxr/base/tf/stringUtils.h"
 
 #include <filesystem>
 #include <system_error>
@@ -10,8 +9,11 @@ PXR_NAMESPACE_OPEN_SCOPE
 
 namespace {
 
-const std::string kUdimToken = "<UDIM>";
-const std::string kUvTileToken = "<UVTILE>";
+/// Whether `path` is meant as a UDIM pattern: the loader is asked for a UDIM texture, and
+/// demandtex judges the pattern (which token, where; which files match).
+bool _HasUdimToken(const std::string& path) {
+    return path.find("<UDIM>") != std::string::npos || path.find("<UVTILE>") != std::string::npos;
+}
 
 bool _FileExists(const std::string& path) {
     std::error_code ec;
@@ -27,28 +29,24 @@ demandtex::LoaderOptions _LoaderOptions(const HdDemandTexLoaderSettings& setting
 
 }  // namespace
 
-bool HdDemandTexTextureKey::IsUdim() const {
-    return path.find(kUdimToken) != std::string::npos || path.find(kUvTileToken) != std::string::npos;
-}
+bool HdDemandTexTextureKey::IsUdim() const { return _HasUdimToken(path); }
 
-std::vector<std::string> HdDemandTexExistingUdimTiles(const std::string& pattern) {
-    std::vector<std::string> found;
-    for (int tile = 1001; tile <= 1100; ++tile) {
-        const int col = (tile - 1001) % 10;
-        const int row = (tile - 1001) / 10;
-        std::string path = TfStringReplace(pattern, kUdimToken, std::to_string(tile));
-        path = TfStringReplace(path, kUvTileToken, "u" + std::to_string(col + 1) + "_v" + std::to_string(row + 1));
-        if (_FileExists(path)) found.push_back(path);
+bool HdDemandTexUdimTilesExist(const std::string& pattern, std::string* why) {
+    try {
+        // demandtex's own rule: the one createUdimFromPattern registers the texture with.
+        if (!demandtex::expandUdimPattern(pattern).empty()) return true;
+        if (why) *why = "no file matches the UDIM pattern";
+    } catch (const demandtex::Error& e) {
+        if (why) *why = e.message();
     }
-    return found;
+    return false;
 }
 
 std::string HdDemandTexResolveTexturePath(const std::string& authored, const std::string& resolved,
                                           const std::vector<std::string>& searchPaths) {
-    const bool udim = authored.find(kUdimToken) != std::string::npos ||
-                      authored.find(kUvTileToken) != std::string::npos;
+    const bool udim = _HasUdimToken(authored);
     auto exists = [udim](const std::string& path) {
-        return udim ? !HdDemandTexExistingUdimTiles(path).empty() : _FileExists(path);
+        return udim ? HdDemandTexUdimTilesExist(path, nullptr) : _FileExists(path);
     };
     if (!resolved.empty()) {
         // Hydra 1.0 keeps the <UDIM> token in the resolved path; a resolved path is final.
@@ -58,7 +56,9 @@ std::string HdDemandTexResolveTexturePath(const std::string& authored, const std
     const std::filesystem::path authoredPath(authored);
     if (authoredPath.is_absolute()) return exists(authored) ? authored : std::string();
     // Unresolved and relative: Hydra 2.0 in OpenUSD 24.08 delivers UDIM paths like this
-    // (OpenUSD issue #3492). Anchor it on the search paths.
+    // (OpenUSD issue #3492), and so does Hydra 1.0 for the UDIM sets OpenUSD's own resolver
+    // does not find (UsdShadeUdimUtils looks for tiles 1001-1100 only, and knows no
+    // <UVTILE>). Anchor it on the search paths.
     for (const std::string& dir : searchPaths) {
         if (dir.empty()) continue;
         const std::string candidate = (std::filesystem::path(dir) / authoredPath).lexically_normal().string();
@@ -93,10 +93,11 @@ std::shared_ptr<const HdDemandTexTexture> HdDemandTexTextureRegistry::Acquire(co
     auto texture = std::make_shared<HdDemandTexTexture>();
     texture->key = key;
     texture->udim = key.IsUdim();
-    const bool present = texture->udim ? !HdDemandTexExistingUdimTiles(key.path).empty() : _FileExists(key.path);
+    std::string why;
+    const bool present = texture->udim ? HdDemandTexUdimTilesExist(key.path, &why) : _FileExists(key.path);
     if (!present) {
-        TF_WARN("demandtex: %s: texture '%s' not found%s; rendering its fallback colour (%g, %g, %g, %g)",
-                context.c_str(), key.path.c_str(), texture->udim ? " (no UDIM tile 1001-1100 exists)" : "",
+        TF_WARN("demandtex: %s: texture '%s' not found%s%s%s; rendering its fallback colour (%g, %g, %g, %g)",
+                context.c_str(), key.path.c_str(), why.empty() ? "" : " (", why.c_str(), why.empty() ? "" : ")",
                 key.fallback[0], key.fallback[1], key.fallback[2], key.fallback[3]);
         return nullptr;
     }

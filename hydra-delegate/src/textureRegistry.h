@@ -85,8 +85,10 @@ private:
     std::set<std::uint32_t> _reportedFailures;
 };
 
-/// The files a `<UDIM>` / `<UVTILE>` pattern names that exist (tiles 1001-1100).
-std::vector<std::string> HdDemandTexExistingUdimTiles(const std::string& pattern);
+/// Whether a file matches the `<UDIM>` / `<UVTILE>` pattern, by demandtex's rule
+/// (`demandtex::expandUdimPattern`, the rule the loader creates UDIM textures with). When
+/// none does, `why` (if given) says so, or why the pattern could not be expanded.
+bool HdDemandTexUdimTilesExist(const std::string& pattern, std::string* why);
 
 /// Turn an authored asset path into a file path demandtex can open: the resolved path if the
 /// host resolved it; otherwise the authored path if absolute, else the first directory of

@@ -2,12 +2,15 @@
  * A C11 consumer of the installed demandtex package: the multi-pass loop on a procedural
  * texture and on a texture whose texels a C callback source generates, checked texel by
  * texel against the same formulas computed here, plus statistics, the error model, the
- * callback lifecycle and the version macros.
+ * callback lifecycle, UDIM pattern expansion and the version macros.
  *
  * Built by scripts/test-consumers.sh through find_package(DemandTex) (shared and static)
  * and through pkg-config, and run under valgrind. Exits 0 when every check passes; on the
  * first failure it prints what failed and exits 1.
  */
+/* mkdtemp and rmdir (POSIX), for the UDIM pattern test's files. */
+#define _POSIX_C_SOURCE 200809L
+
 #include <demandtex.h>
 
 #include <math.h>
@@ -17,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ---- checks ---------------------------------------------------------------------------- */
 
@@ -472,6 +476,113 @@ static void test_unknown_texture(DtexLoader loader) {
   EXPECT_OK(dtex_launch_discard(launch));
 }
 
+/* ---- UDIM patterns: which files a pattern names, by core's rule -------------------------- */
+
+#define MAX_TILES 8
+
+typedef struct {
+  int count;
+  int stop_after; /* answer DTEX_UDIM_TILE_STOP at this tile (1-based); 0: never */
+  uint32_t udim[MAX_TILES], column[MAX_TILES], row[MAX_TILES];
+  char path[MAX_TILES][512];
+} TileList;
+
+static int32_t collect_tile(void *user_data, uint32_t udim, uint32_t column, uint32_t row,
+                            const char *path) {
+  TileList *list = user_data;
+  if (list->count >= MAX_TILES) {
+    return DTEX_UDIM_TILE_STOP;
+  }
+  int i = list->count++;
+  list->udim[i] = udim;
+  list->column[i] = column;
+  list->row[i] = row;
+  snprintf(list->path[i], sizeof list->path[i], "%s", path); /* valid only during the call */
+  return list->count == list->stop_after ? DTEX_UDIM_TILE_STOP : DTEX_UDIM_TILE_CONTINUE;
+}
+
+static const char *UDIM_FILES[] = {"c.1101.exr", "c.1102.exr", "c.1999.exr", "c.1000.exr",
+                                   "w_u11_v1.exr"};
+#define NUM_UDIM_FILES (sizeof UDIM_FILES / sizeof UDIM_FILES[0])
+
+static void test_udim_pattern(void) {
+  const char *tmp = getenv("TMPDIR");
+  if (tmp == NULL || tmp[0] == '\0') {
+    tmp = "/tmp";
+  }
+  char dir[400];
+  snprintf(dir, sizeof dir, "%s/dtex-c-consumer-XXXXXX", tmp);
+  CHECK(mkdtemp(dir) != NULL, "mkdtemp(%s) failed", dir);
+  char path[512];
+  for (size_t i = 0; i < NUM_UDIM_FILES; ++i) {
+    snprintf(path, sizeof path, "%s/%s", dir, UDIM_FILES[i]);
+    FILE *f = fopen(path, "wb");
+    CHECK(f != NULL, "cannot create %s", path);
+    fclose(f);
+  }
+
+  /* A set starting at 1101 and reaching 1999 (1000 is no UDIM number): row-major. */
+  char pattern[512];
+  snprintf(pattern, sizeof pattern, "%s/c.<UDIM>.exr", dir);
+  TileList list;
+  memset(&list, 0, sizeof list);
+  uint32_t count = 99;
+  EXPECT_OK(dtex_udim_expand_pattern(pattern, collect_tile, &list, &count));
+  CHECK(count == 3 && list.count == 3, "%s: %u tiles reported, %d collected", pattern,
+        (unsigned)count, list.count);
+  const uint32_t want[3][3] = {{1101, 0, 10}, {1102, 1, 10}, {1999, 8, 99}};
+  for (int i = 0; i < 3; ++i) {
+    CHECK(list.udim[i] == want[i][0] && list.column[i] == want[i][1] && list.row[i] == want[i][2],
+          "tile %d: udim %u, column %u, row %u", i, (unsigned)list.udim[i],
+          (unsigned)list.column[i], (unsigned)list.row[i]);
+  }
+  snprintf(path, sizeof path, "%s/c.1101.exr", dir);
+  CHECK(strcmp(list.path[0], path) == 0, "tile 1101 is %s, expected %s", list.path[0], path);
+
+  /* <UVTILE> u11: column 10, no UDIM number. */
+  snprintf(pattern, sizeof pattern, "%s/w_<UVTILE>.exr", dir);
+  memset(&list, 0, sizeof list);
+  EXPECT_OK(dtex_udim_expand_pattern(pattern, collect_tile, &list, &count));
+  CHECK(count == 1 && list.udim[0] == DTEX_UDIM_NO_NUMBER && list.column[0] == 10 &&
+            list.row[0] == 0,
+        "u11_v1: %u tiles, udim %u, column %u, row %u", (unsigned)count, (unsigned)list.udim[0],
+        (unsigned)list.column[0], (unsigned)list.row[0]);
+
+  /* Stopping early; counting without a callback. */
+  snprintf(pattern, sizeof pattern, "%s/c.<UDIM>.exr", dir);
+  memset(&list, 0, sizeof list);
+  list.stop_after = 1;
+  EXPECT_OK(dtex_udim_expand_pattern(pattern, collect_tile, &list, &count));
+  CHECK(count == 1 && list.count == 1, "stopped after %u tiles", (unsigned)count);
+  EXPECT_OK(dtex_udim_expand_pattern(pattern, NULL, NULL, &count));
+  CHECK(count == 3, "counted %u tiles", (unsigned)count);
+
+  /* No file matches: OK, no tile (creating a texture from it would be IO_ERROR). */
+  snprintf(pattern, sizeof pattern, "%s/none.<UDIM>.exr", dir);
+  memset(&list, 0, sizeof list);
+  EXPECT_OK(dtex_udim_expand_pattern(pattern, collect_tile, &list, &count));
+  CHECK(count == 0 && list.count == 0, "no match gave %u tiles", (unsigned)count);
+
+  /* Errors: no token, NULLs, a directory that cannot be listed. */
+  snprintf(pattern, sizeof pattern, "%s/c.1101.exr", dir);
+  count = 99;
+  EXPECT_STATUS(dtex_udim_expand_pattern(pattern, collect_tile, &list, &count),
+                DTEX_STATUS_INVALID_ARGUMENT);
+  CHECK(count == 99, "a failed expansion wrote its count");
+  EXPECT_STATUS(dtex_udim_expand_pattern(NULL, NULL, NULL, &count), DTEX_STATUS_INVALID_ARGUMENT);
+  EXPECT_STATUS(dtex_udim_expand_pattern("c.<UDIM>.exr", NULL, NULL, NULL),
+                DTEX_STATUS_INVALID_ARGUMENT);
+  snprintf(pattern, sizeof pattern, "%s/missing/c.<UDIM>.exr", dir);
+  EXPECT_STATUS(dtex_udim_expand_pattern(pattern, NULL, NULL, &count), DTEX_STATUS_IO_ERROR);
+
+  for (size_t i = 0; i < NUM_UDIM_FILES; ++i) {
+    snprintf(path, sizeof path, "%s/%s", dir, UDIM_FILES[i]);
+    CHECK(remove(path) == 0, "cannot remove %s", path);
+  }
+  CHECK(rmdir(dir) == 0, "cannot remove %s", dir);
+  printf("  UDIM patterns: 1101-1999 and u11_v1 expanded through dtex_udim_expand_pattern\n");
+}
+
 static void test_version(void) {
   char macros[64];
   snprintf(macros, sizeof macros, "%u.%u.%u", (unsigned)DTEX_VERSION_MAJOR,
@@ -491,6 +602,7 @@ int main(void) {
   printf("c-consumer:\n");
   test_version();
   test_errors();
+  test_udim_pattern();
 
   DtexLoader loader = create_loader();
   int launches = test_procedural(loader);

@@ -1,7 +1,8 @@
 // The C++17 consumer test of demandtex: include/demandtex.hpp over an installed library.
 // Runs the multi-pass loop on a procedural texture and on C++ ImageSource subclasses
 // (deferral, failures, ownership), the blocking cache on an EXR file it writes, the error
-// model (moved-from and destroyed handles, bad arguments), lifecycle and generic resources.
+// model (moved-from and destroyed handles, bad arguments), lifecycle and generic resources,
+// UDIM patterns (expandUdimPattern, and a set starting at 1101 sampled).
 // Exits 0 when every check passed, 1 otherwise.
 #include <demandtex.hpp>
 
@@ -459,6 +460,62 @@ void testCache() {
     fs::remove_all(dir, ec);
 }
 
+// ----- UDIM patterns --------------------------------------------------------------------------
+
+void testUdimPatterns() {
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::temp_directory_path() /
+                         ("demandtex-cpp-udim-" + std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
+    fs::create_directories(dir);
+    // A set starting at 1101 (rows 0-9 are holes): one colour per tile.
+    const std::array<float, 4> colors[2] = {{0.25f, 0.5f, 0.75f, 1.0f}, {0.75f, 0.5f, 0.25f, 1.0f}};
+    const char* names[2] = {"paint.1101.exr", "paint.1112.exr"};
+    for (int i = 0; i < 2; ++i) {
+        CHECK(exrw::writeRgbaF32((dir / names[i]).string(), 8, 8, [&](int, int, float rgba[4]) {
+            for (int k = 0; k < 4; ++k) rgba[k] = colors[i][k];
+        }));
+    }
+    const std::string pattern = (dir / "paint.<UDIM>.exr").string();
+    const std::vector<dt::UdimTile> tiles = dt::expandUdimPattern(pattern);
+    CHECK_MSG(tiles.size() == 2, std::to_string(tiles.size()) + " tiles");
+    if (tiles.size() == 2) {
+        CHECK(tiles[0].udim == 1101 && tiles[0].column == 0 && tiles[0].row == 10);
+        CHECK(tiles[0].path == (dir / names[0]).string());
+        CHECK(tiles[1].udim == 1112 && tiles[1].column == 1 && tiles[1].row == 11);
+    }
+    {
+        // The same rule creates the texture: both tiles sample their colours.
+        const dt::Loader loader(smallOptions());
+        const dt::UdimId udim = loader.createUdimFromPattern(pattern, std::nullopt, exactDesc());
+        const int launches = converge(
+            loader,
+            [&](const dt::Launch& launch) {
+                const dt::Sample a = launch.tex2DGradUdim(udim, 0.5f, 10.5f, 0.125f, 0.0f, 0.0f, 0.125f);
+                const dt::Sample b = launch.tex2DGradUdim(udim, 1.5f, 11.5f, 0.125f, 0.0f, 0.0f, 0.125f);
+                if (!a.resident || !b.resident) return false;
+                CHECK_MSG(sameColor(a.value, colors[0]), show(a.value));
+                CHECK_MSG(sameColor(b.value, colors[1]), show(b.value));
+                return true;
+            },
+            20);
+        CHECK(launches > 0);
+    }
+
+    // <UVTILE> beyond u10: column 10 has no UDIM number.
+    std::FILE* f = std::fopen((dir / "wide_u11_v1.exr").string().c_str(), "wb");
+    CHECK(f != nullptr);
+    if (f != nullptr) std::fclose(f);
+    const std::vector<dt::UdimTile> wide = dt::expandUdimPattern((dir / "wide_<UVTILE>.exr").string());
+    CHECK(wide.size() == 1 && wide[0].udim == DTEX_UDIM_NO_NUMBER && wide[0].column == 10 && wide[0].row == 0);
+
+    // No match: empty. Bad patterns and unlistable directories: errors.
+    CHECK(dt::expandUdimPattern((dir / "none.<UDIM>.exr").string()).empty());
+    CHECK_THROWS_STATUS(DTEX_STATUS_INVALID_ARGUMENT, dt::expandUdimPattern((dir / names[0]).string()));
+    CHECK_THROWS_STATUS(DTEX_STATUS_IO_ERROR, dt::expandUdimPattern((dir / "missing" / "x.<UDIM>.exr").string()));
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+}
+
 // ----- the error model ------------------------------------------------------------------------
 
 void testErrors() {
@@ -540,6 +597,7 @@ int main() {
         {"caller-owned pixels", testPixels},
         {"lifecycle, resources", testLifecycleAndResources},
         {"blocking cache", testCache},
+        {"UDIM patterns", testUdimPatterns},
         {"error model", testErrors},
     };
     for (const auto& [name, run] : tests) {

@@ -19,8 +19,8 @@
 //                            pixels were unfinished yet every pixel showing geometry had a
 //                            colour (a coarser-level preview) rather than the clear colour
 //     --expect-distinct-blue N  require at least N distinct blue values among covered pixels
-//                            (UDIM tiles encode their number in blue) and a tile change
-//                            between neighbouring pixels
+//                            (each UDIM tile encodes a code 1-15 in blue, see MakeTextures)
+//                            and a tile change between neighbouring pixels
 //     --expect-prim-color PRIM R G B  every interior pixel of PRIM has colour (R, G, B)
 //                            (repeatable)
 // PXR_PLUGINPATH_NAME must name the plugin's resources directory, as for any host.
@@ -59,6 +59,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 PXR_NAMESPACE_USING_DIRECTIVE
@@ -253,10 +254,21 @@ void WriteTexture(const std::string& path, int size, GfVec3f tint, float blue) {
 int MakeTextures(const std::string& dir) {
     std::filesystem::create_directories(dir);
     WriteTexture(dir + "/checker.exr", 512, GfVec3f(1.0f, 0.8f, 0.3f), 0.2f);
-    // UDIM tiles 1001-1003 and 1011-1013; blue encodes the tile number.
+    // UDIM tiles 1001-1003 and 1011-1013; blue encodes the tile number (code = number - 1000).
     for (int tile : {1001, 1002, 1003, 1011, 1012, 1013}) {
         WriteTexture(dir + "/udim." + std::to_string(tile) + ".exr", 256, GfVec3f(0.9f, 0.6f, 0.0f),
                      float(tile - 1000) / 16.0f);
+    }
+    // udim_high.usda: tiles OpenUSD's own UDIM resolver (1001-1100) never looks at; blue
+    // encodes codes 1-9. A <UDIM> set starting at 1101; a <UVTILE> set reaching column 10
+    // (u11, no UDIM number) and row 11 (v12); a <UDIM> set with 1001 and 1201.
+    const std::pair<const char*, int> highTiles[] = {
+        {"high.1101.exr", 1},     {"high.1102.exr", 2},     {"high.1111.exr", 3},  {"high.1112.exr", 4},
+        {"wide.u1_v1.exr", 5},    {"wide.u11_v1.exr", 6},   {"wide.u2_v12.exr", 7}, {"mixed.1001.exr", 8},
+        {"mixed.1201.exr", 9},
+    };
+    for (const auto& [name, code] : highTiles) {
+        WriteTexture(dir + "/" + name, 128, GfVec3f(0.3f, 0.8f, 0.6f), float(code) / 16.0f);
     }
     // Sixteen textures for the over-budget scene (the test converts them to tiled files).
     for (int i = 0; i < 16; ++i) {
@@ -343,11 +355,21 @@ int main(int argc, char** argv) {
     for (int id : r->primId) covered += id >= 0 ? 1 : 0;
     if (covered == 0) failures += Fail("no pixel shows geometry");
 
+    // Pixel i shows a prim, and so do its four neighbours: none of its samples can have
+    // missed the prim (its colour is not blended with the background or another prim's).
+    auto interior = [&](size_t i) {
+        const int x = int(i % o.width), y = int(i / o.width), id = r->primId[i];
+        if (id < 0 || x <= 0 || y <= 0 || x + 1 >= o.width || y + 1 >= o.height) return false;
+        return r->primId[i - 1] == id && r->primId[i + 1] == id && r->primId[i - o.width] == id &&
+               r->primId[i + o.width] == id;
+    };
+
     if (o.expectDistinctBlue > 0) {
-        // UDIM tile t has blue (t - 1000) / 16 everywhere: pixels whose samples all fell in
-        // one tile show that code exactly (the missing-texture quad's 16 is not a tile).
+        // A UDIM tile has blue code / 16 everywhere: interior pixels whose samples all fell
+        // in one tile show that code exactly (the fallback colours' blue of 1 is no tile's;
+        // at a prim's edge, a fallback colour blended with the background could fake one).
         auto tileCode = [&](size_t i) {
-            if (r->primId[i] < 0) return -1;
+            if (!interior(i)) return -1;
             const float code = r->color[i][2] * 16.0f;
             const int rounded = int(std::lround(code));
             return std::abs(code - float(rounded)) < 1e-3f && rounded >= 1 && rounded <= 15 ? rounded : -1;
@@ -382,14 +404,8 @@ int main(int argc, char** argv) {
         } else {
             const int id = it->second;
             size_t wrong = 0, seen = 0;
-            auto interior = [&](int x, int y) {  // all four neighbours show the prim too
-                if (x <= 0 || y <= 0 || x + 1 >= o.width || y + 1 >= o.height) return false;
-                const size_t i = size_t(y) * o.width + x;
-                return r->primId[i - 1] == id && r->primId[i + 1] == id && r->primId[i - o.width] == id &&
-                       r->primId[i + o.width] == id;
-            };
             for (size_t i = 0; i < r->color.size(); ++i) {
-                if (r->primId[i] != id || !interior(int(i % o.width), int(i / o.width))) continue;
+                if (r->primId[i] != id || !interior(i)) continue;
                 ++seen;
                 const GfVec3f c(r->color[i][0], r->color[i][1], r->color[i][2]);
                 if ((c - primColor.second).GetLength() > 1e-4f) ++wrong;

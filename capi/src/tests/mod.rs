@@ -13,4 +13,5 @@ mod nvrtc;
 mod pixels;
 mod resources;
 mod timing;
+mod udim_pattern;
 mod util;

@@ -8,7 +8,8 @@
 //! allowed) and one [`TextureDesc`] for every tile and the base; [`tile_desc`] (clamp
 //! addressing) is the sensible choice, since a tile must not wrap onto its own opposite
 //! edge at a tile boundary. [`crate::Engine::create_udim_from_pattern`] expands a path
-//! pattern such as `color.<UDIM>.exr` from the files present (see [`expand_pattern`]).
+//! pattern such as `color.<UDIM>.exr` from the files present (see [`expand_pattern`];
+//! [`find_tiles`] lists the same files without making a grid).
 //!
 //! Each tile becomes an ordinary texture with its own id; the ids of a grid are
 //! consecutive, row-major: tile (col, row) is `first + row · width + col`. A hole still
@@ -45,7 +46,7 @@ pub mod sample;
 #[cfg(test)]
 mod tests;
 
-pub use pattern::{expand_pattern, UdimFiles};
+pub use pattern::{expand_pattern, find_tiles, UdimFiles, UdimTileFile};
 pub use sample::tex2d_grad_udim;
 
 use crate::error::{Error, Result};

@@ -13,6 +13,11 @@
 //! name in byte order wins) are ignored with a warning in the log. The grid is as wide and
 //! tall as the tiles found need (`<UDIM>`: 10 wide only if a column-9 tile exists); the
 //! slots no file fills are holes.
+//!
+//! [`find_tiles`] lists the matching files (possibly none); [`expand_pattern`] lays them out
+//! as a grid and refuses a pattern no file matches. Front ends (the C ABI, and through it
+//! the C++ wrapper and the Hydra delegate) ask [`find_tiles`] rather than spelling the rule
+//! out again.
 
 use crate::error::{Error, Result};
 use std::collections::BTreeMap;
@@ -31,6 +36,26 @@ pub struct UdimFiles {
     pub height: u32,
     /// Row-major `width × height` paths; `None` where no file was found (a hole).
     pub tiles: Vec<Option<PathBuf>>,
+}
+
+/// One file of a UDIM pattern ([`find_tiles`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UdimTileFile {
+    /// The tile's column: s in `[col, col + 1)`.
+    pub col: u32,
+    /// The tile's row: t in `[row, row + 1)`.
+    pub row: u32,
+    /// The file: the pattern's directory (`.` when it has none) joined with the file name.
+    pub path: PathBuf,
+}
+
+impl UdimTileFile {
+    /// The tile's UDIM number, `1001 + col + 10 · row`; `None` for a `<UVTILE>` tile that has
+    /// none (column 10 or beyond, or row 100 or beyond).
+    pub fn udim(&self) -> Option<u32> {
+        let n = super::udim_number(self.col, self.row);
+        (super::udim_tile(n) == Some((self.col, self.row))).then_some(n)
+    }
 }
 
 impl UdimFiles {
@@ -95,12 +120,12 @@ impl Token {
     }
 }
 
-/// Expand a UDIM pattern (see the [module documentation](self)) from the files in its
-/// directory.
+/// The files matching `pattern` (see the [module documentation](self)), row-major: by row,
+/// then column (for `<UDIM>`: by UDIM number). Empty when no file matches.
 ///
 /// Errors ([`Error::InvalidArgument`]): no token, more than one, or a token outside the
-/// file name; ([`Error::Io`]) the directory cannot be listed, or no file matches.
-pub fn expand_pattern(pattern: &Path) -> Result<UdimFiles> {
+/// file name; ([`Error::Io`]) the directory cannot be listed.
+pub fn find_tiles(pattern: &Path) -> Result<Vec<UdimTileFile>> {
     let shown = pattern.display();
     let name = pattern
         .file_name()
@@ -108,10 +133,7 @@ pub fn expand_pattern(pattern: &Path) -> Result<UdimFiles> {
         .ok_or_else(|| {
             Error::InvalidArgument(format!("UDIM pattern {shown}: no UTF-8 file name"))
         })?;
-    let dir = match pattern.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
+    let dir = pattern_dir(pattern);
     let dir_str = dir.to_string_lossy();
     if Token::ALL.iter().any(|(_, t)| dir_str.contains(t)) {
         return Err(Error::InvalidArgument(format!(
@@ -154,6 +176,7 @@ pub fn expand_pattern(pattern: &Path) -> Result<UdimFiles> {
     }
     names.sort_unstable();
 
+    // Keyed (row, col): the map's order is row-major.
     let mut tiles: BTreeMap<(u32, u32), PathBuf> = BTreeMap::new();
     for file_name in &names {
         if file_name.len() < prefix.len() + suffix.len()
@@ -173,7 +196,7 @@ pub fn expand_pattern(pattern: &Path) -> Result<UdimFiles> {
                 if !path.is_file() {
                     continue;
                 }
-                if let Some(kept) = tiles.get(&(col, row)) {
+                if let Some(kept) = tiles.get(&(row, col)) {
                     tracing::warn!(
                         file = %path.display(),
                         kept = %kept.display(),
@@ -181,21 +204,45 @@ pub fn expand_pattern(pattern: &Path) -> Result<UdimFiles> {
                     );
                     continue;
                 }
-                tiles.insert((col, row), path);
+                tiles.insert((row, col), path);
             }
         }
     }
+    Ok(tiles
+        .into_iter()
+        .map(|((row, col), path)| UdimTileFile { col, row, path })
+        .collect())
+}
+
+/// The directory a pattern's files are looked for in: its parent, or `.` when it has none.
+fn pattern_dir(pattern: &Path) -> PathBuf {
+    match pattern.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// Expand a UDIM pattern (see the [module documentation](self)) from the files in its
+/// directory ([`find_tiles`]) into a grid.
+///
+/// Errors ([`Error::InvalidArgument`]): no token, more than one, or a token outside the
+/// file name; ([`Error::Io`]) the directory cannot be listed, or no file matches.
+pub fn expand_pattern(pattern: &Path) -> Result<UdimFiles> {
+    let tiles = find_tiles(pattern)?;
     if tiles.is_empty() {
         return Err(Error::Io {
-            path: shown.to_string(),
-            message: format!("no file in {dir_str} matches this UDIM pattern"),
+            path: pattern.display().to_string(),
+            message: format!(
+                "no file in {} matches this UDIM pattern",
+                pattern_dir(pattern).display()
+            ),
         });
     }
-    let width = tiles.keys().map(|&(c, _)| c).max().unwrap_or(0) + 1;
-    let height = tiles.keys().map(|&(_, r)| r).max().unwrap_or(0) + 1;
+    let width = tiles.iter().map(|t| t.col).max().unwrap_or(0) + 1;
+    let height = tiles.iter().map(|t| t.row).max().unwrap_or(0) + 1;
     let mut grid = vec![None; (width * height) as usize];
-    for ((col, row), path) in tiles {
-        grid[(row * width + col) as usize] = Some(path);
+    for tile in tiles {
+        grid[(tile.row * width + tile.col) as usize] = Some(tile.path);
     }
     Ok(UdimFiles {
         width,
@@ -370,6 +417,41 @@ mod tests {
         })
         .unwrap_err();
         assert!(err.to_string().contains("g.1002.exr"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn find_tiles_lists_row_major_with_udim_numbers_where_they_exist() {
+        let dir = temp_dir("find");
+        touch(
+            &dir,
+            &["h.1112.exr", "h.1101.exr", "h.1999.exr", "h.1010.exr"],
+        );
+        let tiles = find_tiles(&dir.join("h.<UDIM>.exr")).unwrap();
+        let got: Vec<(u32, u32, Option<u32>)> =
+            tiles.iter().map(|t| (t.col, t.row, t.udim())).collect();
+        assert_eq!(
+            got,
+            [
+                (9, 0, Some(1010)),
+                (0, 10, Some(1101)),
+                (1, 11, Some(1112)),
+                (8, 99, Some(1999))
+            ]
+        );
+        assert_eq!(tiles[1].path, dir.join("h.1101.exr"));
+
+        touch(&dir, &["w_u10_v1.exr", "w_u11_v1.exr", "w_u2_v101.exr"]);
+        let tiles = find_tiles(&dir.join("w_<UVTILE>.exr")).unwrap();
+        let got: Vec<(u32, u32, Option<u32>)> =
+            tiles.iter().map(|t| (t.col, t.row, t.udim())).collect();
+        // Column 10 and row 100 have no UDIM number.
+        assert_eq!(got, [(9, 0, Some(1010)), (10, 0, None), (1, 100, None)]);
+
+        // No match is an empty list here; expand_pattern refuses it.
+        assert_eq!(find_tiles(&dir.join("none.<UDIM>.exr")).unwrap(), []);
+        let e = expand_pattern(&dir.join("none.<UDIM>.exr")).unwrap_err();
+        assert!(e.to_string().contains("no file"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
