@@ -3,7 +3,7 @@
 //! ignored); a meta data edit adds or replaces entries.
 
 use super::error::{Fail, R};
-use super::faces::{FaceInfo, Res};
+use super::faces::{face_flags, FaceInfo, Res};
 use super::header::{u32_at, MeshType};
 use super::input::Input;
 use super::levels::{BlockSpan, FaceDataHeader};
@@ -158,7 +158,7 @@ fn face_edit(
     let mut info = FaceInfo::parse(&head[4..24]);
     info.check(s.mesh, s.nfaces)
         .map_err(|e| e.context(format!("{what} (face {face})")))?;
-    info.flags |= FaceInfo::HAS_EDITS;
+    info.flags |= face_flags::HAS_EDITS;
     let header = FaceDataHeader(u32_at(&head, 24));
     let block = BlockSpan {
         offset: body + head_size,

@@ -93,24 +93,28 @@ pub struct FaceInfo {
     pub res: Res,
     /// Two bits per edge: the neighbour's edge id shared with edge `e` at bits `2e..2e+1`.
     pub adjedges: u8,
-    /// [`FaceInfo::CONSTANT`], [`FaceInfo::HAS_EDITS`], [`FaceInfo::NB_CONSTANT`],
-    /// [`FaceInfo::SUBFACE`].
+    /// Bits of [`face_flags`].
     pub flags: u8,
     /// The neighbour across each edge, or -1 at a mesh boundary (and for edge 3 of a
     /// triangle).
     pub adjfaces: [i32; 4],
 }
 
-impl FaceInfo {
-    /// Flag: every texel has the face's constant value.
+/// The bits of [`FaceInfo::flags`] (module constants, not associated ones: cbindgen, which
+/// generates the C header from the crates that depend on this one, would export associated
+/// constants of a non-`repr(C)` type into `demandtex.h`).
+pub mod face_flags {
+    /// Every texel has the face's constant value.
     pub const CONSTANT: u8 = 1;
-    /// Flag: the face was replaced by an edit record (set by the reader, never stored).
+    /// The face was replaced by an edit record (set by the reader, never stored).
     pub const HAS_EDITS: u8 = 2;
-    /// Flag: a constant face whose whole neighbourhood has the same value.
+    /// A constant face whose whole neighbourhood has the same value.
     pub const NB_CONSTANT: u8 = 4;
-    /// Flag: one of the quad subfaces of an n-gon (n ≠ 4).
+    /// One of the quad subfaces of an n-gon (n ≠ 4).
     pub const SUBFACE: u8 = 8;
+}
 
+impl FaceInfo {
     /// Parse a 20-byte record.
     pub(crate) fn parse(b: &[u8]) -> FaceInfo {
         FaceInfo {
@@ -123,22 +127,22 @@ impl FaceInfo {
 
     /// Whether the face is constant.
     pub fn is_constant(&self) -> bool {
-        self.flags & Self::CONSTANT != 0
+        self.flags & face_flags::CONSTANT != 0
     }
 
     /// Whether an edit record replaced the face.
     pub fn has_edits(&self) -> bool {
-        self.flags & Self::HAS_EDITS != 0
+        self.flags & face_flags::HAS_EDITS != 0
     }
 
     /// Whether the face and all faces around it are constant with one value.
     pub fn is_neighborhood_constant(&self) -> bool {
-        self.flags & Self::NB_CONSTANT != 0
+        self.flags & face_flags::NB_CONSTANT != 0
     }
 
     /// Whether the face is a subface of an n-gon.
     pub fn is_subface(&self) -> bool {
-        self.flags & Self::SUBFACE != 0
+        self.flags & face_flags::SUBFACE != 0
     }
 
     /// The neighbour's edge id shared with `edge` (0..=3).

@@ -50,7 +50,7 @@ mod tests;
 pub use decode::FaceData;
 pub use edits::{EditKind, EditRecord};
 pub use error::{PtexError, PtexErrorKind};
-pub use faces::{Adjacent, FaceInfo, Res};
+pub use faces::{face_flags, Adjacent, FaceInfo, Res};
 pub use header::{BorderMode, DataType, EdgeFilterMode, ExtHeader, Header, MeshType, Sections};
 pub use levels::{BlockSpan, Encoding, FaceDataHeader, LevelInfo, TileLayout};
 pub use meta::{MetaEntry, MetaStorage, MetaType, MetaValue};
@@ -185,7 +185,7 @@ impl PtexFile {
                     .map_err(|e| e.context(format!("face {id}")))?;
                 faces.push(FaceInfo {
                     // The writer never stores "has edits"; only edit records set it.
-                    flags: info.flags & !FaceInfo::HAS_EDITS,
+                    flags: info.flags & !face_flags::HAS_EDITS,
                     ..info
                 });
             }
@@ -383,7 +383,7 @@ impl PtexFile {
         &self.edits
     }
 
-    /// Every face's info, after edits (edited faces carry [`FaceInfo::HAS_EDITS`]).
+    /// Every face's info, after edits (edited faces carry [`face_flags::HAS_EDITS`]).
     pub fn faces(&self) -> &[FaceInfo] {
         &self.faces
     }

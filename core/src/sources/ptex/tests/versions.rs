@@ -114,7 +114,7 @@ fn edits_in_a_file_without_meta_data_start_at_their_recorded_position() {
         info.res.ulog2 as u8,
         info.res.vlog2 as u8,
         info.adjedges,
-        FaceInfo::CONSTANT,
+        face_flags::CONSTANT,
     ]);
     for f in info.adjfaces {
         record.extend(f.to_le_bytes());
