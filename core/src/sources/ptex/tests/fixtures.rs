@@ -16,14 +16,15 @@ pub const FIXTURES: [&str; 7] = [
     "quad_uint8_nomip",
 ];
 
-/// The fixture directory: `shared/` sits beside the repository checkout (here and in CI).
+/// The fixture directory: `tests/fixtures/ptex/` of the repository (a copy of the project's
+/// shared reference fixtures, checked in so that a clean clone tests on its own).
 /// Missing, it is a failure, not a skip: these tests are the reader's only reference.
 pub fn fixture_dir() -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/fixtures/ptex");
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/ptex");
     assert!(
         dir.join("README.md").is_file(),
-        "the Ptex reference fixtures are missing: expected {} (the `shared/` folder beside the \
-         repository checkout, holding fixtures/ptex/*.ptx and *.json)",
+        "the Ptex reference fixtures are missing: expected {} (tests/fixtures/ptex/*.ptx and \
+         *.json in the repository)",
         dir.display()
     );
     dir
