@@ -6,7 +6,8 @@
 //! writer ([`exr::write_mip_exr`]) that `demandtex convert` builds on.
 //!
 //! [`ptex`] reads Ptex files (per-face textures) with random access to faces, levels and
-//! tiles; it is not yet an [`ImageSource`].
+//! tiles; it is not an [`ImageSource`] (its units are faces, not tiles of one image):
+//! `crate::sampling::ptex` filters it.
 
 pub mod box_filter;
 pub mod exr;

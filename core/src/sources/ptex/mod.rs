@@ -45,7 +45,7 @@ mod read;
 pub mod values;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 pub use decode::FaceData;
 pub use edits::{EditKind, EditRecord};

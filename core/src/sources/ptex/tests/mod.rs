@@ -3,7 +3,7 @@
 //! value arithmetic, and concurrent reads.
 
 mod bad_input;
-mod fixtures;
+pub(crate) mod fixtures;
 mod meta;
 mod structure;
 mod texels;
