@@ -25,7 +25,9 @@
 //!   it, as in the reference. `noedgeblend` folds at every edge instead of crossing it.
 //!   Edge filter mode `tanvec` rotates the first two channels with the kernel.
 //! - any non-point filter on **triangles**: the reference's Gaussian triangle filter over
-//!   the elliptical footprint ([`triangle`]), across the three edges.
+//!   the elliptical footprint ([`triangle`]), across the three edges. Where no texel gets
+//!   any weight (the reference then returns NaN, e.g. at some points with u + v > 1) the
+//!   face's constant colour is returned.
 //! - **stochastic two-level point** ([`PtexFilterType::StochasticPoint`]): one texel from
 //!   each of the two resolutions around the footprint's level of detail, blended by the
 //!   fraction ([`point::stochastic`]); the texel in each level is picked with probability
@@ -47,6 +49,7 @@
 //! texel, and is reported non-resident too.
 
 mod build;
+mod engine;
 mod kernel;
 pub mod point;
 mod resident;
@@ -56,6 +59,7 @@ mod triangle;
 #[cfg(test)]
 mod tests;
 
+pub use engine::EnginePtex;
 pub use resident::ResidentPtex;
 
 use crate::sources::ptex::{values, BorderMode, DataType, EdgeFilterMode, FaceInfo, MeshType, Res};

@@ -1,20 +1,22 @@
 //! [`ResidentPtex`]: the reader as a [`PtexFaces`] store with everything resident — each
 //! unit is decoded at its first use and kept. It is the filters' reference path (the
-//! fixtures' values, the engine's "fully resident" baseline).
+//! fixtures' values, the engine's "fully resident" baseline). Its units are the engine's
+//! ([`PtexPages::read_unit`], tiled as [`crate::sources::ptex::pack::PackLayout::tiling`]
+//! says), so the engine's lookups equal its own bit for bit.
 
 use super::{PtexFaces, PtexTextureInfo, Texels, Tiling};
-use crate::sources::ptex::{FaceData, FaceInfo, PtexFile, Res};
+use crate::sources::ptex::{FaceInfo, PtexFile, PtexPages, Res};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 /// A decoded unit, or why it could not be read.
-type Unit = Result<Arc<FaceData>, String>;
+type Unit = Result<Arc<Vec<u8>>, String>;
 
 /// A Ptex file whose units (a face at one resolution, or a tile of a stored tiled level)
 /// are decoded at first use and kept for the life of the store. Units that cannot be read
 /// are reported missing (and [`ResidentPtex::errors`] says why).
 pub struct ResidentPtex {
-    file: Arc<PtexFile>,
+    pages: PtexPages,
     info: PtexTextureInfo,
     units: Mutex<HashMap<(u32, Res, usize), Unit>>,
 }
@@ -22,7 +24,7 @@ pub struct ResidentPtex {
 impl std::fmt::Debug for ResidentPtex {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ResidentPtex")
-            .field("file", &self.file.name())
+            .field("file", &self.pages.file().name())
             .finish_non_exhaustive()
     }
 }
@@ -30,6 +32,8 @@ impl std::fmt::Debug for ResidentPtex {
 impl ResidentPtex {
     /// A store over `file`.
     pub fn new(file: Arc<PtexFile>) -> ResidentPtex {
+        let pages = PtexPages::new(file);
+        let file = pages.file();
         let info = PtexTextureInfo {
             mesh_type: file.mesh_type(),
             data_type: file.data_type(),
@@ -40,15 +44,15 @@ impl ResidentPtex {
             num_faces: file.num_faces(),
         };
         ResidentPtex {
-            file,
             info,
+            pages,
             units: Mutex::new(HashMap::new()),
         }
     }
 
     /// The file.
     pub fn file(&self) -> &Arc<PtexFile> {
-        &self.file
+        self.pages.file()
     }
 
     /// The messages of the units that could not be read so far.
@@ -60,25 +64,11 @@ impl ResidentPtex {
             .collect()
     }
 
-    /// The stored level of `face` at `res`, if the file stores it.
-    fn stored_level(&self, face: u32, res: Res) -> Option<usize> {
-        let info = self.file.faces().get(face as usize)?;
-        let (redu, redv) = (info.res.ulog2 - res.ulog2, info.res.vlog2 - res.vlog2);
-        if redu != redv || redu < 0 {
-            return None;
-        }
-        let level = redu as usize;
-        (level < self.file.stored_levels(face).ok()?).then_some(level)
-    }
-
     fn decode(&self, face: u32, res: Res, tile: usize) -> Unit {
-        let tiled = self.tiling(face, res).is_some();
-        let data = match self.stored_level(face, res) {
-            Some(level) if tiled => self.file.read_tile(face, level, tile),
-            _ if tile == 0 => self.file.read_face(face, res),
-            _ => return Err(format!("face {face} at {res} has no tile {tile}")),
-        };
-        data.map(Arc::new).map_err(|e| e.to_string())
+        self.pages
+            .read_unit(face, res, tile)
+            .map(Arc::new)
+            .map_err(|e| e.to_string())
     }
 }
 
@@ -88,19 +78,18 @@ impl PtexFaces for ResidentPtex {
     }
 
     fn face_info(&self, face: u32) -> Option<&FaceInfo> {
-        self.file.faces().get(face as usize)
+        self.pages.file().faces().get(face as usize)
     }
 
     fn constant(&self, face: u32) -> Option<&[u8]> {
-        self.file.constant(face).ok()
+        self.pages.file().constant(face).ok()
     }
 
     fn tiling(&self, face: u32, res: Res) -> Option<Tiling> {
-        let level = self.stored_level(face, res)?;
-        let tiles = self.file.block(face, level).ok()?.tiles?;
+        let t = self.pages.layout().tiling(face, res)?;
         Some(Tiling {
-            tile_res: tiles.tile_res,
-            ntiles_u: tiles.ntiles_u,
+            tile_res: t.tile_res,
+            ntiles_u: t.ntiles_u,
         })
     }
 
@@ -120,11 +109,7 @@ impl PtexFaces for ResidentPtex {
         };
         match unit {
             Ok(data) => {
-                visit(if data.is_constant() {
-                    Texels::Constant(data.bytes())
-                } else {
-                    Texels::Packed(data.bytes())
-                });
+                visit(Texels::Packed(&data));
                 true
             }
             Err(_) => false,

@@ -80,6 +80,11 @@ pub(crate) fn eval<F: PtexFaces + ?Sized>(
     for (o, r) in out.iter_mut().zip(&e.result) {
         *o = r * scale;
     }
+    if !out.iter().all(|x| x.is_finite()) {
+        // No texel weighed (the reference divides by zero, e.g. at u + v > 1): the face's
+        // constant colour instead.
+        ch.constant(src, l.face, out);
+    }
     e.resident
 }
 

@@ -41,6 +41,8 @@ pub mod header;
 pub(crate) mod input;
 pub mod levels;
 pub mod meta;
+pub mod pack;
+pub mod pages;
 mod read;
 pub mod values;
 
@@ -54,6 +56,7 @@ pub use faces::{face_flags, Adjacent, FaceInfo, Res};
 pub use header::{BorderMode, DataType, EdgeFilterMode, ExtHeader, Header, MeshType, Sections};
 pub use levels::{BlockSpan, Encoding, FaceDataHeader, LevelInfo, TileLayout};
 pub use meta::{MetaEntry, MetaStorage, MetaType, MetaValue};
+pub use pages::PtexPages;
 pub use read::{BlockInfo, MAX_FACE_BYTES};
 
 use decode::Texels;

@@ -5,6 +5,7 @@
 mod bad_input;
 pub(crate) mod fixtures;
 mod meta;
+mod pack;
 mod structure;
 mod texels;
 mod units;
