@@ -6,8 +6,8 @@
 //! writer ([`exr::write_mip_exr`]) that `demandtex convert` builds on.
 //!
 //! [`ptex`] reads Ptex files (per-face textures) with random access to faces, levels and
-//! tiles; it is not an [`ImageSource`] (its units are faces, not tiles of one image):
-//! `crate::sampling::ptex` filters it.
+//! tiles; [`ptex::PtexPages`] serves its units packed into 64 KiB pages as the tiles of
+//! an [`ImageSource`] (`docs/PTEX.md`), and `crate::sampling::ptex` filters them.
 
 pub mod box_filter;
 pub mod exr;
