@@ -49,6 +49,7 @@ mod loader;
 pub mod memory;
 pub mod options;
 pub mod paging;
+pub mod ptex;
 pub mod requests;
 pub mod resources;
 pub mod sampling;

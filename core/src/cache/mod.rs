@@ -47,6 +47,7 @@
 //! [`Stats::blocking_fallbacks`]; it never waits forever.
 
 mod lookup;
+pub(crate) use lookup::blocking_lookup;
 #[cfg(test)]
 mod tests;
 

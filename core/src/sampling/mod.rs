@@ -46,6 +46,7 @@ mod address;
 mod fetch;
 mod filter;
 mod lod;
+pub mod ptex;
 mod resolve;
 #[cfg(test)]
 mod tests;

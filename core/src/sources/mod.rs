@@ -6,7 +6,8 @@
 //! writer ([`exr::write_mip_exr`]) that `demandtex convert` builds on.
 //!
 //! [`ptex`] reads Ptex files (per-face textures) with random access to faces, levels and
-//! tiles; it is not yet an [`ImageSource`].
+//! tiles; [`ptex::PtexPages`] serves its units packed into 64 KiB pages as the tiles of
+//! an [`ImageSource`] (`docs/PTEX.md`), and `crate::sampling::ptex` filters them.
 
 pub mod box_filter;
 pub mod exr;

@@ -41,11 +41,13 @@ pub mod header;
 pub(crate) mod input;
 pub mod levels;
 pub mod meta;
+pub mod pack;
+pub mod pages;
 mod read;
 pub mod values;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 pub use decode::FaceData;
 pub use edits::{EditKind, EditRecord};
@@ -54,6 +56,7 @@ pub use faces::{face_flags, Adjacent, FaceInfo, Res};
 pub use header::{BorderMode, DataType, EdgeFilterMode, ExtHeader, Header, MeshType, Sections};
 pub use levels::{BlockSpan, Encoding, FaceDataHeader, LevelInfo, TileLayout};
 pub use meta::{MetaEntry, MetaStorage, MetaType, MetaValue};
+pub use pages::PtexPages;
 pub use read::{BlockInfo, MAX_FACE_BYTES};
 
 use decode::Texels;

@@ -3,8 +3,9 @@
 //! value arithmetic, and concurrent reads.
 
 mod bad_input;
-mod fixtures;
+pub(crate) mod fixtures;
 mod meta;
+mod pack;
 mod structure;
 mod texels;
 mod units;

@@ -1,0 +1,207 @@
+//! Ptex textures streamed by the engine (`docs/PTEX.md`): a `.ptx` file becomes a
+//! [`PtexTexture`], whose units (a face at one resolution, or a tile of a large one) are
+//! packed into 64 KiB pages of an ordinary paged texture ([`PtexPages`]) — so they share
+//! the one budget with EXR textures and go through the same requests, fills, eviction,
+//! second chance and statistics — and are filtered by [`crate::sampling::ptex`].
+//!
+//! - Multi-pass: [`Loader::create_ptex_texture`], then [`Launch::ptex_sample`] in launches
+//!   (a missing unit records a request for its page; the value is the face's constant
+//!   colour, non-resident) and `process_requests` between them.
+//! - Blocking: [`TextureCache::create_ptex_texture`] and [`TextureCache::ptex_sample`]
+//!   (missing pages are filled in the calling thread, as for tiled textures).
+
+use crate::cache::{blocking_lookup, TextureCache};
+use crate::error::{Error, Result};
+use crate::ids::TextureId;
+use crate::requests::Engine;
+use crate::sampling::ptex::{ptex_sample, EnginePtex, PtexFilterOptions, PtexSampled};
+use crate::sampling::{Sample, SampleOptions};
+use crate::sources::ptex::{PtexFile, PtexPages};
+use crate::textures::TextureDesc;
+use crate::{Launch, Loader, TILE_BYTES};
+use std::cell::RefCell;
+use std::path::Path;
+use std::sync::Arc;
+
+/// A Ptex file registered with a loader: its pages texture and the packing of its units.
+#[derive(Clone, Debug)]
+pub struct PtexTexture {
+    id: TextureId,
+    pages: Arc<PtexPages>,
+}
+
+/// How well a Ptex texture's units fill the pages they are packed in.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct PtexPacking {
+    /// Pages counted.
+    pub pages: u64,
+    /// Bytes of unit data on them.
+    pub unit_bytes: u64,
+    /// `unit_bytes / (pages × 64 KiB)`: the useful share of the budget they take (1 when no
+    /// page is counted).
+    pub efficiency: f64,
+}
+
+impl PtexPacking {
+    fn new(pages: u64, unit_bytes: u64) -> PtexPacking {
+        let efficiency = if pages == 0 {
+            1.0
+        } else {
+            unit_bytes as f64 / (pages as f64 * TILE_BYTES as f64)
+        };
+        PtexPacking {
+            pages,
+            unit_bytes,
+            efficiency,
+        }
+    }
+}
+
+impl PtexTexture {
+    /// Open `path` and register its pages texture with `engine`.
+    pub fn create(engine: &Engine, path: impl AsRef<Path>) -> Result<PtexTexture> {
+        let path = path.as_ref();
+        let file = PtexFile::open(path).map_err(|e| Error::Io {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        })?;
+        let pages = Arc::new(PtexPages::new(Arc::new(file)));
+        let id = engine.create_texture(pages.clone(), TextureDesc::default())?;
+        Ok(PtexTexture { id, pages })
+    }
+
+    /// The id of the pages texture (its statistics, lifecycle and errors are the engine's).
+    pub fn id(&self) -> TextureId {
+        self.id
+    }
+
+    /// The file and the packing of its units.
+    pub fn pages(&self) -> &Arc<PtexPages> {
+        &self.pages
+    }
+
+    /// The packing of every unit of the file (all pages).
+    pub fn packing(&self) -> PtexPacking {
+        let layout = self.pages.layout();
+        PtexPacking::new(layout.num_pages().into(), layout.unit_bytes())
+    }
+
+    /// The packing of the pages resident in `engine` now: the useful share of the budget
+    /// this texture holds.
+    pub fn resident_packing(&self, engine: &Engine) -> PtexPacking {
+        let Some((start, _)) = engine.texture_pages(self.id) else {
+            return PtexPacking::new(0, 0);
+        };
+        let Some(layout) = engine.texture_layout(self.id) else {
+            return PtexPacking::new(0, 0);
+        };
+        let pack = self.pages.layout();
+        let (mut pages, mut bytes) = (0u64, 0u64);
+        for p in 0..pack.num_pages() {
+            let (tx, ty) = PtexPages::tile_of_page(p);
+            let page = start.0 + layout.tile_page_offset(0, tx, ty);
+            if engine.page_table().is_resident(page) {
+                pages += 1;
+                bytes += u64::from(pack.page_useful_bytes(p));
+            }
+        }
+        PtexPacking::new(pages, bytes)
+    }
+}
+
+/// Filter through `store`, writing `out`; a failed pages texture reads as constants,
+/// resident.
+#[allow(clippy::too_many_arguments)]
+fn sample_store(
+    store: &EnginePtex<'_>,
+    face: u32,
+    uv: [f32; 2],
+    d: [f32; 4],
+    options: &PtexFilterOptions,
+    out: &mut [f32],
+) -> PtexSampled {
+    let s = ptex_sample(
+        store, face, uv[0], uv[1], d[0], d[1], d[2], d[3], options, out,
+    );
+    PtexSampled {
+        resident: s.resident || store.failed(),
+        ..s
+    }
+}
+
+impl Loader {
+    /// Register the Ptex file at `path` (opened now: header, face info, constants).
+    pub fn create_ptex_texture(&self, path: impl AsRef<Path>) -> Result<PtexTexture> {
+        PtexTexture::create(self.engine(), path)
+    }
+}
+
+impl Launch {
+    /// Filter `texture` at (`u`, `v`) of `face` over the footprint (`dudx`, `dvdx`),
+    /// (`dudy`, `dvdy`) (see [`crate::sampling::ptex`]); a missing unit records a request
+    /// for its page and the value is the face's constant colour, non-resident.
+    #[allow(clippy::too_many_arguments)]
+    pub fn ptex_sample(
+        &self,
+        texture: &PtexTexture,
+        face: u32,
+        u: f32,
+        v: f32,
+        dudx: f32,
+        dvdx: f32,
+        dudy: f32,
+        dvdy: f32,
+        options: &PtexFilterOptions,
+        out: &mut [f32],
+    ) -> PtexSampled {
+        let store = EnginePtex::new(self.view(), texture.id, &texture.pages);
+        sample_store(&store, face, [u, v], [dudx, dvdx, dudy, dvdy], options, out)
+    }
+}
+
+impl TextureCache {
+    /// Register the Ptex file at `path` (opened now: header, face info, constants).
+    pub fn create_ptex_texture(&self, path: impl AsRef<Path>) -> Result<PtexTexture> {
+        PtexTexture::create(self.loader().engine(), path)
+    }
+
+    /// Filter `texture` as [`Launch::ptex_sample`], loading missing pages in this thread;
+    /// if the budget cannot hold the footprint, the face's constant colour, non-resident.
+    #[allow(clippy::too_many_arguments)]
+    pub fn ptex_sample(
+        &self,
+        texture: &PtexTexture,
+        face: u32,
+        u: f32,
+        v: f32,
+        dudx: f32,
+        dvdx: f32,
+        dudy: f32,
+        dvdy: f32,
+        options: &PtexFilterOptions,
+        out: &mut [f32],
+    ) -> PtexSampled {
+        let cell = RefCell::new((
+            out,
+            PtexSampled {
+                channels: 0,
+                resident: true,
+            },
+        ));
+        blocking_lookup(self.loader(), &SampleOptions::default(), |view, _| {
+            let store = EnginePtex::new(view, texture.id, &texture.pages);
+            let mut guard = cell.borrow_mut();
+            let (out, result) = &mut *guard;
+            *result = sample_store(&store, face, [u, v], [dudx, dvdx, dudy, dvdy], options, out);
+            Sample {
+                value: [0.0; 4],
+                resident: result.resident,
+            }
+        });
+        let (_, result) = cell.into_inner();
+        result
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,173 @@
+//! Ptex through the engine: every fixture sampled under a budget of a few pages, blocking
+//! and multi-pass, equals the same lookups on the fully resident reader, bit for bit; the
+//! budget is never exceeded and pages are evicted and refilled on the way.
+
+use super::*;
+use crate::options::LoaderOptions;
+use crate::sampling::ptex::{PtexFaces, PtexFilterType, ResidentPtex};
+use crate::sources::ptex::tests::fixtures::{self, Fixture};
+
+const FILTERS: [PtexFilterType; 5] = [
+    PtexFilterType::Point,
+    PtexFilterType::Bilinear,
+    PtexFilterType::Box,
+    PtexFilterType::Mitchell,
+    PtexFilterType::StochasticPoint,
+];
+
+/// A lookup: face, point, footprint, filter.
+type Lookup = (u32, [f32; 2], [f32; 4], PtexFilterOptions);
+
+/// Deterministic lookups over every face: small to whole-face footprints, near edges and
+/// corners, every filter.
+fn lookups(num_faces: usize, n: usize) -> Vec<Lookup> {
+    let mut state = 0x9E37_79B9u32;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 17;
+        state ^= state << 5;
+        (state >> 8) as f32 / (1u32 << 24) as f32
+    };
+    (0..n)
+        .map(|i| {
+            let face = (i % num_faces) as u32;
+            let (u, v) = (next() * 1.1 - 0.05, next() * 1.1 - 0.05);
+            let (u, v) = if u + v > 1.0 && i % 2 == 0 {
+                (1.0 - v, 1.0 - u)
+            } else {
+                (u, v)
+            };
+            let w = [0.0, 0.003, 0.02, 0.1, 0.4, 1.0][i % 6];
+            let d = [
+                w * next(),
+                w * (next() - 0.5) * 0.3,
+                w * (next() - 0.5) * 0.3,
+                w * next(),
+            ];
+            let filter = FILTERS[(i / 3) % FILTERS.len()];
+            let options = PtexFilterOptions {
+                filter,
+                lerp: i % 4 == 0,
+                jitter: [next(), next()],
+                ..Default::default()
+            };
+            (face, [u, v], d, options)
+        })
+        .collect()
+}
+
+fn reference(fx: &Fixture, lookups: &[Lookup]) -> Vec<Vec<f32>> {
+    let store = ResidentPtex::new(Arc::new(PtexFile::open(&fx.path).unwrap()));
+    let n = store.texture().num_channels;
+    lookups
+        .iter()
+        .map(|(face, uv, d, o)| {
+            let mut out = vec![0f32; n];
+            let s = ptex_sample(
+                &store, *face, uv[0], uv[1], d[0], d[1], d[2], d[3], o, &mut out,
+            );
+            assert!(s.resident);
+            out
+        })
+        .collect()
+}
+
+fn options(pages: u64) -> LoaderOptions {
+    LoaderOptions {
+        max_texture_memory: pages * TILE_BYTES as u64,
+        fill_threads: 1,
+        ..Default::default()
+    }
+}
+
+/// Blocking: 12 pages of budget (the largest fixture packs into about 40).
+#[test]
+fn blocking_under_a_tiny_budget_equals_resident() {
+    let mut evictions = 0;
+    for name in fixtures::FIXTURES {
+        let fx = Fixture::load(name);
+        let cache = TextureCache::new(options(12)).unwrap();
+        let tex = cache.create_ptex_texture(&fx.path).unwrap();
+        let n = fx.file.num_channels();
+        let ls = lookups(fx.file.num_faces(), 600);
+        let want = reference(&fx, &ls);
+        for (i, ((face, uv, d, o), want)) in ls.iter().zip(&want).enumerate() {
+            let mut out = vec![0f32; n];
+            let s = cache.ptex_sample(
+                &tex, *face, uv[0], uv[1], d[0], d[1], d[2], d[3], o, &mut out,
+            );
+            assert!(s.resident, "{name} lookup {i}");
+            assert_eq!(&out, want, "{name} lookup {i}: {:?}", ls[i]);
+        }
+        let stats = cache.loader().engine().stats();
+        assert!(
+            stats.peak_resident_bytes <= stats.budget_bytes,
+            "{name}: {stats:?}"
+        );
+        assert_eq!(stats.read_errors, 0, "{name}");
+        evictions += stats.evictions;
+        // Every page but the last is at least half full (tiles of 3-byte texels fill 3/4).
+        let packing = tex.packing();
+        let full = packing.pages.saturating_sub(1) as f64 * TILE_BYTES as f64;
+        assert!(
+            packing.unit_bytes as f64 >= 0.5 * full,
+            "{name}: {packing:?}"
+        );
+        eprintln!("{name}: {packing:?}");
+        let resident = tex.resident_packing(cache.loader().engine());
+        assert!(
+            resident.pages > 0 && resident.pages <= 12,
+            "{name}: {resident:?}"
+        );
+    }
+    assert!(evictions > 0, "the budget forced no eviction");
+}
+
+/// Multi-pass: batches of lookups sampled launch after launch until resident, under a
+/// budget of 24 pages; the converged values equal the resident ones.
+#[test]
+fn multipass_under_a_small_budget_converges_to_resident() {
+    for name in fixtures::FIXTURES {
+        let fx = Fixture::load(name);
+        let loader = Loader::new(options(24)).unwrap();
+        let tex = loader.create_ptex_texture(&fx.path).unwrap();
+        let n = fx.file.num_channels();
+        let ls = lookups(fx.file.num_faces(), 240);
+        let want = reference(&fx, &ls);
+        for (b, batch) in ls.chunks(4).enumerate() {
+            let mut got = vec![vec![0f32; n]; batch.len()];
+            let mut done = false;
+            for _ in 0..12 {
+                let launch = loader.launch_prepare();
+                done = true;
+                for ((face, uv, d, o), out) in batch.iter().zip(&mut got) {
+                    let s = launch
+                        .ptex_sample(&tex, *face, uv[0], uv[1], d[0], d[1], d[2], d[3], o, out);
+                    done &= s.resident;
+                }
+                loader.process_requests(launch).wait();
+                if done {
+                    break;
+                }
+            }
+            assert!(done, "{name}: batch {b} did not converge");
+            for (k, out) in got.iter().enumerate() {
+                assert_eq!(out, &want[b * 4 + k], "{name} lookup {}", b * 4 + k);
+            }
+        }
+        let stats = loader.engine().stats();
+        assert!(
+            stats.peak_resident_bytes <= stats.budget_bytes,
+            "{name}: {stats:?}"
+        );
+        assert_eq!(stats.read_errors, 0, "{name}");
+    }
+}
+
+/// A file that cannot be opened is a clear error naming it.
+#[test]
+fn a_bad_file_is_an_error() {
+    let cache = TextureCache::new(options(12)).unwrap();
+    let e = cache.create_ptex_texture("/nonexistent/x.ptx").unwrap_err();
+    assert!(e.to_string().contains("x.ptx"), "{e}");
+}

@@ -1,0 +1,134 @@
+//! [`EnginePtex`]: a Ptex texture streamed by the engine as a [`PtexFaces`] store. Its
+//! units live packed in the 64 KiB tile pages of a [`PtexPages`] texture; a unit is
+//! resident when its page is, and asking for a missing one records a request for its page
+//! (as every sampler does: the reference bit, and the view's miss list in blocking mode).
+//! The per-face constants come from the open file and are always available.
+
+use super::{PtexFaces, PtexTextureInfo, Texels, Tiling};
+use crate::ids::{TextureId, TILE_BYTES};
+use crate::sampling::{resolve, CpuView};
+use crate::sources::ptex::{FaceInfo, PtexPages, Res};
+use crate::textures::TextureSampler;
+use std::cell::Cell;
+
+/// The texture description of a Ptex file.
+pub(crate) fn texture_info(pages: &PtexPages) -> PtexTextureInfo {
+    let file = pages.file();
+    PtexTextureInfo {
+        mesh_type: file.mesh_type(),
+        data_type: file.data_type(),
+        num_channels: file.num_channels(),
+        u_border: file.u_border_mode(),
+        v_border: file.v_border_mode(),
+        edge_filter: file.edge_filter_mode(),
+        num_faces: file.num_faces(),
+    }
+}
+
+/// One lookup's view of a streamed Ptex texture (see the module documentation).
+pub struct EnginePtex<'a> {
+    view: CpuView<'a>,
+    texture: TextureId,
+    pages: &'a PtexPages,
+    info: PtexTextureInfo,
+    sampler: Cell<Option<&'a TextureSampler>>,
+    failed: Cell<bool>,
+}
+
+impl<'a> EnginePtex<'a> {
+    /// The store of `texture`, whose source is `pages`, seen through `view`.
+    pub fn new(view: CpuView<'a>, texture: TextureId, pages: &'a PtexPages) -> Self {
+        EnginePtex {
+            view,
+            texture,
+            pages,
+            info: texture_info(pages),
+            sampler: Cell::new(None),
+            failed: Cell::new(false),
+        }
+    }
+
+    /// Whether the pages texture failed to open (its units can never be read).
+    pub fn failed(&self) -> bool {
+        self.failed.get()
+    }
+
+    /// The sampler of the pages texture (its page recorded as used), once resident.
+    fn pages_sampler(&self) -> Option<&'a TextureSampler> {
+        if let Some(s) = self.sampler.get() {
+            return Some(s);
+        }
+        match resolve::sampler(self.view, self.texture) {
+            Ok(s) => {
+                self.sampler.set(Some(s));
+                Some(s)
+            }
+            Err(sample) => {
+                // Resident but no sampler: the texture failed (or is degenerate).
+                self.failed.set(sample.resident);
+                None
+            }
+        }
+    }
+}
+
+impl PtexFaces for EnginePtex<'_> {
+    fn texture(&self) -> &PtexTextureInfo {
+        &self.info
+    }
+
+    fn face_info(&self, face: u32) -> Option<&FaceInfo> {
+        self.pages.file().faces().get(face as usize)
+    }
+
+    fn constant(&self, face: u32) -> Option<&[u8]> {
+        self.pages.file().constant(face).ok()
+    }
+
+    fn tiling(&self, face: u32, res: Res) -> Option<Tiling> {
+        let t = self.pages.layout().locate(face, res)?.tiling?;
+        Some(Tiling {
+            tile_res: t.tile_res,
+            ntiles_u: t.ntiles_u,
+        })
+    }
+
+    fn texels(&self, face: u32, res: Res, tile: usize, visit: &mut dyn FnMut(Texels<'_>)) -> bool {
+        let Some(loc) = self.pages.layout().locate(face, res) else {
+            return false;
+        };
+        if tile >= loc.tiling.map_or(1, |t| t.ntiles) {
+            return false;
+        }
+        let (page, offset) = loc.tile(tile);
+        let bytes = loc.bytes as usize;
+        let Some(sampler) = self.pages_sampler() else {
+            return false;
+        };
+        let (tx, ty) = PtexPages::tile_of_page(page);
+        let lv = &sampler.levels[0];
+        if tx >= lv.tiles_x || ty >= sampler.num_pages {
+            return false;
+        }
+        let global = sampler.start_page + lv.offset + ty * lv.tiles_x + tx;
+        if global >= sampler.start_page + sampler.num_pages || !self.view.request(global) {
+            return false;
+        }
+        let ptr = self.view.tiles().get(global);
+        if ptr.is_null() {
+            return false;
+        }
+        // SAFETY: the page is resident and its directory entry is non-null, so by the
+        // contract of `CpuView::new` it addresses TILE_BYTES readable bytes that are neither
+        // written nor freed while the view lives.
+        let data = unsafe { std::slice::from_raw_parts(ptr, TILE_BYTES) };
+        let at = offset as usize;
+        match data.get(at..at + bytes) {
+            Some(texels) => {
+                visit(Texels::Packed(texels));
+                true
+            }
+            None => false,
+        }
+    }
+}
