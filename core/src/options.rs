@@ -29,6 +29,22 @@ pub struct LoaderOptions {
     /// what the launch needs, up to this fraction of the budget, so that a staged tile
     /// requested again is restored without a read (default 1/16).
     pub staged_reserve: f32,
+    /// Interactive (a viewport: frames never wait, detail sharpens over the next frames)
+    /// or final (a render that converges) streaming (default final).
+    pub mode: StreamingMode,
+    /// Probabilistic request rejection ([`crate::paging::rejection`]): `None` (the
+    /// default) = on in interactive mode, off in final mode.
+    pub request_rejection: Option<bool>,
+}
+
+/// How a loader streams (see [`LoaderOptions::mode`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub enum StreamingMode {
+    /// A render that converges: every request is served, in order.
+    #[default]
+    Final,
+    /// A viewport: requests are rejected at random to spread them over the frame.
+    Interactive,
 }
 
 impl Default for LoaderOptions {
@@ -43,11 +59,19 @@ impl Default for LoaderOptions {
             fill_threads: 0,
             lru_threshold: 1,
             staged_reserve: 0.0625,
+            mode: StreamingMode::Final,
+            request_rejection: None,
         }
     }
 }
 
 impl LoaderOptions {
+    /// Whether launches reject requests: `request_rejection`, else on in interactive mode.
+    pub fn rejects_requests(&self) -> bool {
+        self.request_rejection
+            .unwrap_or(self.mode == StreamingMode::Interactive)
+    }
+
     /// Check the options for consistency.
     pub fn validate(&self) -> Result<()> {
         crate::paging::PageLayout::new(self.max_textures, self.page_table_entries, self.num_pages)?;

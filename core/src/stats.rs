@@ -76,4 +76,7 @@ pub struct Stats {
     /// Publications the backend could not take yet (no device memory free) and that were
     /// offered again at the next launch.
     pub publications_deferred: u64,
+    /// Interactive mode: new requests dropped by probabilistic request rejection (see
+    /// [`crate::paging::rejection`]); the pages are asked for again by later lookups.
+    pub requests_rejected: u64,
 }

@@ -18,7 +18,7 @@ use crate::ids::{PageId, TextureId};
 use crate::memory::Epochs;
 use crate::options::LoaderOptions;
 use crate::paging::bits;
-use crate::paging::{PageKind, PageLayout, PageSpace, PageTable};
+use crate::paging::{PageKind, PageLayout, PageSpace, PageTable, RequestGate};
 use crate::resources::TextureState;
 use crate::sources::ImageSource;
 use crate::stats::Stats;
@@ -42,6 +42,8 @@ pub struct Engine {
     pub(crate) backend: Arc<dyn Backend>,
     /// One bit per entry page: a resource page whose callback failed (never asked again).
     resource_failed: Box<[AtomicU32]>,
+    /// Request rejection's counters and next threshold (see [`crate::paging::rejection`]).
+    pub(crate) gate: RequestGate,
 }
 
 /// Check a texture description for values the samplers cannot honour.
@@ -85,6 +87,7 @@ impl Engine {
             resource_failed: bits::zeroed_words(bits::words_for_bits(
                 layout.page_table_entries as u64,
             )),
+            gate: RequestGate::new(),
             options,
         }))
     }
@@ -175,7 +178,15 @@ impl Engine {
     /// A statistics snapshot.
     pub fn stats(&self) -> Stats {
         let host = self.host.lock();
-        host.stats(self.pages.bookkeeping_bytes() + self.resource_failed.len() as u64 * 4)
+        Stats {
+            requests_rejected: self.gate.rejected(),
+            ..host.stats(self.pages.bookkeeping_bytes() + self.resource_failed.len() as u64 * 4)
+        }
+    }
+
+    /// Request rejection's state: its counters and the threshold the next launch uses.
+    pub fn request_gate(&self) -> &RequestGate {
+        &self.gate
     }
 
     /// Why a texture failed, if it did; [`Error::Unloaded`] once it was unloaded.

@@ -47,6 +47,7 @@ fn process_pulled(engine: &Arc<Engine>, launch_num: u32, pulled: Option<PullResu
         }
     };
     host.counters.requests += pull.requested.len() as u64;
+    engine.gate.end_launch(pull.requested.len() as u64);
     // The launch has ended: memory retired while it lived may be free now.
     host.residency.reclaim_retired(&engine.epochs);
 

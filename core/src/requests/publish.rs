@@ -25,12 +25,19 @@ pub struct LaunchPin {
     engine: Arc<Engine>,
     epoch: u64,
     launch_num: u32,
+    reject_threshold: u32,
 }
 
 impl LaunchPin {
     /// The launch's number (1 for the first).
     pub fn launch_num(&self) -> u32 {
         self.launch_num
+    }
+
+    /// The launch's request-rejection threshold (`RP × 2^32`; 0 when it rejects nothing;
+    /// see [`crate::paging::rejection`]).
+    pub fn reject_threshold(&self) -> u32 {
+        self.reject_threshold
     }
 
     /// The engine it belongs to.
@@ -75,10 +82,16 @@ impl Engine {
         host.counters.launches += 1;
         let launch_num = host.launch_num;
         let epoch = self.epochs.pin();
+        let reject_threshold = if self.options.rejects_requests() {
+            self.gate.threshold()
+        } else {
+            0
+        };
         LaunchPin {
             engine: self.clone(),
             epoch,
             launch_num,
+            reject_threshold,
         }
     }
 
