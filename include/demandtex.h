@@ -363,6 +363,14 @@ typedef struct DtexStats {
   uint64_t publications_deferred;
   // Interactive mode: new requests dropped by probabilistic request rejection.
   uint64_t requests_rejected;
+  // Interactive mode: requests dropped rather than deferred (over the per-launch cap,
+  // beyond the fill queue's bound, or no tile memory free).
+  uint64_t requests_dropped;
+  // Interactive mode: queued tile fills dropped unread (too old when taken up, or
+  // cancelled).
+  uint64_t fills_dropped_stale;
+  // Tile publications held for a later launch by the per-launch cap.
+  uint64_t publications_capped;
 } DtexStats;
 
 // A procedural texture: one of demandtex's built-in sources, at any virtual size, with
@@ -1615,7 +1623,7 @@ DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexTextureDesc, filter) == 12, "offsetof(DtexT
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexTextureDesc, mip_filter) == 16, "offsetof(DtexTextureDesc, mip_filter)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexTextureDesc, max_anisotropy) == 20, "offsetof(DtexTextureDesc, max_anisotropy)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexTextureDesc, fallback_color) == 24, "offsetof(DtexTextureDesc, fallback_color)");
-DTEX_STATIC_ASSERT(sizeof(DtexStats) == 248, "sizeof(DtexStats)");
+DTEX_STATIC_ASSERT(sizeof(DtexStats) == 272, "sizeof(DtexStats)");
 DTEX_STATIC_ASSERT(DTEX_ALIGNOF(DtexStats) == 8, "alignof(DtexStats)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, struct_size) == 0, "offsetof(DtexStats, struct_size)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, reserved) == 4, "offsetof(DtexStats, reserved)");
@@ -1649,6 +1657,9 @@ DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, host_tile_bytes) == 216, "offsetof(D
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, peak_host_tile_bytes) == 224, "offsetof(DtexStats, peak_host_tile_bytes)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, publications_deferred) == 232, "offsetof(DtexStats, publications_deferred)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, requests_rejected) == 240, "offsetof(DtexStats, requests_rejected)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, requests_dropped) == 248, "offsetof(DtexStats, requests_dropped)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, fills_dropped_stale) == 256, "offsetof(DtexStats, fills_dropped_stale)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, publications_capped) == 264, "offsetof(DtexStats, publications_capped)");
 DTEX_STATIC_ASSERT(sizeof(DtexImageInfo) == 20, "sizeof(DtexImageInfo)");
 DTEX_STATIC_ASSERT(DTEX_ALIGNOF(DtexImageInfo) == 4, "alignof(DtexImageInfo)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexImageInfo, width) == 0, "offsetof(DtexImageInfo, width)");

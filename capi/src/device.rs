@@ -293,6 +293,9 @@ pub const LAYOUTS: &[StructLayout] = &[
             peak_host_tile_bytes,
             publications_deferred,
             requests_rejected,
+            requests_dropped,
+            fills_dropped_stale,
+            publications_capped,
         ]
     ),
     layout!(

@@ -112,6 +112,9 @@ impl DtexLoaderOptions {
                 StreamingMode::Final
             },
             request_rejection: None,
+            // Not in the C options yet: the engine's defaults.
+            max_publications_per_launch: LoaderOptions::default().max_publications_per_launch,
+            max_fill_age: LoaderOptions::default().max_fill_age,
         })
     }
 }
@@ -315,6 +318,14 @@ pub struct DtexStats {
     pub publications_deferred: u64,
     /// Interactive mode: new requests dropped by probabilistic request rejection.
     pub requests_rejected: u64,
+    /// Interactive mode: requests dropped rather than deferred (over the per-launch cap,
+    /// beyond the fill queue's bound, or no tile memory free).
+    pub requests_dropped: u64,
+    /// Interactive mode: queued tile fills dropped unread (too old when taken up, or
+    /// cancelled).
+    pub fills_dropped_stale: u64,
+    /// Tile publications held for a later launch by the per-launch cap.
+    pub publications_capped: u64,
 }
 
 /// `sizeof(DtexStats)` of ABI 0.1.0, before `host_tile_bytes`: callers built against that
@@ -322,7 +333,7 @@ pub struct DtexStats {
 pub const DTEX_STATS_SIZE_0_1_0: u32 = std::mem::offset_of!(DtexStats, host_tile_bytes) as u32;
 
 /// `sizeof(DtexStats)` with the host-tile and publication counters, before
-/// `requests_rejected`: callers built against that header get the fields they know.
+/// `requests_rejected` and the other interactive-mode counters: callers built against that header get the fields they know.
 pub const DTEX_STATS_SIZE_HOST_TILES: u32 =
     std::mem::offset_of!(DtexStats, requests_rejected) as u32;
 
@@ -372,6 +383,9 @@ impl DtexStats {
             peak_host_tile_bytes,
             publications_deferred,
             requests_rejected,
+            requests_dropped,
+            fills_dropped_stale,
+            publications_capped,
             ..
         } = s.clone();
         DtexStats {
@@ -407,6 +421,9 @@ impl DtexStats {
             peak_host_tile_bytes,
             publications_deferred,
             requests_rejected,
+            requests_dropped,
+            fills_dropped_stale,
+            publications_capped,
         }
     }
 }

@@ -70,7 +70,16 @@ impl Engine {
     /// pending.
     pub fn publish_pending(&self) -> Result<usize> {
         let mut host = self.host.lock();
-        self.publish(&mut host)
+        self.publish(&mut host, self.options.max_publications_per_launch)
+    }
+
+    /// Drop every tile fill queued by the launches so far when a fill thread takes it up,
+    /// unread (fills already reading finish and are published as usual); later launches'
+    /// fills are not affected. For a viewport that closes or jumps: pending work is
+    /// cancelled, not waited for. Counted in `Stats::fills_dropped_stale`.
+    pub fn cancel_queued_fills(&self) {
+        let mut host = self.host.lock();
+        host.cancel_through = host.launch_num;
     }
 
     /// Start a launch (after [`publish_pending`](Self::publish_pending)): hand back retired
@@ -106,22 +115,41 @@ impl Engine {
         Ok(())
     }
 
-    /// Make the pending publications visible. Returns how many were published.
-    pub(crate) fn publish(&self, host: &mut HostState) -> Result<usize> {
+    /// Make the pending publications visible, at most `tile_cap` tiles (the rest wait for
+    /// the next publication, coarse pages first). Returns how many were published.
+    pub(crate) fn publish(&self, host: &mut HostState, tile_cap: usize) -> Result<usize> {
         self.forward_withdrawals(host)?;
         let mut published = 0;
+        let mut tiles = 0usize;
         let mut later = Vec::new();
         let mut failure = None;
         // A texture the backend rejects queues its fallback: publish that too.
         let mut queue = std::mem::take(&mut host.pending);
+        if tile_cap < queue.len() {
+            // Textures and entries first, then tiles by page: a texture's coarse levels
+            // before its fine ones.
+            queue.sort_by_key(|p| match p {
+                Pending::Tile(page) => (1, page.0),
+                _ => (0, 0),
+            });
+        }
         while !queue.is_empty() {
             for p in queue {
+                let is_tile = matches!(p, Pending::Tile(_));
                 if failure.is_some() {
                     later.push(p);
                     continue;
                 }
+                if is_tile && tiles >= tile_cap {
+                    host.counters.publications_capped += 1;
+                    later.push(p);
+                    continue;
+                }
                 match self.publish_one(host, p) {
-                    Ok(Outcome::Published) => published += 1,
+                    Ok(Outcome::Published) => {
+                        published += 1;
+                        tiles += is_tile as usize;
+                    }
                     Ok(Outcome::Gone) => {}
                     Ok(Outcome::Later(p)) => {
                         host.counters.publications_deferred += 1;
