@@ -138,6 +138,11 @@ typedef unsigned long long uint64_t;
 // while eviction is active).
 #define DTEX_CONTEXT_FLAG_REQUEST_IF_RESIDENT 1
 
+// `DtexDeviceContext.flags` bit: samplers count the misses whose request stood and the
+// requests they rejected in `array_lengths[DTEX_ARRAY_LENGTH_STANDING]` and
+// `[DTEX_ARRAY_LENGTH_REJECTED]` (`array_lengths` then holds `DTEX_ARRAY_LENGTHS` words).
+#define DTEX_CONTEXT_FLAG_COUNT_REQUESTS 2
+
 // `DtexTextureSampler.flags` bit: the texture failed; every lookup returns its fallback.
 #define DTEX_SAMPLER_FLAG_FAILED 1
 
@@ -146,6 +151,16 @@ typedef unsigned long long uint64_t;
 
 // `DtexDeviceContext.array_lengths` index of the stale-page count.
 #define DTEX_ARRAY_LENGTH_STALE 1
+
+// `DtexDeviceContext.array_lengths` index of the count of misses whose request stood (not
+// rejected): the `total` of request rejection's `RP = 1 - unique / total`.
+#define DTEX_ARRAY_LENGTH_STANDING 2
+
+// `DtexDeviceContext.array_lengths` index of the count of rejected requests.
+#define DTEX_ARRAY_LENGTH_REJECTED 3
+
+// Words of `DtexDeviceContext.array_lengths` when `DTEX_CONTEXT_FLAG_COUNT_REQUESTS` is set.
+#define DTEX_ARRAY_LENGTHS 4
 
 // Bytes of one tile page: every tiled level is cut into tiles of exactly this many bytes
 // (`tile_width * tile_height * texel_bytes` of a `DtexTextureSampler`).
@@ -248,8 +263,10 @@ typedef struct DtexLoaderOptions {
   uint32_t lru_threshold;
   // Fraction of the budget kept as staged tiles for a second chance (default 0.0625; 0..=1).
   float staged_reserve;
-  // Must be 0.
-  uint32_t reserved;
+  // Boolean (default 0): interactive streaming (a viewport; new requests are rejected at
+  // random, with the previous launch's `1 - unique / total`, to spread them over the
+  // frame) rather than final (a render that converges). Was `reserved` (0) in 0.1.0.
+  uint32_t interactive;
 } DtexLoaderOptions;
 
 // How a texture is sampled, fixed at creation. Fill it with `dtex_texture_desc_default`.
@@ -344,6 +361,16 @@ typedef struct DtexStats {
   // Publications the backend could not take yet (no device memory free), offered again
   // at the next launch.
   uint64_t publications_deferred;
+  // Interactive mode: new requests dropped by probabilistic request rejection.
+  uint64_t requests_rejected;
+  // Interactive mode: requests dropped rather than deferred (over the per-launch cap,
+  // beyond the fill queue's bound, or no tile memory free).
+  uint64_t requests_dropped;
+  // Interactive mode: queued tile fills dropped unread (too old when taken up, or
+  // cancelled).
+  uint64_t fills_dropped_stale;
+  // Tile publications held for a later launch by the per-launch cap.
+  uint64_t publications_capped;
 } DtexStats;
 
 // A procedural texture: one of demandtex's built-in sources, at any virtual size, with
@@ -512,8 +539,9 @@ typedef struct DtexDeviceContext {
   uint32_t *requested_pages;
   // Pull output: stale pages (resident, unused, old enough to evict).
   uint32_t *stale_pages;
-  // Pull output: `[requests, stale]` counts (counts may exceed the capacities; the
-  // excess was not written).
+  // `[requests, stale, standing, rejected]` counts (`DTEX_ARRAY_LENGTHS` words): the pull's
+  // list lengths (which may exceed the capacities; the excess was not written), and the
+  // samplers' request-rejection counters (null: not counted).
   uint32_t *array_lengths;
   // Push input: new mappings.
   struct DtexPageMapping *filled_pages;
@@ -537,8 +565,10 @@ typedef struct DtexDeviceContext {
   uint32_t invalidated_capacity;
   // The launch number (LRU ageing staggers on it).
   uint32_t launch_num;
-  // Padding, zero.
-  uint32_t reserved;
+  // Request rejection: a miss of a page not yet requested in this launch is dropped when
+  // `request_hash(key, launch_num, page) < reject_threshold` (`RP × 2^32`; 0 = never;
+  // see the engine's `paging::rejection`).
+  uint32_t reject_threshold;
 } DtexDeviceContext;
 
 // The fills started by one `dtex_process_requests`. `id == 0` is the null handle.
@@ -1518,7 +1548,7 @@ DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexDeviceContext, stale_capacity) == 92, "offs
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexDeviceContext, filled_capacity) == 96, "offsetof(DtexDeviceContext, filled_capacity)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexDeviceContext, invalidated_capacity) == 100, "offsetof(DtexDeviceContext, invalidated_capacity)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexDeviceContext, launch_num) == 104, "offsetof(DtexDeviceContext, launch_num)");
-DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexDeviceContext, reserved) == 108, "offsetof(DtexDeviceContext, reserved)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexDeviceContext, reject_threshold) == 108, "offsetof(DtexDeviceContext, reject_threshold)");
 DTEX_STATIC_ASSERT(sizeof(DtexPageMapping) == 16, "sizeof(DtexPageMapping)");
 DTEX_STATIC_ASSERT(DTEX_ALIGNOF(DtexPageMapping) == 8, "alignof(DtexPageMapping)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPageMapping, page) == 0, "offsetof(DtexPageMapping, page)");
@@ -1583,7 +1613,7 @@ DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, eviction) == 28, "offsetof(D
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, fill_threads) == 32, "offsetof(DtexLoaderOptions, fill_threads)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, lru_threshold) == 36, "offsetof(DtexLoaderOptions, lru_threshold)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, staged_reserve) == 40, "offsetof(DtexLoaderOptions, staged_reserve)");
-DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, reserved) == 44, "offsetof(DtexLoaderOptions, reserved)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, interactive) == 44, "offsetof(DtexLoaderOptions, interactive)");
 DTEX_STATIC_ASSERT(sizeof(DtexTextureDesc) == 40, "sizeof(DtexTextureDesc)");
 DTEX_STATIC_ASSERT(DTEX_ALIGNOF(DtexTextureDesc) == 4, "alignof(DtexTextureDesc)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexTextureDesc, struct_size) == 0, "offsetof(DtexTextureDesc, struct_size)");
@@ -1593,7 +1623,7 @@ DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexTextureDesc, filter) == 12, "offsetof(DtexT
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexTextureDesc, mip_filter) == 16, "offsetof(DtexTextureDesc, mip_filter)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexTextureDesc, max_anisotropy) == 20, "offsetof(DtexTextureDesc, max_anisotropy)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexTextureDesc, fallback_color) == 24, "offsetof(DtexTextureDesc, fallback_color)");
-DTEX_STATIC_ASSERT(sizeof(DtexStats) == 240, "sizeof(DtexStats)");
+DTEX_STATIC_ASSERT(sizeof(DtexStats) == 272, "sizeof(DtexStats)");
 DTEX_STATIC_ASSERT(DTEX_ALIGNOF(DtexStats) == 8, "alignof(DtexStats)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, struct_size) == 0, "offsetof(DtexStats, struct_size)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, reserved) == 4, "offsetof(DtexStats, reserved)");
@@ -1626,6 +1656,10 @@ DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, blocking_fallbacks) == 208, "offseto
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, host_tile_bytes) == 216, "offsetof(DtexStats, host_tile_bytes)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, peak_host_tile_bytes) == 224, "offsetof(DtexStats, peak_host_tile_bytes)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, publications_deferred) == 232, "offsetof(DtexStats, publications_deferred)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, requests_rejected) == 240, "offsetof(DtexStats, requests_rejected)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, requests_dropped) == 248, "offsetof(DtexStats, requests_dropped)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, fills_dropped_stale) == 256, "offsetof(DtexStats, fills_dropped_stale)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, publications_capped) == 264, "offsetof(DtexStats, publications_capped)");
 DTEX_STATIC_ASSERT(sizeof(DtexImageInfo) == 20, "sizeof(DtexImageInfo)");
 DTEX_STATIC_ASSERT(DTEX_ALIGNOF(DtexImageInfo) == 4, "alignof(DtexImageInfo)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexImageInfo, width) == 0, "offsetof(DtexImageInfo, width)");

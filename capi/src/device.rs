@@ -14,12 +14,23 @@ pub const DTEX_MAX_LEVELS: u32 = 17;
 /// `DtexDeviceContext.flags` bit: samplers set reference bits for resident pages too (set
 /// while eviction is active).
 pub const DTEX_CONTEXT_FLAG_REQUEST_IF_RESIDENT: u32 = 1;
+/// `DtexDeviceContext.flags` bit: samplers count the misses whose request stood and the
+/// requests they rejected in `array_lengths[DTEX_ARRAY_LENGTH_STANDING]` and
+/// `[DTEX_ARRAY_LENGTH_REJECTED]` (`array_lengths` then holds `DTEX_ARRAY_LENGTHS` words).
+pub const DTEX_CONTEXT_FLAG_COUNT_REQUESTS: u32 = 2;
 /// `DtexTextureSampler.flags` bit: the texture failed; every lookup returns its fallback.
 pub const DTEX_SAMPLER_FLAG_FAILED: u32 = 1;
 /// `DtexDeviceContext.array_lengths` index of the request count.
 pub const DTEX_ARRAY_LENGTH_REQUESTS: u32 = 0;
 /// `DtexDeviceContext.array_lengths` index of the stale-page count.
 pub const DTEX_ARRAY_LENGTH_STALE: u32 = 1;
+/// `DtexDeviceContext.array_lengths` index of the count of misses whose request stood (not
+/// rejected): the `total` of request rejection's `RP = 1 - unique / total`.
+pub const DTEX_ARRAY_LENGTH_STANDING: u32 = 2;
+/// `DtexDeviceContext.array_lengths` index of the count of rejected requests.
+pub const DTEX_ARRAY_LENGTH_REJECTED: u32 = 3;
+/// Words of `DtexDeviceContext.array_lengths` when `DTEX_CONTEXT_FLAG_COUNT_REQUESTS` is set.
+pub const DTEX_ARRAY_LENGTHS: u32 = 4;
 
 /// Bytes of one tile page: every tiled level is cut into tiles of exactly this many bytes
 /// (`tile_width * tile_height * texel_bytes` of a `DtexTextureSampler`).
@@ -74,6 +85,16 @@ const _: () = assert!(
 );
 const _: () =
     assert!(DTEX_ARRAY_LENGTH_STALE as usize == engine::paging::device_context::ARRAY_LENGTH_STALE);
+const _: () = assert!(
+    DTEX_ARRAY_LENGTH_STANDING as usize == engine::paging::device_context::ARRAY_LENGTH_STANDING
+);
+const _: () = assert!(
+    DTEX_ARRAY_LENGTH_REJECTED as usize == engine::paging::device_context::ARRAY_LENGTH_REJECTED
+);
+const _: () = assert!(DTEX_ARRAY_LENGTHS as usize == engine::paging::device_context::ARRAY_LENGTHS);
+const _: () = assert!(
+    DTEX_CONTEXT_FLAG_COUNT_REQUESTS == engine::paging::device_context::CONTEXT_FLAG_COUNT_REQUESTS
+);
 const _: () = assert!(DTEX_TILE_BYTES as usize == engine::TILE_BYTES);
 const _: () = assert!(DTEX_LRU_MAX_AGE == engine::paging::MAX_LRU_AGE as u32);
 const _: () = assert!(DTEX_LRU_NON_EVICTABLE == engine::paging::NON_EVICTABLE as u32);
@@ -160,7 +181,7 @@ pub const LAYOUTS: &[StructLayout] = &[
             filled_capacity,
             invalidated_capacity,
             launch_num,
-            reserved,
+            reject_threshold,
         ]
     ),
     layout!("DtexPageMapping", PageMapping, [page, lru, entry]),
@@ -220,7 +241,7 @@ pub const LAYOUTS: &[StructLayout] = &[
             fill_threads,
             lru_threshold,
             staged_reserve,
-            reserved,
+            interactive,
         ]
     ),
     layout!(
@@ -271,6 +292,10 @@ pub const LAYOUTS: &[StructLayout] = &[
             host_tile_bytes,
             peak_host_tile_bytes,
             publications_deferred,
+            requests_rejected,
+            requests_dropped,
+            fills_dropped_stale,
+            publications_capped,
         ]
     ),
     layout!(

@@ -1,10 +1,10 @@
 //! The option and statistics structs shared with C, their defaults, and their checked
 //! conversion to and from the engine's types.
 
-use crate::boundary::{c_bool, check_reserved, entry_value, optional_in, Out, Versioned};
+use crate::boundary::{c_bool, entry_value, optional_in, Out, Versioned};
 use crate::status::{ApiError, ApiResult};
 use engine::textures::{AddressMode, FilterMode, MipFilter, TextureDesc};
-use engine::{LoaderOptions, Stats};
+use engine::{LoaderOptions, Stats, StreamingMode};
 
 /// Address mode: repeat.
 pub const DTEX_ADDRESS_WRAP: u32 = 0;
@@ -45,8 +45,10 @@ pub struct DtexLoaderOptions {
     pub lru_threshold: u32,
     /// Fraction of the budget kept as staged tiles for a second chance (default 0.0625; 0..=1).
     pub staged_reserve: f32,
-    /// Must be 0.
-    pub reserved: u32,
+    /// Boolean (default 0): interactive streaming (a viewport; new requests are rejected at
+    /// random, with the previous launch's `1 - unique / total`, to spread them over the
+    /// frame) rather than final (a render that converges). Was `reserved` (0) in 0.1.0.
+    pub interactive: u32,
 }
 
 // SAFETY: repr(C), first field u32 struct_size.
@@ -68,7 +70,7 @@ impl Default for DtexLoaderOptions {
             fill_threads: d.fill_threads as u32,
             lru_threshold: d.lru_threshold as u32,
             staged_reserve: d.staged_reserve,
-            reserved: 0,
+            interactive: (d.mode == StreamingMode::Interactive) as u32,
         }
     }
 }
@@ -88,7 +90,6 @@ impl DtexLoaderOptions {
 
     /// The engine's options (checked by the engine when the loader is created).
     pub fn to_engine(&self) -> ApiResult<LoaderOptions> {
-        check_reserved(self.reserved, "DtexLoaderOptions.reserved")?;
         let lru_threshold = u8::try_from(self.lru_threshold).map_err(|_| {
             ApiError::invalid_argument(format!(
                 "DtexLoaderOptions.lru_threshold {} (1..=14)",
@@ -105,6 +106,15 @@ impl DtexLoaderOptions {
             fill_threads: self.fill_threads as usize,
             lru_threshold,
             staged_reserve: self.staged_reserve,
+            mode: if c_bool(self.interactive, "DtexLoaderOptions.interactive")? {
+                StreamingMode::Interactive
+            } else {
+                StreamingMode::Final
+            },
+            request_rejection: None,
+            // Not in the C options yet: the engine's defaults.
+            max_publications_per_launch: LoaderOptions::default().max_publications_per_launch,
+            max_fill_age: LoaderOptions::default().max_fill_age,
         })
     }
 }
@@ -306,17 +316,33 @@ pub struct DtexStats {
     /// Publications the backend could not take yet (no device memory free), offered again
     /// at the next launch.
     pub publications_deferred: u64,
+    /// Interactive mode: new requests dropped by probabilistic request rejection.
+    pub requests_rejected: u64,
+    /// Interactive mode: requests dropped rather than deferred (over the per-launch cap,
+    /// beyond the fill queue's bound, or no tile memory free).
+    pub requests_dropped: u64,
+    /// Interactive mode: queued tile fills dropped unread (too old when taken up, or
+    /// cancelled).
+    pub fills_dropped_stale: u64,
+    /// Tile publications held for a later launch by the per-launch cap.
+    pub publications_capped: u64,
 }
 
 /// `sizeof(DtexStats)` of ABI 0.1.0, before `host_tile_bytes`: callers built against that
 /// header get the fields they know.
 pub const DTEX_STATS_SIZE_0_1_0: u32 = std::mem::offset_of!(DtexStats, host_tile_bytes) as u32;
 
+/// `sizeof(DtexStats)` with the host-tile and publication counters, before
+/// `requests_rejected` and the other interactive-mode counters: callers built against that header get the fields they know.
+pub const DTEX_STATS_SIZE_HOST_TILES: u32 =
+    std::mem::offset_of!(DtexStats, requests_rejected) as u32;
+
 // SAFETY: repr(C), first field u32 struct_size.
 unsafe impl Versioned for DtexStats {
     const NAME: &'static str = "DtexStats";
     const KNOWN_SIZES: &'static [u32] = &[
         DTEX_STATS_SIZE_0_1_0,
+        DTEX_STATS_SIZE_HOST_TILES,
         std::mem::size_of::<DtexStats>() as u32,
     ];
 }
@@ -356,6 +382,10 @@ impl DtexStats {
             host_tile_bytes,
             peak_host_tile_bytes,
             publications_deferred,
+            requests_rejected,
+            requests_dropped,
+            fills_dropped_stale,
+            publications_capped,
             ..
         } = s.clone();
         DtexStats {
@@ -390,6 +420,10 @@ impl DtexStats {
             host_tile_bytes,
             peak_host_tile_bytes,
             publications_deferred,
+            requests_rejected,
+            requests_dropped,
+            fills_dropped_stale,
+            publications_capped,
         }
     }
 }

@@ -81,6 +81,7 @@ pub(crate) unsafe fn sample_options(options: *const DtexSampleOptions) -> ApiRes
             o.fallback_to_coarser,
             "DtexSampleOptions.fallback_to_coarser",
         )?,
+        request_key: 0,
     })
 }
 

@@ -4,7 +4,7 @@ use crate::backend::cpu::CpuBackend;
 use crate::ids::{PageId, TextureId};
 use crate::paging::DeviceContext;
 use crate::requests::{Engine, LaunchPin};
-use crate::sampling::{CpuView, Sample, SampleOptions};
+use crate::sampling::{CpuView, Rejection, Sample, SampleOptions};
 use std::sync::Arc;
 
 /// One launch. Mappings published before it was prepared are visible to it; tile memory it
@@ -33,15 +33,29 @@ impl Launch {
         // memory only once every launch that could see it — this one included, through its
         // pin — has ended. Sampler records and mip tails live as long as the engine, which
         // `self` keeps alive.
-        unsafe { CpuView::new(self.engine().page_table(), self.cpu.directory()) }
+        let view = unsafe { CpuView::new(self.engine().page_table(), self.cpu.directory()) };
+        let engine = self.engine();
+        if engine.options().rejects_requests() {
+            view.with_rejection(Rejection {
+                gate: engine.request_gate(),
+                threshold: self.pin.reject_threshold(),
+                launch_num: self.launch_num(),
+                key: 0,
+            })
+        } else {
+            view
+        }
     }
 
     /// The `#[repr(C)]` context over this launch's page arrays (valid while `self` lives).
     pub fn device_context(&self) -> DeviceContext {
         let engine = self.engine();
-        engine
-            .page_table()
-            .device_context(self.launch_num(), engine.options().eviction)
+        DeviceContext {
+            reject_threshold: self.pin.reject_threshold(),
+            ..engine
+                .page_table()
+                .device_context(self.launch_num(), engine.options().eviction)
+        }
     }
 
     /// The entry of `page` if it is resident; otherwise record a request for it (served by

@@ -63,7 +63,7 @@ pub use error::{Error, Result};
 pub use ids::{PageId, TextureId, TILE_BYTES};
 pub use launch::Launch;
 pub use loader::Loader;
-pub use options::LoaderOptions;
+pub use options::{LoaderOptions, StreamingMode};
 pub use requests::{Engine, LaunchPin, Ticket};
 pub use resources::{ResourceCallback, ResourceFill};
 pub use sampling::{MissList, Sample, SampleOptions};

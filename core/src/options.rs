@@ -29,6 +29,36 @@ pub struct LoaderOptions {
     /// what the launch needs, up to this fraction of the budget, so that a staged tile
     /// requested again is restored without a read (default 1/16).
     pub staged_reserve: f32,
+    /// Interactive (a viewport: frames never wait, detail sharpens over the next frames)
+    /// or final (a render that converges) streaming (default final).
+    pub mode: StreamingMode,
+    /// Probabilistic request rejection ([`crate::paging::rejection`]): `None` (the
+    /// default) = on in interactive mode, off in final mode.
+    pub request_rejection: Option<bool>,
+    /// Most tile publications one launch start makes (default: no limit); the rest wait
+    /// for the next, coarse pages first, and are counted (`Stats::publications_capped`).
+    /// Keeps a burst of finished fills from stalling one frame.
+    pub max_publications_per_launch: usize,
+    /// Interactive mode: a queued tile fill that a fill thread takes when its launch is
+    /// this many launches old or more is dropped unread (the view has moved on; a page
+    /// still needed is requested again) and counted (`Stats::fills_dropped_stale`)
+    /// (default 3).
+    pub max_fill_age: u32,
+}
+
+/// How a loader streams (see [`LoaderOptions::mode`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub enum StreamingMode {
+    /// A render that converges: every request is served, in order; what a launch cannot
+    /// serve is deferred to the next.
+    #[default]
+    Final,
+    /// A viewport: requests are rejected at random to spread them over the frame; the
+    /// fill queue is bounded (`max_requests_per_launch` tile fills queued at most),
+    /// served coarse levels first, and what does not fit is dropped rather than deferred
+    /// (a page still needed is requested again); fills the view has moved on from are
+    /// dropped (`max_fill_age`).
+    Interactive,
 }
 
 impl Default for LoaderOptions {
@@ -43,11 +73,21 @@ impl Default for LoaderOptions {
             fill_threads: 0,
             lru_threshold: 1,
             staged_reserve: 0.0625,
+            mode: StreamingMode::Final,
+            request_rejection: None,
+            max_publications_per_launch: usize::MAX,
+            max_fill_age: 3,
         }
     }
 }
 
 impl LoaderOptions {
+    /// Whether launches reject requests: `request_rejection`, else on in interactive mode.
+    pub fn rejects_requests(&self) -> bool {
+        self.request_rejection
+            .unwrap_or(self.mode == StreamingMode::Interactive)
+    }
+
     /// Check the options for consistency.
     pub fn validate(&self) -> Result<()> {
         crate::paging::PageLayout::new(self.max_textures, self.page_table_entries, self.num_pages)?;
@@ -60,6 +100,16 @@ impl LoaderOptions {
         if self.max_requests_per_launch == 0 {
             return Err(Error::InvalidArgument(
                 "max_requests_per_launch must be at least 1".into(),
+            ));
+        }
+        if self.max_publications_per_launch == 0 {
+            return Err(Error::InvalidArgument(
+                "max_publications_per_launch must be at least 1".into(),
+            ));
+        }
+        if self.max_fill_age == 0 {
+            return Err(Error::InvalidArgument(
+                "max_fill_age must be at least 1".into(),
             ));
         }
         if !(1..=crate::paging::MAX_LRU_AGE).contains(&self.lru_threshold) {

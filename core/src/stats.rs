@@ -76,4 +76,17 @@ pub struct Stats {
     /// Publications the backend could not take yet (no device memory free) and that were
     /// offered again at the next launch.
     pub publications_deferred: u64,
+    /// Interactive mode: new requests dropped by probabilistic request rejection (see
+    /// [`crate::paging::rejection`]); the pages are asked for again by later lookups.
+    pub requests_rejected: u64,
+    /// Interactive mode: requests dropped rather than deferred — over
+    /// `max_requests_per_launch`, beyond the fill queue's bound, or with no tile memory
+    /// free; a page still needed is requested again by a later launch.
+    pub requests_dropped: u64,
+    /// Interactive mode: queued tile fills dropped unread because their launch was
+    /// `max_fill_age` launches old when a fill thread took them, or cancelled
+    /// (`Engine::cancel_queued_fills`).
+    pub fills_dropped_stale: u64,
+    /// Tile publications held for a later launch by `max_publications_per_launch`.
+    pub publications_capped: u64,
 }

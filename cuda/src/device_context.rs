@@ -175,7 +175,7 @@ impl DeviceContextBuffers {
             filled_capacity: self.capacities.filled.max(1),
             invalidated_capacity: self.capacities.invalidated.max(1),
             launch_num,
-            reserved: 0,
+            reject_threshold: 0,
         }
     }
 

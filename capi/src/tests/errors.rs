@@ -250,6 +250,20 @@ fn bad_struct_sizes_and_null_pointers_are_invalid_arguments() {
         (7, 7, 7),
         "fields the caller's struct does not have are not written"
     );
+    // A caller built before `requests_rejected`: it gets the publication counter, not that.
+    let mut mid = DtexStats {
+        struct_size: DTEX_STATS_SIZE_HOST_TILES,
+        publications_deferred: 7,
+        requests_rejected: 7,
+        ..Default::default()
+    };
+    // SAFETY: valid pointer to a struct at least `struct_size` bytes long.
+    assert_eq!(
+        unsafe { dtex_loader_get_stats(l.0, &mut mid) },
+        DTEX_STATUS_OK
+    );
+    assert_eq!(mid.struct_size, DTEX_STATS_SIZE_HOST_TILES);
+    assert_eq!((mid.publications_deferred, mid.requests_rejected), (0, 7));
 
     let mut desc = DtexTextureDesc::default();
     desc.struct_size += 4;
@@ -364,7 +378,7 @@ fn bad_field_values_name_the_field() {
         (|o| o.lru_threshold = 300, "lru_threshold"),
         (|o| o.lru_threshold = 0, "lru_threshold"),
         (|o| o.max_requests_per_launch = 0, "max_requests_per_launch"),
-        (|o| o.reserved = 1, "reserved"),
+        (|o| o.interactive = 2, "interactive"),
     ];
     for (change, field) in cases {
         let mut o = small_options();
@@ -498,7 +512,7 @@ fn defaults_match_the_engine_and_null_is_a_no_op() {
         fill_threads: 7,
         lru_threshold: 0,
         staged_reserve: 0.0,
-        reserved: 0,
+        interactive: 0,
     };
     // SAFETY: valid pointer.
     unsafe { dtex_loader_options_default(&mut o) };

@@ -9,6 +9,9 @@ pub mod cuda_kernel;
 pub mod cuda_render;
 #[cfg(test)]
 mod gpu_loader;
+pub mod interactive;
+pub mod interactive_io;
+pub mod interactive_plot;
 pub mod output;
 pub mod render;
 pub mod scene;
@@ -57,6 +60,31 @@ pub struct DemoArgs {
     /// clear error, exit code 2). With cuda, --verify compares with the CPU render.
     #[arg(long, value_enum, default_value_t = Backend::Cpu)]
     pub backend: Backend,
+    /// Interactive streaming: a camera path (with a cut) frame by frame, never waiting
+    /// for a fill, timed against the same frames fully resident and untextured; writes
+    /// frames.csv, interactive.json and interactive.png (CPU only).
+    #[arg(long)]
+    pub interactive: bool,
+    /// With --interactive: frames of the camera path.
+    #[arg(long, default_value_t = 240)]
+    pub frames: u32,
+    /// With --interactive: milliseconds added to every tile read of the streaming run
+    /// (textures on a slow store; the reference runs read without it).
+    #[arg(long, default_value_t = 0)]
+    pub io_latency_ms: u64,
+    /// With --interactive: frame-rate target; frames are paced to it (0: back to back).
+    #[arg(long, default_value_t = 0.0)]
+    pub fps: f64,
+    /// With --interactive: most requests served per launch (0: the loader's default).
+    /// Non-zero also runs the cap experiment (rejection on vs off, from a still camera).
+    #[arg(long, default_value_t = 0)]
+    pub request_cap: usize,
+    /// With --interactive: most tile publications per launch (0: no limit).
+    #[arg(long, default_value_t = 0)]
+    pub publish_cap: usize,
+    /// With --interactive: turn probabilistic request rejection off.
+    #[arg(long)]
+    pub no_rejection: bool,
 }
 
 /// The demo's renderer.
@@ -85,6 +113,17 @@ impl DemoArgs {
         }
         if self.max_launches == 0 {
             return Err(CliError::Usage("--max-launches must be at least 1".into()));
+        }
+        if self.interactive && (self.frames == 0 || self.backend != Backend::Cpu) {
+            return Err(CliError::Usage(
+                "--interactive needs --frames ≥ 1 and the CPU backend".into(),
+            ));
+        }
+        if !(self.fps.is_finite() && self.fps >= 0.0) || self.io_latency_ms > 60_000 {
+            return Err(CliError::Usage(format!(
+                "--fps {} (≥ 0) / --io-latency-ms {} (≤ 60000)",
+                self.fps, self.io_latency_ms
+            )));
         }
         if !(1..=65536).contains(&self.texture_size) {
             return Err(CliError::Usage(format!(
@@ -183,6 +222,22 @@ pub fn run(args: &DemoArgs, show_progress: bool) -> Result<DemoReport, CliError>
         pool.current_num_threads(),
         format_bytes(budget)
     );
+    if args.interactive {
+        interactive::run(args, &scene, &pool)?;
+        return Ok(DemoReport {
+            summary: RunSummary {
+                converged: true,
+                launches: args.frames,
+                width: args.width,
+                height: args.height,
+                virtual_texture_bytes: virtual_bytes,
+                textures: scene.textures.len(),
+                wall_seconds: 0.0,
+                verify_max_abs_diff: None,
+            },
+            stats: serde_json::Map::new(),
+        });
+    }
     let pixels = args.width as u64 * args.height as u64;
     let bar = |label: &str| Progress::shown_if(show_progress, pixels, label);
 
@@ -286,6 +341,13 @@ mod tests {
             verify: true,
             texture_size: 1024,
             backend: Backend::Cpu,
+            interactive: false,
+            frames: 240,
+            io_latency_ms: 0,
+            fps: 0.0,
+            request_cap: 0,
+            publish_cap: 0,
+            no_rejection: false,
         };
         let report = run(&args, false).expect("demo runs, converges and verifies");
         assert!(report.summary.converged);
@@ -315,6 +377,13 @@ mod tests {
             verify: true,
             texture_size: 1024,
             backend: Backend::Cpu,
+            interactive: false,
+            frames: 240,
+            io_latency_ms: 0,
+            fps: 0.0,
+            request_cap: 0,
+            publish_cap: 0,
+            no_rejection: false,
         };
         let report = run(&args, false).expect("converges by shrinking the pixel window");
         assert_eq!(report.summary.verify_max_abs_diff, Some(0.0));
@@ -340,6 +409,13 @@ mod tests {
             verify: true,
             texture_size: 1024,
             backend: Backend::Cpu,
+            interactive: false,
+            frames: 240,
+            io_latency_ms: 0,
+            fps: 0.0,
+            request_cap: 0,
+            publish_cap: 0,
+            no_rejection: false,
         };
         // One launch only requests samplers: it cannot converge.
         assert_eq!(
@@ -366,6 +442,13 @@ mod tests {
             verify: false,
             texture_size: 1024,
             backend: Backend::Cuda,
+            interactive: false,
+            frames: 240,
+            io_latency_ms: 0,
+            fps: 0.0,
+            request_cap: 0,
+            publish_cap: 0,
+            no_rejection: false,
         };
         let e = run(&args, false).unwrap_err();
         assert!(matches!(e, CliError::Unavailable(_)), "{e:?}");
@@ -391,6 +474,13 @@ mod tests {
             verify: true,
             texture_size: 1024,
             backend: Backend::Cuda,
+            interactive: false,
+            frames: 240,
+            io_latency_ms: 0,
+            fps: 0.0,
+            request_cap: 0,
+            publish_cap: 0,
+            no_rejection: false,
         };
         let report = run(&args, false).expect("the CUDA demo converges and agrees with the CPU");
         assert!(report.summary.converged);
@@ -413,6 +503,13 @@ mod tests {
             verify: false,
             texture_size: 1024,
             backend: Backend::Cpu,
+            interactive: false,
+            frames: 240,
+            io_latency_ms: 0,
+            fps: 0.0,
+            request_cap: 0,
+            publish_cap: 0,
+            no_rejection: false,
         };
         assert!(matches!(run(&args, false), Err(CliError::Usage(_))));
         args.budget_mb = 1;

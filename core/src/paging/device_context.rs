@@ -6,10 +6,23 @@
 /// (set while eviction is active).
 pub const CONTEXT_FLAG_REQUEST_IF_RESIDENT: u32 = 1;
 
+/// Flag: samplers count the misses whose request stood and the requests they rejected in
+/// `array_lengths[ARRAY_LENGTH_STANDING]` and `[ARRAY_LENGTH_REJECTED]` (which must then
+/// hold [`ARRAY_LENGTHS`] words). Without it nothing is counted on the device.
+pub const CONTEXT_FLAG_COUNT_REQUESTS: u32 = 2;
+
 /// Index of the request count in `DeviceContext::array_lengths`.
 pub const ARRAY_LENGTH_REQUESTS: usize = 0;
 /// Index of the stale-page count in `DeviceContext::array_lengths`.
 pub const ARRAY_LENGTH_STALE: usize = 1;
+/// Index of the count of misses whose request stood (not rejected) in
+/// `DeviceContext::array_lengths` (the `total` of request rejection; see
+/// [`super::rejection`]).
+pub const ARRAY_LENGTH_STANDING: usize = 2;
+/// Index of the count of rejected requests in `DeviceContext::array_lengths`.
+pub const ARRAY_LENGTH_REJECTED: usize = 3;
+/// Counters in `DeviceContext::array_lengths`.
+pub const ARRAY_LENGTHS: usize = 4;
 
 /// One mapping pushed to the device: page `page` becomes resident with `entry` in the page
 /// table (entry pages only) and LRU age `lru` (15 = never evict).
@@ -45,8 +58,9 @@ pub struct DeviceContext {
     pub requested_pages: *mut u32,
     /// Pull output: stale pages (resident, unused, old enough to evict).
     pub stale_pages: *mut u32,
-    /// Pull output: `[requests, stale]` counts (counts may exceed the capacities; the
-    /// excess was not written).
+    /// `[requests, stale, standing, rejected]` counts (`DTEX_ARRAY_LENGTHS` words): the pull's
+    /// list lengths (which may exceed the capacities; the excess was not written), and the
+    /// samplers' request-rejection counters (null: not counted).
     pub array_lengths: *mut u32,
     /// Push input: new mappings.
     pub filled_pages: *mut PageMapping,
@@ -70,8 +84,10 @@ pub struct DeviceContext {
     pub invalidated_capacity: u32,
     /// The launch number (LRU ageing staggers on it).
     pub launch_num: u32,
-    /// Padding, zero.
-    pub reserved: u32,
+    /// Request rejection: a miss of a page not yet requested in this launch is dropped when
+    /// `request_hash(key, launch_num, page) < reject_threshold` (`RP × 2^32`; 0 = never;
+    /// see the engine's `paging::rejection`).
+    pub reject_threshold: u32,
 }
 
 const _: () = assert!(std::mem::size_of::<DeviceContext>() == 112);

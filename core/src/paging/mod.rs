@@ -8,6 +8,7 @@ pub mod lru;
 pub mod page_layout;
 pub mod page_space;
 pub mod page_table;
+pub mod rejection;
 
 pub use device_context::{DeviceContext, PageMapping, CONTEXT_FLAG_REQUEST_IF_RESIDENT};
 pub use lru::{MAX_LRU_AGE, NON_EVICTABLE};
@@ -16,3 +17,4 @@ pub use page_layout::{
 };
 pub use page_space::PageSpace;
 pub use page_table::{PageTable, PullResult, StalePage};
+pub use rejection::{request_hash, RequestGate};

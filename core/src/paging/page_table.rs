@@ -251,7 +251,7 @@ impl PageTable {
             filled_capacity: 0,
             invalidated_capacity: 0,
             launch_num,
-            reserved: 0,
+            reject_threshold: 0,
         }
     }
 }

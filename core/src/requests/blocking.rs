@@ -89,6 +89,7 @@ pub(crate) fn fill_page(engine: &Engine, page: PageId) -> bool {
                 level,
                 tile_x,
                 tile_y,
+                launch: None,
             },
         ),
         Route::Resource { index, page_index } => {
@@ -205,7 +206,7 @@ fn tile_now(engine: &Engine, mut host: MutexGuard<'_, HostState>, job: TileJob) 
 /// Publish what is pending at once (blocking fills do not wait for a launch). Returns how
 /// many were published; a backend failure is logged (the CPU backend has none).
 fn publish_now(engine: &Engine, host: &mut HostState) -> usize {
-    engine.publish(host).unwrap_or_else(|e| {
+    engine.publish(host, usize::MAX).unwrap_or_else(|e| {
         tracing::error!("publishing a blocking fill: {e}");
         0
     })

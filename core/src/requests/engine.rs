@@ -18,14 +18,14 @@ use crate::ids::{PageId, TextureId};
 use crate::memory::Epochs;
 use crate::options::LoaderOptions;
 use crate::paging::bits;
-use crate::paging::{PageKind, PageLayout, PageSpace, PageTable};
+use crate::paging::{PageKind, PageLayout, PageSpace, PageTable, RequestGate};
 use crate::resources::TextureState;
 use crate::sources::ImageSource;
 use crate::stats::Stats;
 use crate::textures::{TextureDesc, TextureLayout};
 use parking_lot::{Condvar, Mutex};
 use std::sync::atomic::AtomicU32;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 /// The backend-independent part of a loader (see the module docs). `Send + Sync`; shared
 /// as `Arc<Engine>` by its loader, launches and fill threads.
@@ -42,6 +42,11 @@ pub struct Engine {
     pub(crate) backend: Arc<dyn Backend>,
     /// One bit per entry page: a resource page whose callback failed (never asked again).
     resource_failed: Box<[AtomicU32]>,
+    /// Request rejection's counters and next threshold (see [`crate::paging::rejection`]).
+    pub(crate) gate: RequestGate,
+    /// The engine itself, for work it starts on its own (interactive mode opens textures
+    /// at creation).
+    pub(crate) me: Weak<Engine>,
 }
 
 /// Check a texture description for values the samplers cannot honour.
@@ -74,7 +79,8 @@ impl Engine {
         };
         let workers = FillPool::new(threads)?;
         let budget = options.max_texture_memory;
-        Ok(Arc::new(Engine {
+        Ok(Arc::new_cyclic(|me| Engine {
+            me: me.clone(),
             layout,
             pages: PageTable::new(layout),
             epochs: Epochs::new(),
@@ -85,6 +91,7 @@ impl Engine {
             resource_failed: bits::zeroed_words(bits::words_for_bits(
                 layout.page_table_entries as u64,
             )),
+            gate: RequestGate::new(),
             options,
         }))
     }
@@ -112,7 +119,9 @@ impl Engine {
         self.host.lock().space.end_page()
     }
 
-    /// Register a texture. Nothing is opened or read until a launch samples it.
+    /// Register a texture. In final mode nothing is opened or read until a launch samples
+    /// it; in interactive mode a fill thread opens it at once (mip tail and base colour),
+    /// so it has something to show from the first frame that follows.
     ///
     /// Errors: an invalid `desc`, or `max_textures` textures exist already.
     pub fn create_texture(
@@ -130,6 +139,11 @@ impl Engine {
         }
         let id = host.resources.add_texture(source, desc);
         self.forget_stale_mappings(&mut host, id, 1);
+        if self.options.mode == crate::options::StreamingMode::Interactive {
+            // Always something to show: the base colour and mip tail are read now, not
+            // when the texture is first sampled.
+            self.open_soon(&mut host, id);
+        }
         Ok(id)
     }
 
@@ -175,7 +189,15 @@ impl Engine {
     /// A statistics snapshot.
     pub fn stats(&self) -> Stats {
         let host = self.host.lock();
-        host.stats(self.pages.bookkeeping_bytes() + self.resource_failed.len() as u64 * 4)
+        Stats {
+            requests_rejected: self.gate.rejected(),
+            ..host.stats(self.pages.bookkeeping_bytes() + self.resource_failed.len() as u64 * 4)
+        }
+    }
+
+    /// Request rejection's state: its counters and the threshold the next launch uses.
+    pub fn request_gate(&self) -> &RequestGate {
+        &self.gate
     }
 
     /// Why a texture failed, if it did; [`Error::Unloaded`] once it was unloaded.

@@ -13,6 +13,7 @@ use super::ticket::TaskGuard;
 use crate::error::Error;
 use crate::ids::{PageId, TextureId};
 use crate::memory::{RawBox, TileBuffer};
+use crate::options::StreamingMode;
 use crate::paging::{encode_base_color, NO_BASE_COLOR};
 use crate::resources::TextureState;
 use crate::sources::{ImageSource, MipTailLevel, Readiness, SourceError};
@@ -30,6 +31,8 @@ pub(crate) struct TileJob {
     pub level: u32,
     pub tile_x: u32,
     pub tile_y: u32,
+    /// The launch that requested it (`None`: a blocking fill, never dropped).
+    pub launch: Option<u32>,
 }
 
 /// A tile read ready to run: everything it needs, taken under the lock.
@@ -67,6 +70,7 @@ pub(crate) fn prepare_tile(
     };
     let region = layout.tile_region(job.level, job.tile_x, job.tile_y);
     let texel_bytes = layout.format.texel_bytes();
+    host.queued_fills += 1;
     Some(TileTask {
         job,
         source: record.source.clone(),
@@ -91,8 +95,32 @@ impl TileTask {
         // The ticket completes only once the task has let go of everything, the source
         // included (its Drop may be what the caller waits for).
         let guard = self.guard.take();
-        self.read_and_publish(engine);
+        if let Some(task) = self.take_up(engine) {
+            task.read_and_publish(engine);
+        }
         drop(guard);
+    }
+
+    /// A fill thread takes the task up: `None` (the task dropped unread, its buffer and
+    /// page given back, and counted) if it was cancelled, or if in interactive mode its
+    /// launch is `max_fill_age` launches old (the view has moved on; a page still needed
+    /// is requested again).
+    fn take_up(self, engine: &Engine) -> Option<TileTask> {
+        let Some(launch) = self.job.launch else {
+            return Some(self); // a blocking fill: never dropped
+        };
+        let mut host = engine.host.lock();
+        let cancelled = host.cancel_through != 0 && launch <= host.cancel_through;
+        let stale = engine.options.mode == StreamingMode::Interactive
+            && host.launch_num.wrapping_sub(launch) >= engine.options.max_fill_age;
+        if !(cancelled || stale) {
+            return Some(self);
+        }
+        host.queued_fills = host.queued_fills.saturating_sub(1);
+        host.residency.cancel(self.buffer);
+        host.in_flight.remove(&self.job.page);
+        host.counters.fills_dropped_stale += 1;
+        None
     }
 
     fn read_and_publish(self, engine: &Engine) {
@@ -114,6 +142,7 @@ impl TileTask {
         }
         let outcome = contain(|| source.read_tile(region, dest, row_bytes));
         let mut host = engine.host.lock();
+        host.queued_fills = host.queued_fills.saturating_sub(1);
         host.counters.fill_seconds += start.elapsed().as_secs_f64();
         if !host.is_current(job.texture, job.generation) {
             // Read from contents that were dropped meanwhile: publish nothing.

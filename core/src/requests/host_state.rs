@@ -66,6 +66,11 @@ pub(crate) struct HostState {
     /// Mip-tail bytes that could not be reserved; the next `process_requests` frees room.
     pub wanted_bytes: u64,
     pub launch_num: u32,
+    /// Tile fills handed to the fill threads and not yet taken up or ended.
+    pub queued_fills: usize,
+    /// Queued fills of launches up to this one are dropped when taken up
+    /// (`Engine::cancel_queued_fills`); 0: none.
+    pub cancel_through: u32,
     /// Running totals kept by the pipeline; [`HostState::stats`] adds the rest.
     pub counters: Stats,
     /// Reused pull buffers.
@@ -84,6 +89,8 @@ impl HostState {
             deferred: BTreeSet::new(),
             wanted_bytes: 0,
             launch_num: 0,
+            queued_fills: 0,
+            cancel_through: 0,
             counters: Stats::default(),
             pull: PullResult::default(),
         }

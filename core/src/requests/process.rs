@@ -1,14 +1,17 @@
 //! `process_requests`: pull a launch's requests, route each page, restore staged pages
 //! (second chance), make room by staging stale tiles, take buffers, and start the fills.
-//! Nothing is dropped: work beyond the per-launch maximum or the memory available is
-//! deferred to the next launch and counted.
+//! Final mode drops nothing: work beyond the per-launch maximum or the memory available is
+//! deferred to the next launch and counted. Interactive mode bounds the fill queue, serves
+//! coarse levels first and drops (counts) what does not fit: the next frame asks again for
+//! what it still needs.
 
 use super::engine::Engine;
 use super::fill::{self, TileJob};
-use super::host_state::{Deferral, Pending};
+use super::host_state::{Deferral, HostState, Pending};
 use super::resource::ResourceTask;
 use super::ticket::Ticket;
 use crate::ids::{PageId, TextureId, TILE_BYTES};
+use crate::options::StreamingMode;
 use crate::paging::PullResult;
 use crate::resources::Route;
 use std::collections::BTreeSet;
@@ -30,6 +33,31 @@ impl Engine {
     }
 }
 
+impl Engine {
+    /// Open `texture` (sampler, mip tail, base colour) on a fill thread now, unless it is
+    /// open or opening. Published at the next launch start.
+    pub(crate) fn open_soon(&self, host: &mut HostState, texture: TextureId) {
+        let sampler = self.layout.sampler_page(texture);
+        if host.in_flight.contains(&sampler) || self.pages.is_resident(sampler.0) {
+            return;
+        }
+        let Route::InitTexture {
+            texture,
+            generation,
+        } = host.resources.route(&self.layout, sampler)
+        else {
+            return;
+        };
+        let Some(engine) = self.me.upgrade() else {
+            return;
+        };
+        host.in_flight.insert(sampler);
+        host.in_flight.insert(self.layout.base_color_page(texture));
+        self.workers
+            .spawn(move || fill::init_texture(&engine, texture, generation));
+    }
+}
+
 /// See [`Engine::process_requests`].
 fn process_pulled(engine: &Arc<Engine>, launch_num: u32, pulled: Option<PullResult>) -> Ticket {
     let mut host = engine.host.lock();
@@ -47,6 +75,7 @@ fn process_pulled(engine: &Arc<Engine>, launch_num: u32, pulled: Option<PullResu
         }
     };
     host.counters.requests += pull.requested.len() as u64;
+    engine.gate.end_launch(pull.requested.len() as u64);
     // The launch has ended: memory retired while it lived may be free now.
     host.residency.reclaim_retired(&engine.epochs);
 
@@ -56,6 +85,7 @@ fn process_pulled(engine: &Arc<Engine>, launch_num: u32, pulled: Option<PullResu
     candidates.extend(pull.requested.iter().copied());
 
     let max = engine.options.max_requests_per_launch;
+    let interactive = engine.options.mode == StreamingMode::Interactive;
     let mut inits: Vec<(TextureId, u32)> = Vec::new();
     let mut tiles: Vec<TileJob> = Vec::new();
     let mut resources: Vec<ResourceTask> = Vec::new();
@@ -68,8 +98,14 @@ fn process_pulled(engine: &Arc<Engine>, launch_num: u32, pulled: Option<PullResu
             host.pending.push(Pending::Tile(page));
             continue;
         }
-        if inits.len() + tiles.len() + resources.len() >= max {
-            host.defer(page, Deferral::OverLimit);
+        // Interactive mode limits tiles after the loop, coarse levels first.
+        let queued = inits.len() + resources.len() + if interactive { 0 } else { tiles.len() };
+        if queued >= max {
+            if interactive {
+                host.counters.requests_dropped += 1;
+            } else {
+                host.defer(page, Deferral::OverLimit);
+            }
             continue;
         }
         match host.resources.route(&engine.layout, page) {
@@ -97,6 +133,7 @@ fn process_pulled(engine: &Arc<Engine>, launch_num: u32, pulled: Option<PullResu
                     level,
                     tile_x,
                     tile_y,
+                    launch: Some(launch_num),
                 });
             }
             Route::Resource { index, page_index } => {
@@ -125,6 +162,20 @@ fn process_pulled(engine: &Arc<Engine>, launch_num: u32, pulled: Option<PullResu
         }
     }
 
+    if interactive {
+        // The fill queue is bounded (at most `max` tile fills queued) and served coarse
+        // levels first; what does not fit is dropped, not deferred: a page still needed is
+        // requested again by a later launch.
+        tiles.sort_by_key(|j| (std::cmp::Reverse(j.level), j.page));
+        let room = max
+            .saturating_sub(inits.len() + resources.len())
+            .min(max.saturating_sub(host.queued_fills));
+        for job in tiles.drain(room.min(tiles.len())..) {
+            host.in_flight.remove(&job.page);
+            host.counters.requests_dropped += 1;
+        }
+    }
+
     let wanted_tiles = host.wanted_bytes.div_ceil(TILE_BYTES as u64) as usize;
     host.wanted_bytes = 0;
     if engine.options.eviction {
@@ -145,7 +196,11 @@ fn process_pulled(engine: &Arc<Engine>, launch_num: u32, pulled: Option<PullResu
             Some(buffer) => jobs.push((job, buffer)),
             None => {
                 host.in_flight.remove(&job.page);
-                host.defer(job.page, Deferral::NoMemory);
+                if interactive {
+                    host.counters.requests_dropped += 1;
+                } else {
+                    host.defer(job.page, Deferral::NoMemory);
+                }
             }
         }
     }

@@ -25,12 +25,19 @@ pub struct LaunchPin {
     engine: Arc<Engine>,
     epoch: u64,
     launch_num: u32,
+    reject_threshold: u32,
 }
 
 impl LaunchPin {
     /// The launch's number (1 for the first).
     pub fn launch_num(&self) -> u32 {
         self.launch_num
+    }
+
+    /// The launch's request-rejection threshold (`RP × 2^32`; 0 when it rejects nothing;
+    /// see [`crate::paging::rejection`]).
+    pub fn reject_threshold(&self) -> u32 {
+        self.reject_threshold
     }
 
     /// The engine it belongs to.
@@ -63,7 +70,16 @@ impl Engine {
     /// pending.
     pub fn publish_pending(&self) -> Result<usize> {
         let mut host = self.host.lock();
-        self.publish(&mut host)
+        self.publish(&mut host, self.options.max_publications_per_launch)
+    }
+
+    /// Drop every tile fill queued by the launches so far when a fill thread takes it up,
+    /// unread (fills already reading finish and are published as usual); later launches'
+    /// fills are not affected. For a viewport that closes or jumps: pending work is
+    /// cancelled, not waited for. Counted in `Stats::fills_dropped_stale`.
+    pub fn cancel_queued_fills(&self) {
+        let mut host = self.host.lock();
+        host.cancel_through = host.launch_num;
     }
 
     /// Start a launch (after [`publish_pending`](Self::publish_pending)): hand back retired
@@ -75,10 +91,16 @@ impl Engine {
         host.counters.launches += 1;
         let launch_num = host.launch_num;
         let epoch = self.epochs.pin();
+        let reject_threshold = if self.options.rejects_requests() {
+            self.gate.threshold()
+        } else {
+            0
+        };
         LaunchPin {
             engine: self.clone(),
             epoch,
             launch_num,
+            reject_threshold,
         }
     }
 
@@ -93,22 +115,41 @@ impl Engine {
         Ok(())
     }
 
-    /// Make the pending publications visible. Returns how many were published.
-    pub(crate) fn publish(&self, host: &mut HostState) -> Result<usize> {
+    /// Make the pending publications visible, at most `tile_cap` tiles (the rest wait for
+    /// the next publication, coarse pages first). Returns how many were published.
+    pub(crate) fn publish(&self, host: &mut HostState, tile_cap: usize) -> Result<usize> {
         self.forward_withdrawals(host)?;
         let mut published = 0;
+        let mut tiles = 0usize;
         let mut later = Vec::new();
         let mut failure = None;
         // A texture the backend rejects queues its fallback: publish that too.
         let mut queue = std::mem::take(&mut host.pending);
+        if tile_cap < queue.len() {
+            // Textures and entries first, then tiles by page: a texture's coarse levels
+            // before its fine ones.
+            queue.sort_by_key(|p| match p {
+                Pending::Tile(page) => (1, page.0),
+                _ => (0, 0),
+            });
+        }
         while !queue.is_empty() {
             for p in queue {
+                let is_tile = matches!(p, Pending::Tile(_));
                 if failure.is_some() {
                     later.push(p);
                     continue;
                 }
+                if is_tile && tiles >= tile_cap {
+                    host.counters.publications_capped += 1;
+                    later.push(p);
+                    continue;
+                }
                 match self.publish_one(host, p) {
-                    Ok(Outcome::Published) => published += 1,
+                    Ok(Outcome::Published) => {
+                        published += 1;
+                        tiles += is_tile as usize;
+                    }
                     Ok(Outcome::Gone) => {}
                     Ok(Outcome::Later(p)) => {
                         host.counters.publications_deferred += 1;

@@ -34,7 +34,11 @@
 //!    miss was found, so one launch requests all of a lookup's tiles; each distinct page of
 //!    a bilinear footprint is resolved once; levels in the mip tail touch the texture's
 //!    mip-tail page. Missing tiles are never read.
-//! 7. **Misses.** With [`SampleOptions::fallback_to_coarser`], the first level coarser
+//! 7. **Rejection.** In a launch that rejects requests (interactive mode), a miss of a
+//!    tile or mip-tail page that no lookup has requested yet in the launch is dropped with
+//!    the launch's probability, decided by a hash of [`SampleOptions::request_key`], the
+//!    launch and the page ([`crate::paging::rejection`]). The lookup is a miss either way.
+//! 8. **Misses.** With [`SampleOptions::fallback_to_coarser`], the first level coarser
 //!    than the finest level read whose whole footprint is resident (tested without
 //!    recording requests) stands in, reported resident. Otherwise — or if there is none —
 //!    the value is the base colour if its page is resident, else zeros, non-resident.
@@ -54,7 +58,7 @@ mod texel;
 
 use crate::backend::cpu::TileDirectory;
 use crate::ids::{PageId, TextureId};
-use crate::paging::PageTable;
+use crate::paging::{PageTable, RequestGate};
 use crate::textures::DEFAULT_FALLBACK_COLOR;
 use lod::Footprint;
 use resolve::BaseColor;
@@ -67,6 +71,21 @@ pub struct CpuView<'a> {
     pages: &'a PageTable,
     tiles: &'a TileDirectory,
     misses: Option<&'a MissList>,
+    rejection: Option<Rejection<'a>>,
+}
+
+/// A launch's request rejection as a view applies it (see [`crate::paging::rejection`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Rejection<'a> {
+    /// Where rejections and standing requests are counted.
+    pub gate: &'a RequestGate,
+    /// The launch's threshold (`RP × 2^32`).
+    pub threshold: u32,
+    /// The launch number (part of the coin).
+    pub launch_num: u32,
+    /// The lookup's request key (pixel or sample id; set per lookup from
+    /// [`SampleOptions::request_key`]).
+    pub key: u32,
 }
 
 impl<'a> CpuView<'a> {
@@ -83,6 +102,28 @@ impl<'a> CpuView<'a> {
             pages,
             tiles,
             misses: None,
+            rejection: None,
+        }
+    }
+
+    /// The same view, counting standing requests in `rejection.gate` and rejecting new
+    /// requests as it says (the interactive mode's launches).
+    pub fn with_rejection(self, rejection: Rejection<'a>) -> Self {
+        CpuView {
+            rejection: Some(rejection),
+            ..self
+        }
+    }
+
+    /// The same view with request key `key` (a no-op without rejection).
+    #[inline]
+    pub(crate) fn keyed(self, key: u32) -> Self {
+        match self.rejection {
+            Some(r) => CpuView {
+                rejection: Some(Rejection { key, ..r }),
+                ..self
+            },
+            None => self,
         }
     }
 
@@ -108,7 +149,12 @@ impl<'a> CpuView<'a> {
     /// Record a use of `page` and say whether it is resident; a miss is also listed.
     #[inline]
     pub(crate) fn request(&self, page: u32) -> bool {
-        let resident = self.pages.request_and_test(page);
+        let resident = match &self.rejection {
+            None => self.pages.request_and_test(page),
+            Some(r) => r
+                .gate
+                .request_and_test(self.pages, page, r.key, r.launch_num, r.threshold),
+        };
         if !resident {
             if let Some(m) = self.misses {
                 m.push(PageId(page));
@@ -197,6 +243,10 @@ pub struct SampleOptions {
     /// (the mip tail always is once the sampler is) and report it as resident. The missing
     /// pages are still requested, so later launches sharpen.
     pub fallback_to_coarser: bool,
+    /// The pixel or sample id of the lookup: the deterministic seed of request rejection
+    /// (see [`crate::paging::rejection`]; unused when the launch rejects nothing). Lookups
+    /// with the same key in one launch make the same decision for a page.
+    pub request_key: u32,
 }
 
 /// The result of one lookup.
@@ -241,6 +291,7 @@ pub fn tex2d_lod(
     if texture.0 >= view.pages().layout().max_textures {
         return UNKNOWN_TEXTURE;
     }
+    let view = view.keyed(options.request_key);
     if !(s.is_finite() && t.is_finite() && lod.is_finite()) {
         return non_finite(view, texture);
     }
@@ -274,6 +325,7 @@ pub fn tex2d_grad(
     if texture.0 >= view.pages().layout().max_textures {
         return UNKNOWN_TEXTURE;
     }
+    let view = view.keyed(options.request_key);
     if ![s, t, ddx[0], ddx[1], ddy[0], ddy[1]]
         .iter()
         .all(|v| v.is_finite())

@@ -289,6 +289,7 @@ fn with_fallback_to_coarser_the_base_stands_in_for_a_missing_tile() {
     assert_eq!(at(&loader, udim, 0.5, 0.5, 0.5), base_color);
     let fallback = SampleOptions {
         fallback_to_coarser: true,
+        request_key: 0,
     };
     let g = 1.0 / 1024.0;
     let launch = loader.launch_prepare();

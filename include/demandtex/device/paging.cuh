@@ -16,6 +16,13 @@
  * request). A lookup that finds it resident sets the bit only while eviction is active
  * (`DTEX_CONTEXT_FLAG_REQUEST_IF_RESIDENT`), so that the pull kernel's LRU ageing sees the
  * use; with eviction off nothing reads those bits and the atomic is saved.
+ *
+ * Request rejection (the engine's `paging::rejection`, Disney's eq. 1): a tile or mip-tail
+ * miss (`request`) of a page whose reference bit is still clear is dropped when
+ * `requestHash(requestKey(), launch_num, page) < reject_threshold`; the key is the thread's
+ * global index, so a launch with the same grid makes the same decisions. Entry pages
+ * (`mapOrRequest`) are never rejected. With `DTEX_CONTEXT_FLAG_COUNT_REQUESTS`, standing
+ * misses and rejections are counted in `array_lengths`.
  */
 #ifndef DEMANDTEX_DEVICE_PAGING_CUH
 #define DEMANDTEX_DEVICE_PAGING_CUH
@@ -100,8 +107,8 @@ static __device__ __forceinline__ bool isResident(const DtexDeviceContext& ctx, 
 
 /// Record a use of `page` (see the header comment: always when missing, when resident only
 /// while eviction is active) and return whether it is resident. Pages outside the page
-/// space are never resident and record nothing. The engine's `PageTable::request_and_test`.
-static __device__ __forceinline__ bool request(const DtexDeviceContext& ctx, uint32_t page)
+/// space are never resident and record nothing. Never rejects: entry pages.
+static __device__ __forceinline__ bool recordUse(const DtexDeviceContext& ctx, uint32_t page)
 {
     if (page >= ctx.num_pages)
         return false;
@@ -111,6 +118,52 @@ static __device__ __forceinline__ bool request(const DtexDeviceContext& ctx, uin
     return resident;
 }
 
+/// The rejection coin of one request (the engine's `paging::rejection::request_hash`;
+/// (1, 2, 3) gives 0x02D0ED25).
+static __device__ __forceinline__ uint32_t requestHash(uint32_t key, uint32_t launch, uint32_t page)
+{
+    uint32_t h = key ^ (launch * 0x9E3779B9u) ^ __funnelshift_l(page * 0x85EBCA6Bu, page * 0x85EBCA6Bu, 13u);
+    h ^= h >> 16;
+    h *= 0x85EBCA6Bu;
+    h ^= h >> 13;
+    h *= 0xC2B2AE35u;
+    h ^= h >> 16;
+    return h;
+}
+
+/// This thread's request key: its global linear index in the grid.
+static __device__ __forceinline__ uint32_t requestKey()
+{
+    const uint32_t x = blockIdx.x * blockDim.x + threadIdx.x;
+    const uint32_t y = blockIdx.y * blockDim.y + threadIdx.y;
+    const uint32_t z = blockIdx.z * blockDim.z + threadIdx.z;
+    const uint32_t width = gridDim.x * blockDim.x;
+    const uint32_t height = gridDim.y * blockDim.y;
+    return (z * height + y) * width + x;
+}
+
+/// Record a use of tile or mip-tail page `page` and return whether it is resident: as
+/// `recordUse`, except that a miss of a page not yet requested in this launch may be
+/// rejected (see the header comment). The engine's `RequestGate::request_and_test`.
+static __device__ __forceinline__ bool request(const DtexDeviceContext& ctx, uint32_t page)
+{
+    if (page >= ctx.num_pages)
+        return false;
+    if (testBit(ctx.residence_bits, page))
+        return recordUse(ctx, page);
+    const bool count = (ctx.flags & DTEX_CONTEXT_FLAG_COUNT_REQUESTS) != 0u;
+    if (ctx.reject_threshold != 0u && !testBit(ctx.reference_bits, page) &&
+        requestHash(requestKey(), ctx.launch_num, page) < ctx.reject_threshold) {
+        if (count)
+            atomicAdd(&ctx.array_lengths[DTEX_ARRAY_LENGTH_REJECTED], 1u);
+        return false;
+    }
+    if (count)
+        atomicAdd(&ctx.array_lengths[DTEX_ARRAY_LENGTH_STANDING], 1u);
+    setReferenceBit(ctx.reference_bits, page);
+    return false;
+}
+
 /// Record a use of an entry page and, if it is resident, write its 64-bit page-table entry
 /// to `*entry` and return true. Pages without an entry (`page >= page_table_entries`)
 /// return false and record nothing. The engine's `PageTable::map_or_request` (OTK's
@@ -118,7 +171,7 @@ static __device__ __forceinline__ bool request(const DtexDeviceContext& ctx, uin
 static __device__ __forceinline__ bool mapOrRequest(const DtexDeviceContext& ctx, uint32_t page,
                                                     uint64_t* entry)
 {
-    if (page >= ctx.page_table_entries || !request(ctx, page))
+    if (page >= ctx.page_table_entries || !recordUse(ctx, page))
         return false;
     *entry = ctx.page_table[page];
     return true;

@@ -10,9 +10,11 @@ use crate::TILE_BYTES;
 
 const OPTS: SampleOptions = SampleOptions {
     fallback_to_coarser: false,
+    request_key: 0,
 };
 const COARSER: SampleOptions = SampleOptions {
     fallback_to_coarser: true,
+    request_key: 0,
 };
 
 #[test]

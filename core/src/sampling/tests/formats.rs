@@ -6,6 +6,7 @@ use crate::textures::{TexelFormat, TexelType};
 
 const OPTS: SampleOptions = SampleOptions {
     fallback_to_coarser: false,
+    request_key: 0,
 };
 
 #[test]
@@ -86,6 +87,7 @@ fn lookups_from_four_threads_agree_with_one() {
         .collect();
     let options = SampleOptions {
         fallback_to_coarser: true,
+        request_key: 0,
     };
     let run = |q: &(f32, f32, f32)| -> Sample {
         let (s, t, g) = *q;

@@ -8,6 +8,7 @@ use crate::textures::{AddressMode, FilterMode, TextureDesc};
 
 const OPTS: SampleOptions = SampleOptions {
     fallback_to_coarser: false,
+    request_key: 0,
 };
 
 fn sorted(mut v: Vec<u32>) -> Vec<u32> {
@@ -184,4 +185,52 @@ fn a_non_resident_sampler_requests_its_pages() {
     let got = tex2d_grad(fx.view(), id, 0.5, 0.5, [0.001, 0.0], [0.0, 0.001], &OPTS);
     assert_eq!((got.value, got.resident), (BASE, false));
     assert_eq!(fx.requests(), vec![id.0]);
+}
+
+/// The pages requested by one lookup per key in `keys` at level 0 of a 1000×300 texture
+/// (one point per key, spread over the image), in a launch rejecting with `threshold`.
+fn keyed_requests(threshold: u32, keys: std::ops::Range<u32>) -> (Vec<u32>, u64) {
+    use crate::paging::RequestGate;
+    use crate::sampling::Rejection;
+    let (fx, id) = sampler_only(TextureDesc::default());
+    let gate = RequestGate::new();
+    let n = keys.len() as f32;
+    for key in keys.clone() {
+        let view = fx.view().with_rejection(Rejection {
+            gate: &gate,
+            threshold,
+            launch_num: 3,
+            key: 0,
+        });
+        let k = (key - keys.start) as f32;
+        let options = SampleOptions {
+            request_key: key,
+            ..OPTS
+        };
+        let got = tex2d_lod(view, id, (k + 0.5) / n, 0.5, 0.0, &options);
+        assert!(!got.resident, "a rejected request is still a miss");
+    }
+    (fx.requests(), gate.rejected())
+}
+
+#[test]
+fn rejection_drops_new_requests_by_a_deterministic_per_key_coin() {
+    // No threshold: each of the 8 level-0 tiles of the middle row is requested.
+    let (all, rejected) = keyed_requests(0, 0..64);
+    assert_eq!(all.len(), 8);
+    assert_eq!(rejected, 0);
+    // Threshold 1/2: fewer pages, some rejections, the same decisions every time.
+    let (half, rejected) = keyed_requests(u32::MAX / 2, 0..64);
+    assert!(rejected > 0 && rejected < 64, "{rejected}");
+    assert!(half.iter().all(|p| all.contains(p)));
+    assert_eq!(
+        keyed_requests(u32::MAX / 2, 0..64),
+        (half.clone(), rejected)
+    );
+    // Other keys, other coins.
+    assert_ne!(keyed_requests(u32::MAX / 2, 1000..1064).1, 0);
+    // Everything rejected: nothing requested, one rejection per lookup.
+    let (none, rejected) = keyed_requests(u32::MAX, 0..64);
+    assert!(none.is_empty());
+    assert!(rejected >= 64, "{rejected}");
 }

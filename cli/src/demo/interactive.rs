@@ -1,0 +1,513 @@
+//! `demandtex demo --interactive`: a camera path through the built-in scene, frame by
+//! frame, as a viewport renders it — the frame never waits for a fill; detail sharpens
+//! over the next frames. The same frames are rendered again with every needed tile
+//! resident (a reference loader that converges each frame before timing it) and without
+//! texturing, so each streaming frame is compared with its resident counterpart.
+//!
+//! Per frame: time, requests made / rejected / dropped, publications, resident bytes and
+//! the fraction of pixels at full detail (every lookup resident at the level it asked for;
+//! the others show the finest resident coarser level). Outputs `frames.csv`,
+//! `interactive.json` and `interactive.png` (see [`super::interactive_plot`]).
+
+use super::camera::{Camera, Vec3};
+use super::interactive_io::{frame_stats_json, write_csv, FrameRecord, SlowSource};
+use super::render::{Frame, RenderJob};
+use super::scene::Scene;
+use super::DemoArgs;
+use crate::error::CliError;
+use demandtex::{Launch, Loader, LoaderOptions, SampleOptions, StreamingMode, TextureId};
+use rayon::prelude::*;
+use serde_json::{Map, Value};
+use std::time::{Duration, Instant};
+
+/// A frame slower than this many times its resident counterpart is a stall.
+pub const STALL_RATIO: f64 = 1.5;
+
+/// The camera of frame `f` of `n`: a dolly down the corridor for the first half, a cut to
+/// a view of the far billboard that settles over a quarter of the frames and then holds
+/// still. Returns the camera and whether frame `f` is the cut.
+pub fn camera_path(f: u32, n: u32, width: u32, height: u32) -> (Camera, bool) {
+    let cut = n / 2;
+    let up = Vec3::new(0.0, 1.0, 0.0);
+    if f < cut {
+        let k = f as f64 / cut.max(1) as f64;
+        let z = 6.0 * k;
+        let eye = Vec3::new(0.3 * k, 1.7, z);
+        let target = Vec3::new(0.6 - 1.2 * k, 1.3, z + 12.0);
+        return (Camera::look_at(eye, target, up, 50.0, width, height), false);
+    }
+    let settle = ((n - cut) / 2).max(1);
+    let k = ((f - cut) as f64 / settle as f64).min(1.0);
+    let eye = Vec3::new(5.0 - 0.6 * k, 2.2, 46.0 - 3.0 * k);
+    let target = Vec3::new(-4.5, 2.6, 32.0);
+    (
+        Camera::look_at(eye, target, up, 50.0, width, height),
+        f == cut,
+    )
+}
+
+/// How pixels are shaded in one timed frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Shading {
+    /// Texture lookups (a miss shows the finest resident coarser level).
+    Textured,
+    /// Geometry and lighting only.
+    Untextured,
+}
+
+/// One pixel: its colour and whether every lookup was at full detail.
+fn shade(launch: &Launch, job: &RenderJob<'_>, i: u32, j: u32, mode: Shading) -> ([f32; 4], bool) {
+    let rays = job.camera.pixel_rays(i, j);
+    let Some(hit) = job.scene.intersect(&rays) else {
+        return (job.scene.sky(&rays[0]), true);
+    };
+    let (base, detail) = job.scene.lookups(&hit);
+    if mode == Shading::Untextured {
+        return (
+            job.scene.shade(&hit, [0.5; 4], detail.map(|_| [1.0; 4])),
+            true,
+        );
+    }
+    let key = j * job.width + i;
+    let look = |l: &super::scene::Lookup| {
+        let exact = SampleOptions {
+            request_key: key,
+            ..SampleOptions::default()
+        };
+        let id = job.textures[l.texture];
+        let s = launch.tex2d_grad(id, l.st[0], l.st[1], l.ddx, l.ddy, &exact);
+        if s.resident {
+            return (s.value, true);
+        }
+        // Not at full detail: show the finest resident coarser level (requests were made).
+        let coarser = SampleOptions {
+            fallback_to_coarser: true,
+            ..exact
+        };
+        let s = launch.tex2d_grad(id, l.st[0], l.st[1], l.ddx, l.ddy, &coarser);
+        (s.value, false)
+    };
+    let (b, b_full) = look(&base);
+    let (d, d_full) = match detail {
+        Some(l) => {
+            let (v, full) = look(&l);
+            (Some(v), full)
+        }
+        None => (None, true),
+    };
+    (job.scene.shade(&hit, b, d), b_full && d_full)
+}
+
+/// Shade every pixel of `job` in `launch` on `pool`; returns the image and the pixels at
+/// full detail.
+fn shade_frame(
+    launch: &Launch,
+    job: &RenderJob<'_>,
+    pool: &rayon::ThreadPool,
+    mode: Shading,
+) -> (Frame, Vec<bool>) {
+    let (w, h) = (job.width as usize, job.height as usize);
+    let mut pixels = vec![[0.0f32; 4]; w * h];
+    let mut full = vec![false; w * h];
+    pool.install(|| {
+        pixels
+            .par_chunks_mut(w)
+            .zip(full.par_chunks_mut(w))
+            .enumerate()
+            .for_each(|(j, (row, row_full))| {
+                for i in 0..w {
+                    let (c, f) = shade(launch, job, i as u32, j as u32, mode);
+                    row[i] = c;
+                    row_full[i] = f;
+                }
+            });
+    });
+    let frame = Frame {
+        width: job.width,
+        height: job.height,
+        pixels,
+    };
+    (frame, full)
+}
+
+/// A loader over the scene's textures (each read delayed by `latency`).
+fn scene_loader(
+    scene: &Scene,
+    options: LoaderOptions,
+    latency: Duration,
+) -> Result<(Loader, Vec<TextureId>), CliError> {
+    let loader = Loader::new(options)?;
+    let ids = scene
+        .textures
+        .iter()
+        .map(|t| {
+            let source = SlowSource::wrap(t.source(), latency);
+            loader.create_texture(source, t.desc())
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((loader, ids))
+}
+
+/// The streaming loader's options for `args`.
+pub fn streaming_options(args: &DemoArgs, rejection: bool) -> LoaderOptions {
+    let d = LoaderOptions::default();
+    LoaderOptions {
+        max_texture_memory: args.budget_mb << 20,
+        fill_threads: args.threads,
+        mode: StreamingMode::Interactive,
+        request_rejection: Some(rejection),
+        max_requests_per_launch: if args.request_cap == 0 {
+            d.max_requests_per_launch
+        } else {
+            args.request_cap
+        },
+        max_publications_per_launch: if args.publish_cap == 0 {
+            d.max_publications_per_launch
+        } else {
+            args.publish_cap
+        },
+        ..d
+    }
+}
+
+/// Run the streaming frames of the camera path, pacing them to `--fps` when given.
+fn streaming_run(
+    scene: &Scene,
+    args: &DemoArgs,
+    pool: &rayon::ThreadPool,
+) -> Result<(Vec<FrameRecord>, Frame, demandtex::Stats), CliError> {
+    let latency = Duration::from_millis(args.io_latency_ms);
+    let (loader, ids) = scene_loader(scene, streaming_options(args, !args.no_rejection), latency)?;
+    let period = (args.fps > 0.0).then(|| Duration::from_secs_f64(1.0 / args.fps));
+    let mut records = Vec::with_capacity(args.frames as usize);
+    let mut last = None;
+    for f in 0..args.frames {
+        let (camera, cut) = camera_path(f, args.frames, args.width, args.height);
+        let job = job(scene, &ids, &camera, args);
+        let before = loader.stats();
+        let start = Instant::now();
+        let published = loader.publish_pending().unwrap_or(0);
+        let launch = loader.launch_prepare();
+        let (frame, full) = shade_frame(&launch, &job, pool, Shading::Textured);
+        let ticket = loader.process_requests(launch); // never waited for
+        let seconds = start.elapsed().as_secs_f64();
+        drop(ticket);
+        let after = loader.stats();
+        records.push(FrameRecord {
+            frame: f,
+            cut,
+            seconds,
+            requests: after.requests - before.requests,
+            rejected: after.requests_rejected - before.requests_rejected,
+            dropped: after.requests_dropped - before.requests_dropped,
+            fills_dropped: after.fills_dropped_stale - before.fills_dropped_stale,
+            published: published as u64,
+            resident_bytes: after.resident_bytes,
+            full_detail: full.iter().filter(|&&x| x).count() as f64 / full.len().max(1) as f64,
+            resident_seconds: 0.0,
+            untextured_seconds: 0.0,
+        });
+        last = Some(frame);
+        if let Some(p) = period {
+            std::thread::sleep(p.saturating_sub(start.elapsed()));
+        }
+    }
+    // Fills still queued are cancelled, not waited for.
+    loader.cancel_queued_fills();
+    let stats = loader.stats();
+    Ok((records, last.unwrap_or_else(|| empty(args)), stats))
+}
+
+fn empty(args: &DemoArgs) -> Frame {
+    Frame {
+        width: args.width,
+        height: args.height,
+        pixels: vec![[0.0; 4]; args.width as usize * args.height as usize],
+    }
+}
+
+fn job<'a>(
+    scene: &'a Scene,
+    ids: &'a [TextureId],
+    camera: &'a Camera,
+    args: &DemoArgs,
+) -> RenderJob<'a> {
+    RenderJob {
+        scene,
+        textures: ids,
+        camera,
+        width: args.width,
+        height: args.height,
+        max_launches: args.max_launches,
+    }
+}
+
+/// Launches a reference frame may take to converge before it is timed.
+const REFERENCE_LAUNCHES: u32 = 64;
+
+/// The reference runs: for every frame, make its tiles resident (untimed), then time it
+/// textured and untextured. Fills `resident_seconds` and `untextured_seconds`; returns the
+/// last resident frame.
+fn reference_runs(
+    scene: &Scene,
+    args: &DemoArgs,
+    pool: &rayon::ThreadPool,
+    records: &mut [FrameRecord],
+) -> Result<Frame, CliError> {
+    // Room for one frame's working set at any point of the path, with eviction between.
+    let budget = (args.budget_mb << 20).max(1 << 30) * 4;
+    let options = LoaderOptions {
+        max_texture_memory: budget,
+        fill_threads: args.threads,
+        ..LoaderOptions::default()
+    };
+    let (loader, ids) = scene_loader(scene, options, Duration::ZERO)?;
+    let mut last = None;
+    for r in records.iter_mut() {
+        let (camera, _) = camera_path(r.frame, args.frames, args.width, args.height);
+        let job = job(scene, &ids, &camera, args);
+        for _ in 0..REFERENCE_LAUNCHES {
+            let launch = loader.launch_prepare();
+            let (_, full) = shade_frame(&launch, &job, pool, Shading::Textured);
+            loader.process_requests(launch).wait();
+            if full.iter().all(|&x| x) {
+                break;
+            }
+        }
+        let start = Instant::now();
+        loader.publish_pending().ok();
+        let launch = loader.launch_prepare();
+        let (frame, full) = shade_frame(&launch, &job, pool, Shading::Textured);
+        let ticket = loader.process_requests(launch);
+        r.resident_seconds = start.elapsed().as_secs_f64();
+        ticket.wait();
+        if !full.iter().all(|&x| x) {
+            return Err(CliError::Demandtex(format!(
+                "reference frame {} did not converge in {REFERENCE_LAUNCHES} launches",
+                r.frame
+            )));
+        }
+        let start = Instant::now();
+        let launch = loader.launch_prepare();
+        shade_frame(&launch, &job, pool, Shading::Untextured);
+        drop(loader.process_requests(launch));
+        r.untextured_seconds = start.elapsed().as_secs_f64();
+        last = Some(frame);
+    }
+    Ok(last.unwrap_or_else(|| empty(args)))
+}
+
+/// With a request cap, from a static camera (frame 0's): launches until every pixel is at
+/// full detail (each launch's fills waited for, so the count does not depend on timing),
+/// and how evenly the first launch with tile requests spread its progress over the image.
+pub fn cap_experiment(
+    scene: &Scene,
+    args: &DemoArgs,
+    pool: &rayon::ThreadPool,
+    rejection: bool,
+) -> Result<Map<String, Value>, CliError> {
+    let (loader, ids) = scene_loader(scene, streaming_options(args, rejection), Duration::ZERO)?;
+    let (camera, _) = camera_path(0, args.frames, args.width, args.height);
+    let job = job(scene, &ids, &camera, args);
+    let mut previous: Option<Vec<bool>> = None;
+    let mut spread = None;
+    let mut frames = None;
+    for launch_index in 1..=args.max_launches.max(64) {
+        let launch = loader.launch_prepare();
+        let (_, full) = shade_frame(&launch, &job, pool, Shading::Textured);
+        loader.process_requests(launch).wait();
+        if full.iter().all(|&x| x) {
+            frames = Some(launch_index);
+            break;
+        }
+        if spread.is_none() {
+            if let Some(prev) = &previous {
+                if prev.iter().zip(&full).any(|(a, b)| !a && *b) {
+                    spread = Some(progress_spread(prev, &full, args.width, args.height));
+                }
+            }
+        }
+        previous = Some(full);
+    }
+    let mut m = Map::new();
+    m.insert("rejection".into(), rejection.into());
+    m.insert("request_cap".into(), (args.request_cap as u64).into());
+    m.insert(
+        "frames_to_full_detail".into(),
+        frames.map_or(Value::Null, Value::from),
+    );
+    if let Some((cells, cv)) = spread {
+        m.insert("first_progress_cells_fraction".into(), cells.into());
+        m.insert("first_progress_cell_cv".into(), cv.into());
+    }
+    m.insert(
+        "requests_rejected".into(),
+        loader.stats().requests_rejected.into(),
+    );
+    Ok(m)
+}
+
+/// Cells of an 8×8 grid over the image: the fraction of cells (among those with pixels
+/// not yet at full detail before) where some pixel reached full detail, and the
+/// coefficient of variation of the per-cell fraction of pixels that did.
+fn progress_spread(before: &[bool], after: &[bool], width: u32, height: u32) -> (f64, f64) {
+    const G: usize = 8;
+    let (w, h) = (width as usize, height as usize);
+    let mut pending = [0usize; G * G];
+    let mut gained = [0usize; G * G];
+    for j in 0..h {
+        for i in 0..w {
+            let p = j * w + i;
+            if !before[p] {
+                let c = (j * G / h) * G + i * G / w;
+                pending[c] += 1;
+                gained[c] += after[p] as usize;
+            }
+        }
+    }
+    let fractions: Vec<f64> = (0..G * G)
+        .filter(|&c| pending[c] > 0)
+        .map(|c| gained[c] as f64 / pending[c] as f64)
+        .collect();
+    let n = fractions.len().max(1) as f64;
+    let touched = fractions.iter().filter(|&&f| f > 0.0).count() as f64 / n;
+    let mean = fractions.iter().sum::<f64>() / n;
+    let var = fractions.iter().map(|f| (f - mean).powi(2)).sum::<f64>() / n;
+    let cv = if mean > 0.0 { var.sqrt() / mean } else { 0.0 };
+    (touched, cv)
+}
+
+/// Run the interactive demo (CPU).
+pub fn run(args: &DemoArgs, scene: &Scene, pool: &rayon::ThreadPool) -> Result<(), CliError> {
+    std::fs::create_dir_all(&args.out)
+        .map_err(|e| CliError::Io(format!("{}: {e}", args.out.display())))?;
+    println!(
+        "interactive: {} frames, I/O latency {} ms per tile read, rejection {}",
+        args.frames,
+        args.io_latency_ms,
+        if args.no_rejection { "off" } else { "on" }
+    );
+    let (mut records, last_stream, stats) = streaming_run(scene, args, pool)?;
+    println!("streaming run done; reference runs (every needed tile resident; untextured)");
+    let last_resident = reference_runs(scene, args, pool, &mut records)?;
+    let last_diff = last_stream.max_abs_diff(&last_resident);
+    let mut summary = frame_stats_json(&records, STALL_RATIO);
+    summary.insert("io_latency_ms".into(), args.io_latency_ms.into());
+    summary.insert("requests_rejected".into(), stats.requests_rejected.into());
+    summary.insert("requests_dropped".into(), stats.requests_dropped.into());
+    summary.insert(
+        "fills_dropped_stale".into(),
+        stats.fills_dropped_stale.into(),
+    );
+    summary.insert("budget_bytes".into(), stats.budget_bytes.into());
+    summary.insert(
+        "peak_resident_bytes".into(),
+        stats.peak_resident_bytes.into(),
+    );
+    summary.insert(
+        "last_frame_max_abs_diff_vs_resident".into(),
+        serde_json::Number::from_f64(last_diff as f64).map_or(Value::Null, Value::Number),
+    );
+    summary.insert("fps_target".into(), args.fps.into());
+    summary.insert("width".into(), args.width.into());
+    summary.insert("height".into(), args.height.into());
+    summary.insert("threads".into(), (pool.current_num_threads() as u64).into());
+    if args.request_cap != 0 {
+        let on = cap_experiment(scene, args, pool, true)?;
+        let off = cap_experiment(scene, args, pool, false)?;
+        summary.insert("request_cap_rejection_on".into(), Value::Object(on));
+        summary.insert("request_cap_rejection_off".into(), Value::Object(off));
+    }
+    write_csv(&args.out.join("frames.csv"), &records)?;
+    super::output::write_json(&args.out.join("interactive.json"), &summary)?;
+    super::interactive_plot::write(&args.out.join("interactive.png"), &records)?;
+    print!("{}", crate::table::object_table(&summary).render());
+    println!(
+        "wrote {}/frames.csv, interactive.json, interactive.png",
+        args.out.display()
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_path_has_one_cut_and_ends_still() {
+        let n = 40;
+        let cuts: Vec<u32> = (0..n).filter(|&f| camera_path(f, n, 64, 36).1).collect();
+        assert_eq!(cuts, vec![20]);
+        assert_eq!(
+            camera_path(n - 1, n, 64, 36).0,
+            camera_path(n - 2, n, 64, 36).0
+        );
+        assert_ne!(camera_path(1, n, 64, 36).0, camera_path(2, n, 64, 36).0);
+    }
+
+    #[test]
+    fn a_small_interactive_run_writes_its_outputs_and_ends_on_the_resident_image() {
+        let out =
+            std::env::temp_dir().join(format!("demandtex-interactive-{}", std::process::id()));
+        let args = DemoArgs {
+            out: out.clone(),
+            budget_mb: 64,
+            width: 48,
+            height: 27,
+            threads: 2,
+            max_launches: 64,
+            verify: false,
+            texture_size: 1024,
+            backend: super::super::Backend::Cpu,
+            interactive: true,
+            frames: 16,
+            io_latency_ms: 0,
+            fps: 0.0,
+            request_cap: 64,
+            publish_cap: 0,
+            no_rejection: false,
+        };
+        let scene = super::super::builtin::scene(super::super::builtin::SceneSize {
+            texture_size: 1024,
+            mandelbrot_iterations: 16,
+        });
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        run(&args, &scene, &pool).unwrap();
+        let json: Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("interactive.json")).unwrap())
+                .unwrap();
+        assert_eq!(json["frames"], 16);
+        for key in [
+            "median_frame_ratio_vs_resident",
+            "max_frame_ratio_vs_resident",
+            "stalled_frames",
+            "frames_to_full_detail_after_cut",
+            "requests_rejected",
+            "io_latency_ms",
+        ] {
+            assert!(json.get(key).is_some(), "{key}");
+        }
+        assert!(json["request_cap_rejection_on"].is_object());
+        let csv = std::fs::read_to_string(out.join("frames.csv")).unwrap();
+        assert_eq!(csv.lines().count(), 17);
+        let png = image::open(out.join("interactive.png")).unwrap();
+        assert_eq!(png.width(), 960);
+        std::fs::remove_dir_all(&out).ok();
+    }
+
+    #[test]
+    fn spread_counts_cells_that_progressed() {
+        let before = vec![false; 16 * 16];
+        let mut after = before.clone();
+        after[0] = true; // one cell of 64
+        let (cells, cv) = progress_spread(&before, &after, 16, 16);
+        assert!((cells - 1.0 / 64.0).abs() < 1e-9);
+        assert!(cv > 1.0);
+        let all = vec![true; 16 * 16];
+        let (cells, cv) = progress_spread(&before, &all, 16, 16);
+        assert_eq!((cells, cv), (1.0, 0.0));
+    }
+}

@@ -1,0 +1,251 @@
+//! The interactive demo's records and outputs: one [`FrameRecord`] per frame, `frames.csv`,
+//! the summary of `interactive.json`, and [`SlowSource`] (a source on a slow store).
+
+use crate::error::CliError;
+use demandtex::sources::{ImageInfo, ImageSource, MipTailLevel, Readiness, SourceError};
+use demandtex::textures::TileRegion;
+use serde_json::{Map, Value};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What one frame of the streaming run did, and how long its resident counterparts took.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FrameRecord {
+    /// Frame index.
+    pub frame: u32,
+    /// Whether the camera cut to a new view at this frame.
+    pub cut: bool,
+    /// Seconds the streaming frame took (publish, launch, shade, hand requests over).
+    pub seconds: f64,
+    /// Distinct pages requested.
+    pub requests: u64,
+    /// New requests rejected (probabilistic rejection).
+    pub rejected: u64,
+    /// Requests dropped (over the per-launch cap or the fill queue's bound).
+    pub dropped: u64,
+    /// Queued fills dropped because their launch was too old when they came up.
+    pub fills_dropped: u64,
+    /// Publications made at the frame's start.
+    pub published: u64,
+    /// Texture memory held after the frame.
+    pub resident_bytes: u64,
+    /// Fraction of pixels whose every lookup was at full detail.
+    pub full_detail: f64,
+    /// Seconds of the same frame with every needed tile resident.
+    pub resident_seconds: f64,
+    /// Seconds of the same frame without texturing.
+    pub untextured_seconds: f64,
+}
+
+impl FrameRecord {
+    /// Streaming time over resident time (1 when the resident time is 0).
+    pub fn ratio(&self) -> f64 {
+        if self.resident_seconds > 0.0 {
+            self.seconds / self.resident_seconds
+        } else {
+            1.0
+        }
+    }
+}
+
+/// Write `frames.csv`.
+pub fn write_csv(path: &Path, records: &[FrameRecord]) -> Result<(), CliError> {
+    let mut s = String::from(
+        "frame,cut,frame_ms,resident_ms,untextured_ms,ratio_vs_resident,requests,rejected,\
+         dropped,fills_dropped,published,resident_mib,full_detail\n",
+    );
+    for r in records {
+        s += &format!(
+            "{},{},{:.3},{:.3},{:.3},{:.4},{},{},{},{},{},{:.2},{:.5}\n",
+            r.frame,
+            r.cut as u8,
+            r.seconds * 1e3,
+            r.resident_seconds * 1e3,
+            r.untextured_seconds * 1e3,
+            r.ratio(),
+            r.requests,
+            r.rejected,
+            r.dropped,
+            r.fills_dropped,
+            r.published,
+            r.resident_bytes as f64 / (1u64 << 20) as f64,
+            r.full_detail
+        );
+    }
+    std::fs::write(path, s).map_err(|e| CliError::Io(format!("{}: {e}", path.display())))
+}
+
+/// The median of `v` (0 when empty).
+fn median(mut v: Vec<f64>) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// Frames from the cut until every pixel is at full detail (counting the cut frame as 1);
+/// `None` without a cut or if it never gets there.
+pub fn frames_to_full_detail_after_cut(records: &[FrameRecord]) -> Option<u32> {
+    let cut = records.iter().position(|r| r.cut)?;
+    records[cut..]
+        .iter()
+        .position(|r| r.full_detail >= 1.0)
+        .map(|k| k as u32 + 1)
+}
+
+/// The summary of `interactive.json`.
+pub fn frame_stats_json(records: &[FrameRecord], stall_ratio: f64) -> Map<String, Value> {
+    let ratios: Vec<f64> = records.iter().map(FrameRecord::ratio).collect();
+    let untextured: Vec<f64> = records
+        .iter()
+        .filter(|r| r.untextured_seconds > 0.0)
+        .map(|r| r.seconds / r.untextured_seconds)
+        .collect();
+    let num = |x: f64| serde_json::Number::from_f64(x).map_or(Value::Null, Value::Number);
+    let mut m = Map::new();
+    m.insert("frames".into(), (records.len() as u64).into());
+    m.insert(
+        "median_frame_ratio_vs_resident".into(),
+        num(median(ratios.clone())),
+    );
+    m.insert(
+        "max_frame_ratio_vs_resident".into(),
+        num(ratios.iter().copied().fold(0.0, f64::max)),
+    );
+    m.insert(
+        "stalled_frames".into(),
+        (ratios.iter().filter(|&&r| r > stall_ratio).count() as u64).into(),
+    );
+    m.insert(
+        "median_frame_ratio_vs_untextured".into(),
+        num(median(untextured)),
+    );
+    m.insert(
+        "median_frame_ms".into(),
+        num(median(records.iter().map(|r| r.seconds * 1e3).collect())),
+    );
+    m.insert(
+        "median_resident_frame_ms".into(),
+        num(median(
+            records.iter().map(|r| r.resident_seconds * 1e3).collect(),
+        )),
+    );
+    m.insert(
+        "frames_to_full_detail_after_cut".into(),
+        frames_to_full_detail_after_cut(records).map_or(Value::Null, Value::from),
+    );
+    m.insert(
+        "final_full_detail".into(),
+        num(records.last().map_or(0.0, |r| r.full_detail)),
+    );
+    m
+}
+
+/// An image source on a slow store: every tile and mip-tail read first sleeps `latency`.
+pub struct SlowSource {
+    inner: Arc<dyn ImageSource>,
+    latency: Duration,
+}
+
+impl SlowSource {
+    /// `inner` as is when `latency` is zero, else wrapped.
+    pub fn wrap(inner: Arc<dyn ImageSource>, latency: Duration) -> Arc<dyn ImageSource> {
+        if latency.is_zero() {
+            inner
+        } else {
+            Arc::new(SlowSource { inner, latency })
+        }
+    }
+}
+
+impl ImageSource for SlowSource {
+    fn name(&self) -> String {
+        format!(
+            "{} (+{} ms per read)",
+            self.inner.name(),
+            self.latency.as_millis()
+        )
+    }
+
+    fn open(&self) -> Result<ImageInfo, SourceError> {
+        self.inner.open()
+    }
+
+    fn read_region(
+        &self,
+        region: TileRegion,
+        dest: &mut [u8],
+        row_bytes: usize,
+    ) -> Result<Readiness, SourceError> {
+        self.inner.read_region(region, dest, row_bytes)
+    }
+
+    fn read_tile(
+        &self,
+        region: TileRegion,
+        dest: &mut [u8],
+        row_bytes: usize,
+    ) -> Result<Readiness, SourceError> {
+        std::thread::sleep(self.latency);
+        self.inner.read_tile(region, dest, row_bytes)
+    }
+
+    fn read_mip_tail(
+        &self,
+        levels: &[MipTailLevel],
+        dest: &mut [u8],
+    ) -> Result<Readiness, SourceError> {
+        std::thread::sleep(self.latency);
+        self.inner.read_mip_tail(levels, dest)
+    }
+
+    fn read_base_color(&self) -> Result<Option<[f32; 4]>, SourceError> {
+        self.inner.read_base_color()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(frame: u32, cut: bool, full: f64, ratio: f64) -> FrameRecord {
+        FrameRecord {
+            frame,
+            cut,
+            seconds: ratio,
+            requests: 0,
+            rejected: 0,
+            dropped: 0,
+            fills_dropped: 0,
+            published: 0,
+            resident_bytes: 0,
+            full_detail: full,
+            resident_seconds: 1.0,
+            untextured_seconds: 0.5,
+        }
+    }
+
+    #[test]
+    fn summary_counts_stalls_and_frames_after_the_cut() {
+        let r = vec![
+            record(0, false, 1.0, 1.0),
+            record(1, true, 0.2, 1.6),
+            record(2, false, 0.9, 1.0),
+            record(3, false, 1.0, 1.1),
+        ];
+        let m = frame_stats_json(&r, 1.5);
+        assert_eq!(m["frames"], 4);
+        assert_eq!(m["stalled_frames"], 1);
+        assert_eq!(m["frames_to_full_detail_after_cut"], 3);
+        assert_eq!(m["max_frame_ratio_vs_resident"], 1.6);
+        assert_eq!(m["median_frame_ratio_vs_resident"], 1.05);
+        assert_eq!(frames_to_full_detail_after_cut(&r[..3]), None);
+    }
+}
