@@ -5,11 +5,15 @@
 //! chains of `f32` images ([`mips`], [`FloatImage`]) and the tiled, mip-mapped OpenEXR
 //! writer ([`exr::write_mip_exr`]) that `demandtex convert` builds on.
 //!
+//! [`fault`] wraps any source to inject I/O errors, short reads, panics, "not yet" answers
+//! and latency by a seeded plan, for reliability tests.
+//!
 //! [`ptex`] reads Ptex files (per-face textures) with random access to faces, levels and
 //! tiles; it is not yet an [`ImageSource`].
 
 pub mod box_filter;
 pub mod exr;
+pub mod fault;
 pub mod float_image;
 pub mod memory;
 pub mod mips;
