@@ -15,7 +15,7 @@ use crate::ids::{PageId, TextureId};
 use crate::memory::{RawBox, TileBuffer};
 use crate::paging::{encode_base_color, NO_BASE_COLOR};
 use crate::resources::TextureState;
-use crate::sources::{ImageSource, MipTailLevel, Readiness, SourceError};
+use crate::sources::{tail_levels, ImageSource, Readiness, SourceError};
 use crate::textures::{TextureLayout, TextureSampler, TileRegion};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
@@ -310,21 +310,6 @@ fn reserve(
     host.wanted_bytes += bytes;
     host.defer_init(&engine.layout, texture, Deferral::NoMemory);
     Reserve::Later
-}
-
-/// The tail levels with their offsets in the packed tail buffer.
-fn tail_levels(layout: &TextureLayout) -> Vec<MipTailLevel> {
-    let texel_bytes = layout.format.texel_bytes();
-    (layout.mip_tail_first_level..layout.num_levels())
-        .map(|level| {
-            let l = &layout.levels[level as usize];
-            MipTailLevel {
-                region: layout.level_region(level),
-                offset: l.offset as usize,
-                row_bytes: l.width as usize * texel_bytes,
-            }
-        })
-        .collect()
 }
 
 /// The base colour: the 1×1 level if the chain reaches it (it is then in the tail).

@@ -5,6 +5,9 @@
 //! chains of `f32` images ([`mips`], [`FloatImage`]) and the tiled, mip-mapped OpenEXR
 //! writer ([`exr::write_mip_exr`]) that `demandtex convert` builds on.
 //!
+//! [`check`] reads every texel a source (or a Ptex file) can serve and reports the first
+//! error, with level-0 statistics: what `demandtex info --check` runs.
+//!
 //! [`fault`] wraps any source to inject I/O errors, short reads, panics, "not yet" answers
 //! and latency by a seeded plan, for reliability tests.
 //!
@@ -12,6 +15,7 @@
 //! tiles; it is not yet an [`ImageSource`].
 
 pub mod box_filter;
+pub mod check;
 pub mod exr;
 pub mod fault;
 pub mod float_image;
@@ -150,4 +154,20 @@ pub trait ImageSource: Send + Sync {
     fn read_base_color(&self) -> Result<Option<[f32; 4]>, SourceError> {
         Ok(None)
     }
+}
+
+/// The levels of `layout`'s mip tail with their offsets in the packed tail buffer: what
+/// [`ImageSource::read_mip_tail`] is given.
+pub(crate) fn tail_levels(layout: &crate::textures::TextureLayout) -> Vec<MipTailLevel> {
+    let texel_bytes = layout.format.texel_bytes();
+    (layout.mip_tail_first_level..layout.num_levels())
+        .map(|level| {
+            let l = &layout.levels[level as usize];
+            MipTailLevel {
+                region: layout.level_region(level),
+                offset: l.offset as usize,
+                row_bytes: l.width as usize * texel_bytes,
+            }
+        })
+        .collect()
 }
