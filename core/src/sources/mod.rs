@@ -19,6 +19,7 @@ pub mod check;
 pub mod exr;
 pub mod fault;
 pub mod float_image;
+pub mod limits;
 pub mod memory;
 pub mod mips;
 pub mod procedural;
@@ -27,6 +28,7 @@ mod region;
 
 pub use exr::{ChannelSelection, ExrOptions, ExrSource, FileHandles};
 pub use float_image::FloatImage;
+pub use limits::SizeLimits;
 pub use memory::InMemoryImage;
 pub use procedural::{Checkerboard, Mandelbrot, Noise, LEVEL_COLORS};
 pub use region::check_read;

@@ -76,6 +76,7 @@ pub use writer::{write_mip_exr, Compression, SampleType, WriteOptions, WrittenFi
 
 use super::region::check_read;
 use super::{ImageInfo, ImageSource, Readiness, SourceError};
+use crate::sources::limits::SizeLimits;
 use crate::textures::{TexelFormat, TileRegion};
 use block_cache::BlockCache;
 use channels::{CopyRect, Plan};
@@ -127,6 +128,9 @@ pub struct ExrOptions {
     pub decoded_block_cache_bytes: usize,
     /// Threads that generate missing mip levels (0 = one per core).
     pub mip_threads: usize,
+    /// What the file may make the source allocate: one decoded block, the levels generated
+    /// in memory (see [`SizeLimits`]).
+    pub limits: SizeLimits,
 }
 
 impl Default for ExrOptions {
@@ -137,6 +141,7 @@ impl Default for ExrOptions {
             part: 0,
             decoded_block_cache_bytes: DEFAULT_DECODED_BLOCK_CACHE_BYTES,
             mip_threads: 0,
+            limits: SizeLimits::default(),
         }
     }
 }
@@ -330,7 +335,13 @@ impl ExrSource {
             .identity()
             .map_err(|e| self.error(format_args!("cannot read the file's status: {e}")))?;
         let raw = RawFile::read(&self.path, &file)?;
-        let served = Served::new(&self.path, raw, self.options.part, &self.options.channels)?;
+        let served = Served::new(
+            &self.path,
+            raw,
+            self.options.part,
+            &self.options.channels,
+            &self.options.limits,
+        )?;
         let generated_because = served.generated_because();
         let budget = self.options.decoded_block_cache_bytes;
         let cache =
@@ -358,7 +369,13 @@ impl ExrSource {
     /// the file this source reads (through its [`FileHandles`]).
     pub fn describe(&self) -> Result<ExrDescription, SourceError> {
         let file = self.file()?;
-        describe::describe_open(&self.path, &file, self.options.part, &self.options.channels)
+        describe::describe_open(
+            &self.path,
+            &file,
+            self.options.part,
+            &self.options.channels,
+            &self.options.limits,
+        )
     }
 
     fn warn_if_slow(&self, o: &Opened) {

@@ -54,7 +54,7 @@ pub use faces::{face_flags, Adjacent, FaceInfo, Res};
 pub use header::{BorderMode, DataType, EdgeFilterMode, ExtHeader, Header, MeshType, Sections};
 pub use levels::{BlockSpan, Encoding, FaceDataHeader, LevelInfo, TileLayout};
 pub use meta::{MetaEntry, MetaStorage, MetaType, MetaValue};
-pub use read::{BlockInfo, MAX_FACE_BYTES};
+pub use read::BlockInfo;
 
 use decode::Texels;
 use error::{Fail, R};
@@ -73,6 +73,9 @@ pub struct PtexOptions {
     /// resolution is then premultiplied. Off by default: level 0 and constants come
     /// back as written, stored reductions premultiplied.
     pub premultiply: bool,
+    /// What the file may make the reader allocate: one decoded block
+    /// (`max_decoded_block_bytes`), a face read whole (`max_image_bytes`).
+    pub limits: crate::sources::limits::SizeLimits,
 }
 
 /// One open Ptex file: its structure, read at open, and texels on demand from any thread.
@@ -166,6 +169,7 @@ impl PtexFile {
             nchannels: usize::from(header.nchannels),
             pixel_size,
             premultiply: kinds.alpha.filter(|_| options.premultiply),
+            limits: options.limits,
         };
         let nfaces = u64::from(header.nfaces);
 

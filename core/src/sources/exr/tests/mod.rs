@@ -5,4 +5,5 @@ mod changes;
 mod describe;
 mod errors;
 mod fixtures;
+mod limits;
 mod reads;
