@@ -296,7 +296,9 @@ fn reserve(
         return Reserve::Ok(start);
     }
     let budget = host.residency.budget_bytes();
-    let needed = host.residency.non_evictable_bytes() + bytes;
+    // Retired mip tails (textures invalidated while a launch could still see them) are
+    // freed once no reader can: a shortage they cause is waited out, never a failure.
+    let needed = host.residency.non_evictable_bytes() - host.residency.retired_tail_bytes() + bytes;
     if needed > budget {
         return Reserve::Fail(
             Error::BudgetTooSmall {
