@@ -8,7 +8,8 @@
 //! attributes that are not structure (owner, comments, software, wrap modes, custom ones);
 //! then what the loader serves (part, channels, texel format, levels from the file or
 //! generated, pages against file tiles) or the error it gives. This module only formats it
-//! (text, `--json`). Other image formats get their kind and size.
+//! (text, `--json`). Ptex files get their faces, data type and levels; other image formats
+//! their kind and size. `--check` and `--stats` read every texel (`info_check`).
 
 use crate::convert::load::{detect_format, format_name, guarded, InputFormat};
 use crate::error::CliError;
@@ -30,6 +31,14 @@ pub struct InfoArgs {
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Read every tile (Ptex: face) of every level through the engine's reader: exit code
+    /// 0 when the file is whole, 1 with the first error otherwise (OpenEXR, Ptex, PNG,
+    /// JPEG, TIFF).
+    #[arg(long)]
+    pub check: bool,
+    /// With --check (implied): min, max and mean per channel of level 0.
+    #[arg(long)]
+    pub stats: bool,
 }
 
 /// The JSON report of an OpenEXR file: the description's fields, the format, and either
@@ -58,6 +67,12 @@ pub fn to_json(info: &ExrDescription) -> Result<String, CliError> {
 
 /// Runs `demandtex info`.
 pub fn run(args: &InfoArgs) -> Result<(), CliError> {
+    if args.check || args.stats {
+        return crate::info_check::run(&args.file, args.stats, args.json);
+    }
+    if crate::info_check::is_ptex(&args.file) {
+        return print_ptex(args);
+    }
     match detect_format(&args.file)? {
         InputFormat::Exr => {
             let info = describe(&args.file, 0, &ChannelSelection::Auto)
@@ -94,6 +109,28 @@ pub fn run(args: &InfoArgs) -> Result<(), CliError> {
         }
     }
     Ok(())
+}
+
+/// A Ptex file: faces, data type, channels and levels, from its headers.
+fn print_ptex(args: &InfoArgs) -> Result<(), CliError> {
+    let file = demandtex::sources::ptex::PtexFile::open(&args.file)
+        .map_err(|e| CliError::Demandtex(e.to_string()))?;
+    let (faces, levels) = (file.num_faces(), file.num_levels());
+    let (data_type, channels) = (file.data_type(), file.num_channels());
+    let mesh = file.mesh_type();
+    if args.json {
+        let value = serde_json::json!({
+            "file": args.file, "format": "Ptex", "faces": faces, "levels": levels,
+            "data_type": format!("{data_type:?}"), "channels": channels,
+            "mesh": format!("{mesh:?}"),
+        });
+        print_stdout(&format!("{value:#}\n"))
+    } else {
+        print_stdout(&format!(
+            "{}: Ptex, {faces} {mesh:?} faces, {channels} x {data_type:?}, {levels} levels\n",
+            args.file.display()
+        ))
+    }
 }
 
 /// Writes `text` to stdout; a closed pipe (`demandtex info x.exr | head`) is not an error.

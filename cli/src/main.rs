@@ -6,7 +6,9 @@
 //! - `demandtex bench`: lookup, request and fill throughput figures (CPU, or `--backend cuda`).
 //! - `demandtex convert IN -o OUT.exr`: any EXR, PNG, JPEG or TIFF to a tiled, mip-mapped
 //!   OpenEXR file (the maketx equivalent).
-//! - `demandtex info FILE`: what an OpenEXR file holds (levels, tiles, compression, bytes).
+//! - `demandtex info FILE`: what an OpenEXR file holds (levels, tiles, compression, bytes);
+//!   `--check` reads every tile of every level (exit code 1 on the first error), `--stats`
+//!   adds per-channel statistics of level 0.
 //! - `demandtex cuda-info`: the CUDA driver and devices, or why there is no CUDA here.
 //!
 //! Logging goes to stderr, filtered by `RUST_LOG` (default `warn`).
@@ -17,6 +19,7 @@ mod cuda;
 mod demo;
 mod error;
 mod info;
+mod info_check;
 mod progress;
 mod table;
 
@@ -40,7 +43,7 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Convert an EXR, PNG, JPEG or TIFF image to a tiled, mip-mapped OpenEXR file.
     Convert(convert::ConvertArgs),
-    /// Describe an OpenEXR file from its headers: levels, tiles, compression, bytes.
+    /// Describe an OpenEXR file from its headers; --check reads every tile (exit 1 if damaged).
     Info(info::InfoArgs),
     /// Describe the CUDA driver and devices, or say why CUDA is unavailable (exit code 2).
     CudaInfo(cuda::CudaInfoArgs),

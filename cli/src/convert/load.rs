@@ -7,6 +7,8 @@
 
 use super::FloatImage;
 use crate::error::CliError;
+use demandtex::sources::exr::describe;
+use demandtex::sources::{ChannelSelection, SizeLimits};
 use exr::prelude::{FlatSamples, ReadChannels, ReadLayers};
 use rayon::prelude::*;
 use std::io::Read;
@@ -18,6 +20,9 @@ pub const EXR_MAGIC: [u8; 4] = [0x76, 0x2f, 0x31, 0x01];
 /// How to load an input.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LoadOptions {
+    /// The input is refused, before decoding, if holding it decoded could take more than
+    /// `limits.max_image_bytes` (core's rule for every size a file declares).
+    pub limits: SizeLimits,
     /// Channel selection: a layer name (`diffuse` → `diffuse.R`, `.G`, `.B`, `.A` or
     /// `diffuse.Y`, `.A`), one channel name, or a comma-separated list of 1 to 4 channel
     /// names. `None`: R G B (A), else Y (A), else the only channel.
@@ -124,6 +129,7 @@ pub fn load(path: &Path, options: &LoadOptions) -> Result<Loaded, CliError> {
             if options.premultiply {
                 tracing::warn!("--premultiply ignored: OpenEXR samples are premultiplied already");
             }
+            check_exr_size(path, &options.limits)?;
             load_exr(path, options.channels.as_deref())
         }
         InputFormat::Image(format) => load_image(path, format, options),
@@ -160,10 +166,31 @@ fn load_image(
             format_name(format)
         ))
     };
-    let decoded = guarded(path, || {
+    let reader = || -> Result<_, CliError> {
         let file = std::fs::File::open(path).map_err(|e| open_error(path, e))?;
-        let mut reader = image::ImageReader::with_format(std::io::BufReader::new(file), format);
-        reader.no_limits();
+        Ok(image::ImageReader::with_format(
+            std::io::BufReader::new(file),
+            format,
+        ))
+    };
+    // The size the file declares, checked before anything is decoded: at most 4 channels
+    // of f32 are held (the decoder's own buffer is no larger).
+    let (width, height) = guarded(path, || {
+        reader()?.into_dimensions().map_err(|e| decode_error(&e))
+    })?;
+    options
+        .limits
+        .check_image_size(
+            format_args!("{}: the decoded image", path.display()),
+            (width.into(), height.into()),
+            16,
+        )
+        .map_err(CliError::Io)?;
+    let decoded = guarded(path, || {
+        let mut reader = reader()?;
+        let mut limits = image::Limits::no_limits();
+        limits.max_alloc = Some(options.limits.max_image_bytes);
+        reader.limits(limits);
         reader.decode().map_err(|e| decode_error(&e))
     })?;
     let (width, height) = (decoded.width(), decoded.height());
@@ -347,6 +374,23 @@ pub fn select_channels(available: &[String], spec: Option<&str>) -> Result<Vec<u
             .or_else(|| find(name).map(|i| vec![i]))
             .ok_or_else(|| format!("no layer or channel {name:?} (channels: {})", listing())),
     }
+}
+
+/// Refuse an OpenEXR input whose parts, decoded (every channel as at most 4-byte samples),
+/// could take more than `limits.max_image_bytes`: its headers are read first (core's
+/// parse, as `demandtex info`), so an absurd data window never reaches the decoder.
+fn check_exr_size(path: &Path, limits: &SizeLimits) -> Result<(), CliError> {
+    let d = describe(path, 0, &ChannelSelection::Auto).map_err(|e| CliError::Io(e.0))?;
+    let bytes = d.parts.iter().fold(0u64, |sum, p| {
+        let texel = 4 * p.channels.len() as u64;
+        sum.saturating_add(p.width.saturating_mul(p.height).saturating_mul(texel))
+    });
+    limits
+        .check_image(
+            format_args!("{}: the decoded OpenEXR image", path.display()),
+            bytes,
+        )
+        .map_err(CliError::Io)
 }
 
 fn load_exr(path: &Path, spec: Option<&str>) -> Result<Loaded, CliError> {

@@ -186,6 +186,7 @@ pub fn run(args: &ConvertArgs) -> Result<(), CliError> {
             channels: args.channels.clone(),
             linearize: args.linearize,
             premultiply: args.premultiply,
+            ..Default::default()
         },
     )?;
     let image = &loaded.image;

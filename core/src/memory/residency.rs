@@ -124,6 +124,8 @@ pub struct Residency {
     staged_order: VecDeque<(u32, u64)>,
     next_seq: u64,
     retired: RetiredQueue<Retired>,
+    /// Mip-tail bytes retired but not yet reclaimed (still in the non-evictable bytes).
+    retired_tail_bytes: u64,
     events: Vec<TileEvent>,
     counts: ResidencyCounts,
 }
@@ -136,6 +138,7 @@ impl Residency {
             tiles: BTreeMap::new(),
             staged_order: VecDeque::new(),
             next_seq: 0,
+            retired_tail_bytes: 0,
             retired: RetiredQueue::new(),
             events: Vec::new(),
             counts: ResidencyCounts::default(),
@@ -170,9 +173,14 @@ impl Residency {
         self.pool.peak_host_bytes()
     }
 
-    /// Bytes that can never be evicted (mip tails).
+    /// Bytes that can never be evicted (mip tails, retired ones included until reclaimed).
     pub fn non_evictable_bytes(&self) -> u64 {
         self.pool.non_evictable_bytes()
+    }
+
+    /// Of those, retired mip tails: freed once no reader can see them.
+    pub fn retired_tail_bytes(&self) -> u64 {
+        self.retired_tail_bytes
     }
 
     /// Bytes over the budget (after a shrink that could not free everything yet).
@@ -554,6 +562,7 @@ impl Residency {
         mip_tail: Option<RawBox<[u8]>>,
         tail_bytes: u64,
     ) {
+        self.retired_tail_bytes += tail_bytes;
         self.retired.retire(
             stamp,
             Retired::Contents {
@@ -577,6 +586,7 @@ impl Residency {
                     tail_bytes,
                 } => {
                     drop((sampler, mip_tail));
+                    self.retired_tail_bytes -= tail_bytes;
                     self.pool.release(tail_bytes);
                 }
             }

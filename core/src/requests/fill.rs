@@ -16,7 +16,7 @@ use crate::memory::{RawBox, TileBuffer};
 use crate::options::StreamingMode;
 use crate::paging::{encode_base_color, NO_BASE_COLOR};
 use crate::resources::TextureState;
-use crate::sources::{ImageSource, MipTailLevel, Readiness, SourceError};
+use crate::sources::{tail_levels, ImageSource, Readiness, SourceError};
 use crate::textures::{TextureLayout, TextureSampler, TileRegion};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
@@ -325,7 +325,9 @@ fn reserve(
         return Reserve::Ok(start);
     }
     let budget = host.residency.budget_bytes();
-    let needed = host.residency.non_evictable_bytes() + bytes;
+    // Retired mip tails (textures invalidated while a launch could still see them) are
+    // freed once no reader can: a shortage they cause is waited out, never a failure.
+    let needed = host.residency.non_evictable_bytes() - host.residency.retired_tail_bytes() + bytes;
     if needed > budget {
         return Reserve::Fail(
             Error::BudgetTooSmall {
@@ -339,21 +341,6 @@ fn reserve(
     host.wanted_bytes += bytes;
     host.defer_init(&engine.layout, texture, Deferral::NoMemory);
     Reserve::Later
-}
-
-/// The tail levels with their offsets in the packed tail buffer.
-fn tail_levels(layout: &TextureLayout) -> Vec<MipTailLevel> {
-    let texel_bytes = layout.format.texel_bytes();
-    (layout.mip_tail_first_level..layout.num_levels())
-        .map(|level| {
-            let l = &layout.levels[level as usize];
-            MipTailLevel {
-                region: layout.level_region(level),
-                offset: l.offset as usize,
-                row_bytes: l.width as usize * texel_bytes,
-            }
-        })
-        .collect()
 }
 
 /// The base colour: the 1×1 level if the chain reaches it (it is then in the tail).

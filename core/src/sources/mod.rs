@@ -5,13 +5,22 @@
 //! chains of `f32` images ([`mips`], [`FloatImage`]) and the tiled, mip-mapped OpenEXR
 //! writer ([`exr::write_mip_exr`]) that `demandtex convert` builds on.
 //!
+//! [`check`] reads every texel a source (or a Ptex file) can serve and reports the first
+//! error, with level-0 statistics: what `demandtex info --check` runs.
+//!
+//! [`fault`] wraps any source to inject I/O errors, short reads, panics, "not yet" answers
+//! and latency by a seeded plan, for reliability tests.
+//!
 //! [`ptex`] reads Ptex files (per-face textures) with random access to faces, levels and
 //! tiles; [`ptex::PtexPages`] serves its units packed into 64 KiB pages as the tiles of
 //! an [`ImageSource`] (`docs/PTEX.md`), and `crate::sampling::ptex` filters them.
 
 pub mod box_filter;
+pub mod check;
 pub mod exr;
+pub mod fault;
 pub mod float_image;
+pub mod limits;
 pub mod memory;
 pub mod mips;
 pub mod procedural;
@@ -20,6 +29,7 @@ mod region;
 
 pub use exr::{ChannelSelection, ExrOptions, ExrSource, FileHandles};
 pub use float_image::FloatImage;
+pub use limits::SizeLimits;
 pub use memory::InMemoryImage;
 pub use procedural::{Checkerboard, Mandelbrot, Noise, LEVEL_COLORS};
 pub use region::check_read;
@@ -147,4 +157,20 @@ pub trait ImageSource: Send + Sync {
     fn read_base_color(&self) -> Result<Option<[f32; 4]>, SourceError> {
         Ok(None)
     }
+}
+
+/// The levels of `layout`'s mip tail with their offsets in the packed tail buffer: what
+/// [`ImageSource::read_mip_tail`] is given.
+pub(crate) fn tail_levels(layout: &crate::textures::TextureLayout) -> Vec<MipTailLevel> {
+    let texel_bytes = layout.format.texel_bytes();
+    (layout.mip_tail_first_level..layout.num_levels())
+        .map(|level| {
+            let l = &layout.levels[level as usize];
+            MipTailLevel {
+                region: layout.level_region(level),
+                offset: l.offset as usize,
+                row_bytes: l.width as usize * texel_bytes,
+            }
+        })
+        .collect()
 }

@@ -16,7 +16,7 @@ pub const MAX_LEVELS: usize = 17;
 
 /// A rectangle of texels within one mip level: what [`crate::sources::ImageSource::read_tile`]
 /// is asked to produce.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct TileRegion {
     /// Mip level (0 = finest).
     pub level: u32,

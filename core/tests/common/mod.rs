@@ -161,11 +161,19 @@ pub struct Query {
     pub ddy: [f32; 2],
 }
 
+/// How long a test waits for a ticket before it calls the wait a hang and fails (a
+/// watchdog, not a timing assumption: a ticket that completes at all completes far sooner).
+pub const WATCHDOG: std::time::Duration = std::time::Duration::from_secs(120);
+
 /// The outcome of a multi-pass render of a query list.
 pub struct Render {
     pub values: Vec<[f32; 4]>,
     pub converged: bool,
     pub launches: usize,
+    /// Tickets waited for (each completed within [`WATCHDOG`]).
+    pub tickets: usize,
+    /// Lookups made, over all launches.
+    pub lookups: usize,
     /// Highest resident bytes seen after any launch or fill.
     pub peak_resident_bytes: u64,
 }
@@ -176,11 +184,13 @@ pub fn render(loader: &Loader, queries: &[Query], threads: usize, max_launches: 
     let mut values = vec![[0.0f32; 4]; queries.len()];
     let mut done = vec![false; queries.len()];
     let mut launches = 0;
+    let mut lookups = 0;
     let mut peak = 0;
     let opts = SampleOptions::default();
     while launches < max_launches && done.iter().any(|d| !d) {
         let launch = loader.launch_prepare();
         launches += 1;
+        lookups += done.iter().filter(|d| !**d).count();
         let chunk = queries.len().div_ceil(threads.max(1)).max(1);
         std::thread::scope(|s| {
             for ((q, v), d) in queries
@@ -211,13 +221,18 @@ pub fn render(loader: &Loader, queries: &[Query], threads: usize, max_launches: 
             }
         });
         let ticket = loader.process_requests(launch);
-        ticket.wait();
+        assert!(
+            ticket.wait_timeout(WATCHDOG),
+            "launch {launches}: a ticket did not complete within {WATCHDOG:?} ({ticket:?})"
+        );
         peak = peak.max(loader.stats().peak_resident_bytes);
     }
     Render {
         values,
         converged: done.iter().all(|&d| d),
         launches,
+        tickets: launches,
+        lookups,
         peak_resident_bytes: peak,
     }
 }

@@ -13,6 +13,7 @@ use super::serve::Served;
 use super::writer::exr_compression_name;
 use super::ChannelSelection;
 use crate::error::panic_message;
+use crate::sources::limits::SizeLimits;
 use crate::sources::SourceError;
 use crate::textures::TexelFormat;
 use exr::math::RoundingMode;
@@ -244,15 +245,16 @@ pub fn describe(
     let path = path.as_ref();
     let file = OpenFile::open(path)
         .map_err(|e| SourceError(format!("{}: cannot open: {e}", path.display())))?;
-    describe_open(path, &file, part, channels)
+    describe_open(path, &file, part, channels, &SizeLimits::default())
 }
 
-/// [`describe`] of the file `file`, open at `path`.
+/// [`describe`] of the file `file`, open at `path`, served within `limits`.
 pub(crate) fn describe_open(
     path: &Path,
     file: &OpenFile,
     part: usize,
     channels: &ChannelSelection,
+    limits: &SizeLimits,
 ) -> Result<ExrDescription, SourceError> {
     let raw = RawFile::read(path, file)?;
     let parts = catch_unwind(AssertUnwindSafe(|| describe_parts(&raw)))
@@ -261,7 +263,7 @@ pub(crate) fn describe_open(
     let file_bytes = raw.file_len;
     let multipart = raw.meta.requirements.has_multiple_layers;
     let deep = raw.meta.requirements.has_deep_data;
-    let served = Served::new(path, raw, part, channels).map(|s| ServedAs {
+    let served = Served::new(path, raw, part, channels, limits).map(|s| ServedAs {
         part,
         channels: s.plan.names.clone(),
         constant_alpha: s.plan.format.channels as usize > s.plan.names.len(),

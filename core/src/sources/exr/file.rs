@@ -120,7 +120,7 @@ impl RawFile {
             .len()
             .map_err(|e| fail(format!("cannot read the file's size: {e}")))?;
         // The exr crate reads untrusted bytes; contain a panic as an error.
-        let parsed = catch_unwind(AssertUnwindSafe(|| read_meta(file)))
+        let parsed = catch_unwind(AssertUnwindSafe(|| read_meta(file, file_len)))
             .unwrap_or_else(|p| Err(format!("the EXR decoder panicked: {}", panic_message(&*p))));
         let (meta, tables, tables_end) = parsed.map_err(fail)?;
         Ok(RawFile {
@@ -298,17 +298,21 @@ impl ExrFile {
 type OffsetTables = exr::meta::OffsetTables;
 
 /// Read the meta data and the offset tables; return them and where the tables end.
-fn read_meta(file: &OpenFile) -> Result<(MetaData, OffsetTables, u64), String> {
+fn read_meta(file: &OpenFile, file_len: u64) -> Result<(MetaData, OffsetTables, u64), String> {
     let reader = BufReader::with_capacity(64 * 1024, ReadAt { file, position: 0 });
     let mut read = PeekRead::new(Tracking::new(reader));
     let meta = MetaData::read_from_buffered(&mut read, false)
         .map_err(|e| format!("not a readable EXR header: {e}"))?;
     MetaData::validate(&meta.headers, false).map_err(|e| format!("invalid EXR header: {e}"))?;
-    // Bound the table sizes before reading them (a corrupt header could claim billions).
-    for (i, h) in meta.headers.iter().enumerate() {
-        if h.chunk_count > 1 << 28 {
-            return Err(format!("part {i} claims {} chunks", h.chunk_count));
-        }
+    // Bound the table sizes before reading them (a corrupt header could claim billions):
+    // every chunk has an 8-byte entry, so the tables cannot be longer than the file.
+    let entries: u64 = meta.headers.iter().map(|h| h.chunk_count as u64).sum();
+    if entries.saturating_mul(8) > file_len {
+        return Err(format!(
+            "the headers declare {entries} chunks, whose offset tables alone would take {} \
+             bytes of a {file_len}-byte file: corrupt header or truncated file",
+            entries.saturating_mul(8)
+        ));
     }
     let tables = MetaData::read_offset_tables(&mut read, &meta.headers).map_err(|e| match e {
         exr::error::Error::Io(io) if io.kind() == std::io::ErrorKind::UnexpectedEof => {

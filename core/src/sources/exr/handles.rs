@@ -5,6 +5,10 @@
 //! any number of threads at once without a seek lock. A reader holds an `Arc` of the file
 //! for the length of its read: closing a file (dropping it from the set) never breaks a
 //! read in flight; the descriptor is released when the last reader lets go.
+//!
+//! A file's [`FileIdentity`] (device, inode, length, modification time) tells a source
+//! whether the file it parsed is still the one it reads: a file rewritten in place changes
+//! its length or modification time, a file replaced by a rename is another inode.
 
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -13,6 +17,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
+use std::time::SystemTime;
 
 /// Files kept open by [`FileHandles::default_shared`].
 pub const DEFAULT_MAX_OPEN_FILES: usize = 100;
@@ -55,6 +60,11 @@ impl OpenFile {
         Ok(self.file.metadata()?.len())
     }
 
+    /// The identity of the open file now (one `fstat`).
+    pub(crate) fn identity(&self) -> io::Result<FileIdentity> {
+        Ok(FileIdentity::of(&self.file.metadata()?))
+    }
+
     /// Read up to `buf.len()` bytes at `offset` (fewer only at the end of the file).
     pub(crate) fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
         #[cfg(unix)]
@@ -94,6 +104,66 @@ impl OpenFile {
             }
         }
         Ok(())
+    }
+}
+
+/// What tells one version of a file from another: its device and inode (Unix), length
+/// and modification time. A rewrite in place changes the length or the modification time
+/// (unless it keeps the length and lands within the file system's timestamp granularity
+/// of the previous write); a replacement by rename is another inode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct FileIdentity {
+    /// Device and inode numbers (0, 0 where the platform has none).
+    pub node: (u64, u64),
+    /// Length in bytes.
+    pub len: u64,
+    /// Last modification, where the file system records it.
+    pub modified: Option<SystemTime>,
+}
+
+impl FileIdentity {
+    /// The identity `meta` describes.
+    pub(crate) fn of(meta: &std::fs::Metadata) -> FileIdentity {
+        #[cfg(unix)]
+        let node = {
+            use std::os::unix::fs::MetadataExt;
+            (meta.dev(), meta.ino())
+        };
+        #[cfg(not(unix))]
+        let node = (0, 0);
+        FileIdentity {
+            node,
+            len: meta.len(),
+            modified: meta.modified().ok(),
+        }
+    }
+
+    /// Whether `self` and `other` are the same file, whatever its contents (Unix: the same
+    /// inode; elsewhere the same length and modification time, as close as one can tell).
+    pub(crate) fn same_file(&self, other: &FileIdentity) -> bool {
+        if cfg!(unix) {
+            self.node == other.node
+        } else {
+            self.len == other.len && self.modified == other.modified
+        }
+    }
+
+    /// In words, for messages: what differs between `self` (before) and `now`.
+    pub(crate) fn change(&self, now: &FileIdentity) -> String {
+        let mut what = Vec::new();
+        if self.node != now.node {
+            what.push("it was replaced by another file".to_string());
+        }
+        if self.len != now.len {
+            what.push(format!(
+                "its length went from {} to {} bytes",
+                self.len, now.len
+            ));
+        }
+        if self.modified != now.modified {
+            what.push("its modification time changed".to_string());
+        }
+        what.join(", ")
     }
 }
 
@@ -218,6 +288,32 @@ impl FileHandles {
             .fetch_add(closed.len() as u64, Ordering::Relaxed);
         // `closed` (and a redundant `opened`) are dropped here, outside the lock.
         Ok(file)
+    }
+}
+
+impl FileHandles {
+    /// The open file for `path`, as [`get`](Self::get), but if the set holds a file that
+    /// is no longer the one at `path` (replaced by a rename, or deleted and recreated), it
+    /// is closed and `path` opened anew. A source calls this when it (re)opens its file.
+    pub(crate) fn get_current(&self, path: &Path) -> io::Result<Arc<OpenFile>> {
+        let file = self.get(path)?;
+        let at_path = FileIdentity::of(&std::fs::metadata(path)?);
+        if file.identity()?.same_file(&at_path) {
+            return Ok(file);
+        }
+        let stale = {
+            let mut open = self.open.lock();
+            match open.get(path) {
+                Some(f) if Arc::ptr_eq(f, &file) => open.remove(path),
+                _ => None,
+            }
+        };
+        if let Some(f) = &stale {
+            f.closed.store(true, Ordering::Relaxed);
+            self.closes.fetch_add(1, Ordering::Relaxed);
+        }
+        drop((stale, file));
+        self.get(path)
     }
 }
 

@@ -33,6 +33,25 @@
 //! selections naming missing channels. Multi-part files: part [`ExrOptions::part`] (0 by
 //! default) is served; the data window is the image (the display window is ignored).
 //!
+//! # Files that change on disk
+//! Every [`open`](ImageSource::open) after the first (the loader's reopen after
+//! [`Engine::invalidate_texture`](crate::Engine::invalidate_texture)) parses the file anew,
+//! from the file now at the path (a file replaced by a rename is opened again), so an
+//! invalidation serves the new contents — size, format and all — and drops the decoded
+//! blocks and generated levels of the old ones.
+//!
+//! Without an invalidation the source keeps serving the file it parsed, and never serves a
+//! tile that mixes two versions of it: each read checks, after its blocks are read, that
+//! the file is still the one parsed — same inode, length and modification time — and
+//! fails otherwise ("changed on disk since it was opened"), so the texture shows its
+//! fallback colour until it is invalidated. Tiles read before the change stay as they
+//! were. A file replaced by a rename while the source holds it open is still the file
+//! parsed (the old inode): it is served whole until the handle is closed and reopened,
+//! which fails the same check. The limit is what the file system reports: a rewrite in
+//! place that keeps the length and lands within the file system's timestamp granularity
+//! of the previous write is not detected. Replace texture files by rename (as
+//! [`write_mip_exr`] does) to be safe.
+//!
 //! [`describe`] reports what a file holds and how it is served (or why it is not), through
 //! the same parse as [`ExrSource`]; [`write_mip_exr`] writes files of the fast path.
 
@@ -57,17 +76,18 @@ pub use writer::{write_mip_exr, Compression, SampleType, WriteOptions, WrittenFi
 
 use super::region::check_read;
 use super::{ImageInfo, ImageSource, Readiness, SourceError};
+use crate::sources::limits::SizeLimits;
 use crate::textures::{TexelFormat, TileRegion};
 use block_cache::BlockCache;
 use channels::{CopyRect, Plan};
 use file::{DecodedBlock, ExrFile, RawFile};
-use handles::OpenFile;
+use handles::{FileIdentity, OpenFile};
 use mips::GenLevel;
 use parking_lot::RwLock;
 use serve::Served;
 use std::cell::Cell;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 
 /// Default byte budget of each source's cache of decoded blocks.
@@ -108,6 +128,9 @@ pub struct ExrOptions {
     pub decoded_block_cache_bytes: usize,
     /// Threads that generate missing mip levels (0 = one per core).
     pub mip_threads: usize,
+    /// What the file may make the source allocate: one decoded block, the levels generated
+    /// in memory (see [`SizeLimits`]).
+    pub limits: SizeLimits,
 }
 
 impl Default for ExrOptions {
@@ -118,6 +141,7 @@ impl Default for ExrOptions {
             part: 0,
             decoded_block_cache_bytes: DEFAULT_DECODED_BLOCK_CACHE_BYTES,
             mip_threads: 0,
+            limits: SizeLimits::default(),
         }
     }
 }
@@ -137,7 +161,8 @@ pub struct ExrSourceStats {
 pub struct ExrSource {
     path: PathBuf,
     options: ExrOptions,
-    opened: OnceLock<Opened>,
+    /// The current parse (replaced by every `open` after the first).
+    opened: RwLock<Option<Arc<Opened>>>,
     /// The file last obtained from `options.handles` (not kept open by this).
     handle: RwLock<Weak<OpenFile>>,
     blocks_decoded: AtomicU64,
@@ -147,6 +172,10 @@ pub struct ExrSource {
 /// What `open` learnt about the file.
 #[derive(Debug)]
 struct Opened {
+    /// The file parsed, as it was before the parse: reads fail once it differs.
+    identity: FileIdentity,
+    /// Whether an `open` has returned this parse (the next `open` parses anew).
+    claimed: AtomicBool,
     file: ExrFile,
     plan: Plan,
     info: ImageInfo,
@@ -188,7 +217,7 @@ impl std::fmt::Debug for ExrSource {
             .field("path", &self.path)
             .field("channels", &self.options.channels)
             .field("part", &self.options.part)
-            .field("opened", &self.opened.get().map(|o| o.info))
+            .field("opened", &self.opened.read().as_ref().map(|o| o.info))
             .finish_non_exhaustive()
     }
 }
@@ -205,7 +234,7 @@ impl ExrSource {
         ExrSource {
             path: path.into(),
             options,
-            opened: OnceLock::new(),
+            opened: RwLock::new(None),
             handle: RwLock::new(Weak::new()),
             blocks_decoded: AtomicU64::new(0),
             compressed_bytes: AtomicU64::new(0),
@@ -234,7 +263,8 @@ impl ExrSource {
             compressed_bytes_read: self.compressed_bytes.load(Ordering::Relaxed),
             block_cache_hits: self
                 .opened
-                .get()
+                .read()
+                .as_ref()
                 .and_then(|o| o.cache.as_ref())
                 .map_or(0, |c| c.hits_and_misses().0),
         }
@@ -261,28 +291,57 @@ impl ExrSource {
         Ok(f)
     }
 
-    /// Parse the file once (the first caller's result is kept).
-    fn opened(&self) -> Result<&Opened, SourceError> {
-        if let Some(o) = self.opened.get() {
+    /// The current parse, parsing the file if it was not yet (the first caller's parse
+    /// is kept).
+    fn opened(&self) -> Result<Arc<Opened>, SourceError> {
+        if let Some(o) = self.opened.read().as_ref() {
+            return Ok(o.clone());
+        }
+        let parsed = Arc::new(self.parse()?);
+        let mut current = self.opened.write();
+        if let Some(o) = current.as_ref() {
+            return Ok(o.clone());
+        }
+        self.warn_if_slow(&parsed);
+        *current = Some(parsed.clone());
+        Ok(parsed)
+    }
+
+    /// The parse an [`ImageSource::open`] returns: the current one if no `open` has
+    /// returned it yet, else a new parse of the file now at the path, which replaces it.
+    fn reopened(&self) -> Result<Arc<Opened>, SourceError> {
+        let o = self.opened()?;
+        if !o.claimed.swap(true, Ordering::AcqRel) {
             return Ok(o);
         }
-        let parsed = self.parse()?;
-        if self.opened.set(parsed).is_ok() {
-            if let Some(o) = self.opened.get() {
-                self.warn_if_slow(o);
-            }
-        }
-        self.opened
-            .get()
-            .ok_or_else(|| self.error("the parsed file was lost"))
+        let parsed = Arc::new(self.parse()?);
+        parsed.claimed.store(true, Ordering::Release);
+        self.warn_if_slow(&parsed);
+        *self.opened.write() = Some(parsed.clone());
+        Ok(parsed)
     }
 
     /// The shared parse ([`RawFile::read`], [`Served::new`]: what [`describe`] reports),
-    /// then this source's cache of decoded blocks.
+    /// then this source's cache of decoded blocks. The file parsed is the one now at the
+    /// path (a handle to a file replaced since is closed and the path opened anew).
     fn parse(&self) -> Result<Opened, SourceError> {
-        let file = self.file()?;
+        let file = self
+            .options
+            .handles
+            .get_current(&self.path)
+            .map_err(|e| self.error(format_args!("cannot open: {e}")))?;
+        *self.handle.write() = Arc::downgrade(&file);
+        let identity = file
+            .identity()
+            .map_err(|e| self.error(format_args!("cannot read the file's status: {e}")))?;
         let raw = RawFile::read(&self.path, &file)?;
-        let served = Served::new(&self.path, raw, self.options.part, &self.options.channels)?;
+        let served = Served::new(
+            &self.path,
+            raw,
+            self.options.part,
+            &self.options.channels,
+            &self.options.limits,
+        )?;
         let generated_because = served.generated_because();
         let budget = self.options.decoded_block_cache_bytes;
         let cache =
@@ -294,6 +353,8 @@ impl ExrSource {
             stored_levels,
         } = served;
         Ok(Opened {
+            identity,
+            claimed: AtomicBool::new(false),
             file,
             plan,
             info,
@@ -308,7 +369,13 @@ impl ExrSource {
     /// the file this source reads (through its [`FileHandles`]).
     pub fn describe(&self) -> Result<ExrDescription, SourceError> {
         let file = self.file()?;
-        describe::describe_open(&self.path, &file, self.options.part, &self.options.channels)
+        describe::describe_open(
+            &self.path,
+            &file,
+            self.options.part,
+            &self.options.channels,
+            &self.options.limits,
+        )
     }
 
     fn warn_if_slow(&self, o: &Opened) {
@@ -384,7 +451,26 @@ impl ExrSource {
         };
         let result = run();
         SCRATCH.set(scratch);
-        result
+        // Every block was read before this: if the file is still the one parsed, they all
+        // come from that version of it. A read that failed because the file changed says
+        // so rather than what the change broke.
+        let unchanged = self.check_unchanged(o, &file);
+        unchanged.and(result)
+    }
+
+    /// Fail if `file` is no longer the file `o` parsed (see the module docs).
+    fn check_unchanged(&self, o: &Opened, file: &OpenFile) -> Result<(), SourceError> {
+        let now = file
+            .identity()
+            .map_err(|e| self.error(format_args!("cannot read the file's status: {e}")))?;
+        if now == o.identity {
+            return Ok(());
+        }
+        Err(self.error(format_args!(
+            "the file changed on disk since it was opened ({}): invalidate the texture to \
+             read the new contents",
+            o.identity.change(&now)
+        )))
     }
 
     /// Read and decode one block, counting it.
@@ -473,8 +559,10 @@ impl ImageSource for ExrSource {
         self.path.display().to_string()
     }
 
+    /// The first call describes the file parsed so far (or parses it); every later call
+    /// parses the file now at the path anew (see the module docs).
     fn open(&self) -> Result<ImageInfo, SourceError> {
-        Ok(self.opened()?.info)
+        Ok(self.reopened()?.info)
     }
 
     fn read_region(
@@ -489,9 +577,12 @@ impl ImageSource for ExrSource {
             return Ok(Readiness::Ready);
         }
         if region.level < o.stored_levels {
-            self.read_stored(o, region, dest, row_bytes, true)?;
+            self.read_stored(&o, region, dest, row_bytes, true)?;
         } else {
-            self.read_generated(o, region, dest, row_bytes)?;
+            self.read_generated(&o, region, dest, row_bytes)?;
+            // The levels were generated from the file parsed; served only while it is
+            // unchanged, as stored levels are.
+            self.check_unchanged(&o, &*self.file()?)?;
         }
         Ok(Readiness::Ready)
     }

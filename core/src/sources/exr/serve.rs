@@ -10,6 +10,7 @@
 use super::channels::{self, Plan};
 use super::file::{ExrFile, RawFile, Storage};
 use super::ChannelSelection;
+use crate::sources::limits::SizeLimits;
 use crate::sources::region::full_chain_info;
 use crate::sources::{ImageInfo, SourceError};
 use crate::textures::mip_level_size;
@@ -29,13 +30,16 @@ pub(crate) struct Served {
 }
 
 impl Served {
-    /// Resolve part `part` and `selection` of the file read into `raw` (at `path`).
-    /// Errors (the reason the file cannot be served) name the file.
+    /// Resolve part `part` and `selection` of the file read into `raw` (at `path`),
+    /// within `limits`: one decoded block within `max_decoded_block_bytes`, the levels
+    /// generated in memory (if any) within `max_image_bytes`. Errors (the reason the file
+    /// cannot be served) name the file.
     pub fn new(
         path: &Path,
         raw: RawFile,
         part: usize,
         selection: &ChannelSelection,
+        limits: &SizeLimits,
     ) -> Result<Served, SourceError> {
         let fail = |reason: String| SourceError(format!("{}: {reason}", path.display()));
         let file = ExrFile::from_raw(path, raw, part)?;
@@ -44,6 +48,22 @@ impl Served {
         let (w, h) = (header.layer_size.x() as u32, header.layer_size.y() as u32);
         let info = full_chain_info(w, h, plan.format).map_err(|e| fail(e.0))?;
         let stored_levels = stored_levels(&file, &info);
+        let block = header.max_block_pixel_size();
+        let block_bytes = (block.x() as u64)
+            .saturating_mul(block.y() as u64)
+            .saturating_mul(header.channels.bytes_per_pixel as u64);
+        limits
+            .check_block("one decoded block", block_bytes)
+            .map_err(fail)?;
+        let generated: u64 = (stored_levels..info.num_levels)
+            .map(|l| {
+                let (w, h) = mip_level_size(info.width, info.height, l);
+                u64::from(w) * u64::from(h) * plan.format.texel_bytes() as u64
+            })
+            .sum();
+        limits
+            .check_image("the mip levels generated in memory", generated)
+            .map_err(fail)?;
         Ok(Served {
             file,
             plan,

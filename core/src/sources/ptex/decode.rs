@@ -6,8 +6,9 @@ use super::error::{Fail, R};
 use super::faces::Res;
 use super::header::DataType;
 use super::input::Input;
-use super::levels::{BlockSpan, Encoding, MAX_BLOCK_BYTES};
+use super::levels::{BlockSpan, Encoding};
 use super::values::{decode_difference, interleave, premultiply};
+use crate::sources::limits::SizeLimits;
 
 /// The texels of a face or tile at one resolution: one value for all of them, or every
 /// texel in v-major order with its channels side by side, each value little-endian in the
@@ -128,6 +129,8 @@ pub(crate) struct Texels {
     pub pixel_size: usize,
     /// The alpha channel to premultiply level-0 data by, when opened premultiplied.
     pub premultiply: Option<usize>,
+    /// What a block may decode to, a face read whole may take.
+    pub limits: SizeLimits,
 }
 
 impl Texels {
@@ -156,8 +159,13 @@ impl Texels {
             }
             enc @ (Encoding::Zipped | Encoding::DiffZipped) => {
                 let bytes = res.texels() as u64 * self.pixel_size as u64;
-                let mut planar =
-                    input.read_zip(span.offset, size, bytes, MAX_BLOCK_BYTES, &what)?;
+                let mut planar = input.read_zip(
+                    span.offset,
+                    size,
+                    bytes,
+                    self.limits.max_decoded_block_bytes,
+                    &what,
+                )?;
                 if enc == Encoding::DiffZipped {
                     decode_difference(self.data_type, &mut planar);
                 }

@@ -57,7 +57,7 @@ pub use header::{BorderMode, DataType, EdgeFilterMode, ExtHeader, Header, MeshTy
 pub use levels::{BlockSpan, Encoding, FaceDataHeader, LevelInfo, TileLayout};
 pub use meta::{MetaEntry, MetaStorage, MetaType, MetaValue};
 pub use pages::PtexPages;
-pub use read::{BlockInfo, MAX_FACE_BYTES};
+pub use read::BlockInfo;
 
 use decode::Texels;
 use error::{Fail, R};
@@ -76,6 +76,9 @@ pub struct PtexOptions {
     /// resolution is then premultiplied. Off by default: level 0 and constants come
     /// back as written, stored reductions premultiplied.
     pub premultiply: bool,
+    /// What the file may make the reader allocate: one decoded block
+    /// (`max_decoded_block_bytes`), a face read whole (`max_image_bytes`).
+    pub limits: crate::sources::limits::SizeLimits,
 }
 
 /// One open Ptex file: its structure, read at open, and texels on demand from any thread.
@@ -169,6 +172,7 @@ impl PtexFile {
             nchannels: usize::from(header.nchannels),
             pixel_size,
             premultiply: kinds.alpha.filter(|_| options.premultiply),
+            limits: options.limits,
         };
         let nfaces = u64::from(header.nfaces);
 

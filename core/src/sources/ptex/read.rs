@@ -11,10 +11,6 @@ use super::values::{reduce, to_f32, Reduction};
 use super::{PtexError, PtexFile};
 use std::sync::Arc;
 
-/// The most bytes a whole-face read ([`PtexFile::read_level`], [`PtexFile::read_face`])
-/// assembles; larger faces are read by tiles ([`PtexFile::read_tile`]).
-pub const MAX_FACE_BYTES: u64 = 1 << 30;
-
 /// Where a face's stored block of one level lies.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BlockInfo {
@@ -220,13 +216,14 @@ impl PtexFile {
     }
 
     fn check_face_bytes(&self, face: u32, res: Res) -> R<()> {
+        // Whole-face reads ([`PtexFile::read_level`], [`PtexFile::read_face`]) assemble
+        // the face in memory: an image, within `max_image_bytes` (larger faces are read by
+        // tiles, [`PtexFile::read_tile`]).
         let bytes = res.texels() as u64 * self.texels.pixel_size as u64;
-        if bytes > MAX_FACE_BYTES {
-            return Err(Fail::range(format!(
-                "face {face} at {res} is {bytes} bytes, over the {MAX_FACE_BYTES}-byte limit of a whole-face read (read it by tiles)"
-            )));
-        }
-        Ok(())
+        self.texels
+            .limits
+            .check_image(format_args!("face {face} read whole at {res}"), bytes)
+            .map_err(|e| Fail::range(format!("{e}; read it by tiles")))
     }
 
     fn const_data(&self, face: u32) -> Vec<u8> {

@@ -35,8 +35,14 @@ fn filter_type(name: &str) -> PtexFilterType {
 }
 
 fn store(path: &std::path::Path, premultiply: bool) -> ResidentPtex {
-    let file =
-        PtexFile::open_with(path, PtexOptions { premultiply }).unwrap_or_else(|e| panic!("{e}"));
+    let file = PtexFile::open_with(
+        path,
+        PtexOptions {
+            premultiply,
+            ..PtexOptions::default()
+        },
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
     ResidentPtex::new(Arc::new(file))
 }
 

@@ -51,7 +51,7 @@ fn round_trip(
     );
     check_reads(&src, &levels);
     assert_eq!(
-        src.opened.get().unwrap().stored_levels as usize,
+        src.opened.read().as_ref().unwrap().stored_levels as usize,
         stored.min(total)
     );
     src
@@ -78,7 +78,16 @@ fn every_compression_of_tiled_mips_reads_as_the_full_reader_does() {
             half(4),
             99,
         );
-        assert_eq!(src.opened.get().unwrap().file.header().compression, c);
+        assert_eq!(
+            src.opened
+                .read()
+                .as_ref()
+                .unwrap()
+                .file
+                .header()
+                .compression,
+            c
+        );
         // Float RGB (lossy PXR24 on float; B44 stores float raw), served as RGBA.
         let spec = Spec::rgba_half(90, 70, 16).with(|s| {
             s.compression = c;
@@ -100,7 +109,7 @@ fn cache_tiles_spanning_many_file_tiles_or_part_of_one_are_assembled() {
     for tile in [16, 64, 256] {
         let spec = Spec::rgba_half(1000, 600, tile);
         let src = round_trip("tiles", &spec, ChannelSelection::Rgba, &RGBA, half(4), 99);
-        let cached = src.opened.get().unwrap().cache.is_some();
+        let cached = src.opened.read().as_ref().unwrap().cache.is_some();
         assert_eq!(
             cached,
             tile == 256,

@@ -58,8 +58,14 @@ impl Fixture {
 
     /// The same file opened premultiplied.
     pub fn premultiplied(&self) -> PtexFile {
-        PtexFile::open_with(&self.path, PtexOptions { premultiply: true })
-            .unwrap_or_else(|e| panic!("{e}"))
+        PtexFile::open_with(
+            &self.path,
+            PtexOptions {
+                premultiply: true,
+                ..PtexOptions::default()
+            },
+        )
+        .unwrap_or_else(|e| panic!("{e}"))
     }
 
     /// The file's bytes.

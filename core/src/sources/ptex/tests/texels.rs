@@ -281,3 +281,60 @@ fn requests_outside_a_face_are_errors() {
         PtexErrorKind::OutOfRange
     );
 }
+
+#[test]
+fn size_limits_bound_whole_face_reads_and_decoded_blocks() {
+    use crate::sources::SizeLimits;
+    let path = fixture_dir().join("quad_uint8_rgb.ptx");
+    let whole = PtexFile::open(&path).unwrap();
+    // The largest face, whole, in bytes; and the largest non-constant face's block.
+    let (face, bytes) = (0..whole.num_faces() as u32)
+        .filter(|&f| !whole.face_info(f).unwrap().is_constant())
+        .map(|f| {
+            (
+                f,
+                whole.face_info(f).unwrap().res.texels() * whole.pixel_size(),
+            )
+        })
+        .max_by_key(|&(_, b)| b)
+        .unwrap();
+    let res = whole.face_info(face).unwrap().res;
+    let with = |limits| {
+        PtexFile::open_with(
+            &path,
+            PtexOptions {
+                limits,
+                ..PtexOptions::default()
+            },
+        )
+    };
+    let image = |max_image_bytes| SizeLimits {
+        max_image_bytes,
+        ..SizeLimits::default()
+    };
+    let fits = with(image(bytes as u64)).unwrap();
+    assert_eq!(
+        fits.read_face(face, res).unwrap(),
+        whole.read_face(face, res).unwrap()
+    );
+    let e = with(image(bytes as u64 - 1))
+        .unwrap()
+        .read_face(face, res)
+        .unwrap_err();
+    assert_eq!(e.kind, PtexErrorKind::OutOfRange, "{e}");
+    assert!(
+        e.message.contains("max_image_bytes") && e.message.contains("read it by tiles"),
+        "{e}"
+    );
+    // A block limit below any face's data: every non-constant level-0 read fails cleanly.
+    let block = SizeLimits {
+        max_decoded_block_bytes: 2,
+        ..SizeLimits::default()
+    };
+    let small = with(block).unwrap();
+    let e = small.read_level(face, 0).unwrap_err();
+    assert!(
+        e.message.contains("over this reader's limit of 2 bytes"),
+        "{e}"
+    );
+}

@@ -1,0 +1,161 @@
+//! `demandtex info --check` and `--stats`, run as the built binary: whole files (OpenEXR
+//! converted here, the Ptex reference fixtures, a PNG) exit 0 with their statistics; the
+//! same files truncated or with a corrupted chunk exit 1 with one line naming the damage.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn test_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("demandtex-check-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn demandtex(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_demandtex"))
+        .args(args)
+        .output()
+        .expect("the demandtex binary runs")
+}
+
+fn p(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+/// `info --check --stats --json` of a whole file: its JSON.
+fn check_whole(path: &Path) -> serde_json::Value {
+    let out = demandtex(&["info", "--stats", "--json", p(path)]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{}: {stderr}", path.display());
+    assert_eq!(out.status.code(), Some(0));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// `info --check` of a damaged file: exit code 1, one `demandtex: … damaged` line, no panic.
+fn check_damaged(path: &Path, mentions: &[&str]) {
+    let out = demandtex(&["info", "--check", p(path)]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{}: {stderr}", path.display());
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "one line: {stderr}");
+    assert!(lines[0].starts_with("demandtex: damaged: "), "{stderr}");
+    assert!(
+        mentions.iter().any(|m| lines[0].contains(m)),
+        "{stderr} should mention one of {mentions:?}"
+    );
+    assert!(out.stdout.is_empty(), "nothing on stdout");
+}
+
+/// A 300×200 RGB PNG: red = x % 256, green = y % 256, blue = 7.
+fn png(dir: &Path) -> PathBuf {
+    let (w, h) = (300u32, 200u32);
+    let mut pixels = Vec::new();
+    for y in 0..h {
+        for x in 0..w {
+            pixels.extend_from_slice(&[(x % 256) as u8, (y % 256) as u8, 7]);
+        }
+    }
+    let path = dir.join("in.png");
+    image::RgbImage::from_raw(w, h, pixels)
+        .unwrap()
+        .save(&path)
+        .unwrap();
+    path
+}
+
+fn stats(json: &serde_json::Value, channel: usize) -> (f64, f64, f64) {
+    let s = &json["check"]["stats"][channel];
+    (
+        s["min"].as_f64().unwrap(),
+        s["max"].as_f64().unwrap(),
+        s["mean"].as_f64().unwrap(),
+    )
+}
+
+#[test]
+fn openexr_whole_truncated_and_with_a_corrupted_chunk() {
+    let dir = test_dir("exr");
+    let input = png(&dir);
+    let exr = dir.join("t.exr");
+    let out = demandtex(&["convert", p(&input), "-o", p(&exr), "--tile", "32"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let json = check_whole(&exr);
+    assert_eq!(json["format"], "OpenEXR");
+    assert_eq!(json["whole"], true);
+    assert_eq!(json["check"]["level0_texels"], 300 * 200);
+    assert_eq!(json["check"]["levels"], 9);
+    // Blue is 7/255 everywhere (stored as half); green is y % 256 / 255, mean (0..200)/2.
+    let (bmin, bmax, _) = stats(&json, 2);
+    assert!(
+        (bmin - 7.0 / 255.0).abs() < 1e-4 && bmin == bmax,
+        "{bmin} {bmax}"
+    );
+    let (gmin, gmax, gmean) = stats(&json, 1);
+    assert_eq!(gmin, 0.0);
+    assert!((gmax - 199.0 / 255.0).abs() < 1e-3, "{gmax}");
+    assert!((gmean - 99.5 / 255.0).abs() < 1e-3, "{gmean}");
+
+    let text = demandtex(&["info", "--stats", p(&exr)]);
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(text.contains("whole (OpenEXR: 9 levels"), "{text}");
+    assert!(text.contains("non-finite"), "{text}");
+
+    let bytes = std::fs::read(&exr).unwrap();
+    let cut = dir.join("cut.exr");
+    std::fs::write(&cut, &bytes[..bytes.len() * 2 / 3]).unwrap();
+    check_damaged(&cut, &["truncated", "cut short"]);
+
+    let mut bad = bytes.clone();
+    let mid = bad.len() / 2;
+    bad[mid..mid + 48].fill(0xEE);
+    let corrupt = dir.join("corrupt.exr");
+    std::fs::write(&corrupt, &bad).unwrap();
+    check_damaged(&corrupt, &["tile"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn ptex_whole_and_with_damaged_face_data() {
+    let fixtures = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/ptex");
+    let good = fixtures.join("quad_uint8_rgb.ptx");
+    let json = check_whole(&good);
+    assert_eq!(json["format"], "Ptex");
+    assert_eq!(json["check"]["stats"].as_array().unwrap().len(), 3);
+    let info = demandtex(&["info", p(&good)]);
+    assert!(String::from_utf8_lossy(&info.stdout).contains("Ptex,"));
+
+    let dir = test_dir("ptex");
+    let bytes = std::fs::read(&good).unwrap();
+    let cut = dir.join("cut.ptx");
+    std::fs::write(&cut, &bytes[..bytes.len() - 1000]).unwrap();
+    check_damaged(&cut, &["ptex file"]);
+    let mut bad = bytes.clone();
+    let at = bytes.len() * 3 / 4;
+    bad[at..at + 64].fill(0x5A);
+    let corrupt = dir.join("corrupt.ptx");
+    std::fs::write(&corrupt, &bad).unwrap();
+    check_damaged(&corrupt, &["checking face"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn png_whole_and_truncated() {
+    let dir = test_dir("png");
+    let input = png(&dir);
+    let json = check_whole(&input);
+    assert_eq!(json["format"], "PNG");
+    let (rmin, rmax, _) = stats(&json, 0);
+    assert_eq!((rmin, rmax), (0.0, 1.0));
+    let bytes = std::fs::read(&input).unwrap();
+    let cut = dir.join("cut.png");
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    check_damaged(&cut, &["cannot decode"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
