@@ -10,14 +10,17 @@
 //! `interactive.json` and `interactive.png` (see [`super::interactive_plot`]).
 
 use super::camera::{Camera, Vec3};
-use super::interactive_io::{frame_stats_json, write_csv, FrameRecord, SlowSource};
+use super::interactive_io::{frame_stats_json, write_csv, FrameRecord};
 use super::render::{Frame, RenderJob};
 use super::scene::Scene;
 use super::DemoArgs;
 use crate::error::CliError;
+use demandtex::sources::fault::{FaultInjectingSource, FaultPlan, FaultSites};
+use demandtex::sources::ImageSource;
 use demandtex::{Launch, Loader, LoaderOptions, SampleOptions, StreamingMode, TextureId};
 use rayon::prelude::*;
 use serde_json::{Map, Value};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// A frame slower than this many times its resident counterpart is a stall.
@@ -141,11 +144,28 @@ fn scene_loader(
         .textures
         .iter()
         .map(|t| {
-            let source = SlowSource::wrap(t.source(), latency);
-            loader.create_texture(source, t.desc())
+            let source = slow_store(t.source(), latency)?;
+            Ok(loader.create_texture(source, t.desc())?)
         })
-        .collect::<Result<Vec<_>, _>>()?;
+        .collect::<Result<Vec<_>, CliError>>()?;
     Ok((loader, ids))
+}
+
+/// `source` on a slow store: every tile and mip-tail read first sleeps `latency` (core's
+/// fault-injecting source with latency and no faults); `source` itself when `latency` is 0.
+fn slow_store(
+    source: Arc<dyn ImageSource>,
+    latency: Duration,
+) -> Result<Arc<dyn ImageSource>, CliError> {
+    if latency.is_zero() {
+        return Ok(source);
+    }
+    let plan = FaultPlan {
+        latency,
+        sites: FaultSites::reads(),
+        ..FaultPlan::default()
+    };
+    Ok(Arc::new(FaultInjectingSource::new(source, plan)?))
 }
 
 /// The streaming loader's options for `args`.

@@ -1,13 +1,9 @@
 //! The interactive demo's records and outputs: one [`FrameRecord`] per frame, `frames.csv`,
-//! the summary of `interactive.json`, and [`SlowSource`] (a source on a slow store).
+//! and the summary of `interactive.json`.
 
 use crate::error::CliError;
-use demandtex::sources::{ImageInfo, ImageSource, MipTailLevel, Readiness, SourceError};
-use demandtex::textures::TileRegion;
 use serde_json::{Map, Value};
 use std::path::Path;
-use std::sync::Arc;
-use std::time::Duration;
 
 /// What one frame of the streaming run did, and how long its resident counterparts took.
 #[derive(Clone, Debug, PartialEq)]
@@ -146,69 +142,6 @@ pub fn frame_stats_json(records: &[FrameRecord], stall_ratio: f64) -> Map<String
         num(records.last().map_or(0.0, |r| r.full_detail)),
     );
     m
-}
-
-/// An image source on a slow store: every tile and mip-tail read first sleeps `latency`.
-pub struct SlowSource {
-    inner: Arc<dyn ImageSource>,
-    latency: Duration,
-}
-
-impl SlowSource {
-    /// `inner` as is when `latency` is zero, else wrapped.
-    pub fn wrap(inner: Arc<dyn ImageSource>, latency: Duration) -> Arc<dyn ImageSource> {
-        if latency.is_zero() {
-            inner
-        } else {
-            Arc::new(SlowSource { inner, latency })
-        }
-    }
-}
-
-impl ImageSource for SlowSource {
-    fn name(&self) -> String {
-        format!(
-            "{} (+{} ms per read)",
-            self.inner.name(),
-            self.latency.as_millis()
-        )
-    }
-
-    fn open(&self) -> Result<ImageInfo, SourceError> {
-        self.inner.open()
-    }
-
-    fn read_region(
-        &self,
-        region: TileRegion,
-        dest: &mut [u8],
-        row_bytes: usize,
-    ) -> Result<Readiness, SourceError> {
-        self.inner.read_region(region, dest, row_bytes)
-    }
-
-    fn read_tile(
-        &self,
-        region: TileRegion,
-        dest: &mut [u8],
-        row_bytes: usize,
-    ) -> Result<Readiness, SourceError> {
-        std::thread::sleep(self.latency);
-        self.inner.read_tile(region, dest, row_bytes)
-    }
-
-    fn read_mip_tail(
-        &self,
-        levels: &[MipTailLevel],
-        dest: &mut [u8],
-    ) -> Result<Readiness, SourceError> {
-        std::thread::sleep(self.latency);
-        self.inner.read_mip_tail(levels, dest)
-    }
-
-    fn read_base_color(&self) -> Result<Option<[f32; 4]>, SourceError> {
-        self.inner.read_base_color()
-    }
 }
 
 #[cfg(test)]
