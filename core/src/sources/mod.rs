@@ -23,6 +23,7 @@ pub mod float_image;
 pub mod limits;
 pub mod memory;
 pub mod mips;
+mod positioned;
 pub mod procedural;
 pub mod ptex;
 mod region;

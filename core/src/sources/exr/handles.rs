@@ -10,6 +10,7 @@
 //! whether the file it parsed is still the one it reads: a file rewritten in place changes
 //! its length or modification time, a file replaced by a rename is another inode.
 
+use crate::sources::positioned::PositionedFile;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::fs::File;
@@ -25,23 +26,18 @@ pub const DEFAULT_MAX_OPEN_FILES: usize = 100;
 /// One open file and when it was last used (a stamp of its [`FileHandles`]' clock).
 #[derive(Debug)]
 pub(crate) struct OpenFile {
-    file: File,
+    file: PositionedFile,
     last_used: AtomicU64,
     /// Set when the set drops the file: holders finish their reads, then ask again.
     closed: AtomicBool,
-    /// Platforms without positioned reads seek and read under this lock.
-    #[cfg(not(any(unix, windows)))]
-    seek: Mutex<()>,
 }
 
 impl OpenFile {
     fn new(file: File) -> OpenFile {
         OpenFile {
-            file,
+            file: PositionedFile::new(file),
             last_used: AtomicU64::new(0),
             closed: AtomicBool::new(false),
-            #[cfg(not(any(unix, windows)))]
-            seek: Mutex::new(()),
         }
     }
 
@@ -67,22 +63,7 @@ impl OpenFile {
 
     /// Read up to `buf.len()` bytes at `offset` (fewer only at the end of the file).
     pub(crate) fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-        #[cfg(unix)]
-        {
-            std::os::unix::fs::FileExt::read_at(&self.file, buf, offset)
-        }
-        #[cfg(windows)]
-        {
-            std::os::windows::fs::FileExt::seek_read(&self.file, buf, offset)
-        }
-        #[cfg(not(any(unix, windows)))]
-        {
-            use std::io::{Read, Seek, SeekFrom};
-            let _guard = self.seek.lock();
-            let mut f = &self.file;
-            f.seek(SeekFrom::Start(offset))?;
-            f.read(buf)
-        }
+        self.file.read_at(buf, offset)
     }
 
     /// Fill `buf` from `offset`; `UnexpectedEof` where the file ends first.

@@ -3,6 +3,7 @@
 //! checked before anything is allocated.
 
 use super::error::{Fail, PtexErrorKind, R};
+use crate::sources::positioned::PositionedFile;
 use flate2::{Decompress, FlushDecompress, Status};
 use std::fmt::Display;
 use std::fs::File;
@@ -18,38 +19,9 @@ pub(crate) fn max_inflated(zip_size: u64) -> u64 {
 /// Where the bytes come from.
 enum Backing {
     /// An open file, read by position.
-    File(FileAt),
+    File(PositionedFile),
     /// The whole file in memory.
     Memory(Arc<[u8]>),
-}
-
-/// A file read by position.
-struct FileAt {
-    file: File,
-    /// Serialises seek + read where the platform has no positioned read.
-    #[cfg(not(any(unix, windows)))]
-    seek: parking_lot::Mutex<()>,
-}
-
-impl FileAt {
-    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
-        #[cfg(unix)]
-        {
-            std::os::unix::fs::FileExt::read_at(&self.file, buf, offset)
-        }
-        #[cfg(windows)]
-        {
-            std::os::windows::fs::FileExt::seek_read(&self.file, buf, offset)
-        }
-        #[cfg(not(any(unix, windows)))]
-        {
-            use std::io::{Read, Seek, SeekFrom};
-            let _guard = self.seek.lock();
-            let mut f = &self.file;
-            f.seek(SeekFrom::Start(offset))?;
-            f.read(buf)
-        }
-    }
 }
 
 /// The bytes of one file and its length, fixed at open.
@@ -69,11 +41,7 @@ impl Input {
             .map_err(|e| io("cannot read the file's size", e))?
             .len();
         Ok(Input {
-            backing: Backing::File(FileAt {
-                file,
-                #[cfg(not(any(unix, windows)))]
-                seek: parking_lot::Mutex::new(()),
-            }),
+            backing: Backing::File(PositionedFile::new(file)),
             len,
         })
     }
