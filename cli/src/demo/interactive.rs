@@ -470,22 +470,13 @@ mod tests {
         let out =
             std::env::temp_dir().join(format!("demandtex-interactive-{}", std::process::id()));
         let args = DemoArgs {
-            out: out.clone(),
-            budget_mb: 64,
             width: 48,
             height: 27,
-            threads: 2,
-            max_launches: 64,
             verify: false,
-            texture_size: 1024,
-            backend: super::super::Backend::Cpu,
             interactive: true,
             frames: 16,
-            io_latency_ms: 0,
-            fps: 0.0,
             request_cap: 64,
-            publish_cap: 0,
-            no_rejection: false,
+            ..DemoArgs::for_test(out.clone())
         };
         let scene = super::super::builtin::scene(super::super::builtin::SceneSize {
             texture_size: 1024,

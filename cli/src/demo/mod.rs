@@ -317,22 +317,12 @@ pub fn run(args: &DemoArgs, show_progress: bool) -> Result<DemoReport, CliError>
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn full_scene_sums_over_a_tebibyte_from_the_sources() {
-        let scene = builtin::scene(SceneSize::FULL);
-        let bytes = virtual_texture_bytes(&scene).unwrap();
-        assert!(bytes >= 1 << 40, "{}", format_bytes(bytes));
-        assert_eq!(format_bytes(bytes), "1.06 TiB");
-    }
-
-    #[test]
-    fn small_demo_converges_and_matches_the_resident_render() {
-        let out = std::env::temp_dir().join(format!("demandtex-cli-demo-{}", std::process::id()));
-        let args = DemoArgs {
-            out: out.clone(),
+impl DemoArgs {
+    /// A small, final-mode CPU render into `out` with `--verify`; tests change what they
+    /// test with struct update syntax.
+    pub(crate) fn for_test(out: PathBuf) -> DemoArgs {
+        DemoArgs {
+            out,
             budget_mb: 64,
             width: 64,
             height: 36,
@@ -348,7 +338,26 @@ mod tests {
             request_cap: 0,
             publish_cap: 0,
             no_rejection: false,
-        };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn full_scene_sums_over_a_tebibyte_from_the_sources() {
+        let scene = builtin::scene(SceneSize::FULL);
+        let bytes = virtual_texture_bytes(&scene).unwrap();
+        assert!(bytes >= 1 << 40, "{}", format_bytes(bytes));
+        assert_eq!(format_bytes(bytes), "1.06 TiB");
+    }
+
+    #[test]
+    fn small_demo_converges_and_matches_the_resident_render() {
+        let out = std::env::temp_dir().join(format!("demandtex-cli-demo-{}", std::process::id()));
+        let args = DemoArgs::for_test(out.clone());
         let report = run(&args, false).expect("demo runs, converges and verifies");
         assert!(report.summary.converged);
         assert_eq!(report.summary.verify_max_abs_diff, Some(0.0));
@@ -368,22 +377,9 @@ mod tests {
     fn a_budget_far_below_the_working_set_still_converges_exactly() {
         let out = std::env::temp_dir().join(format!("demandtex-cli-tight-{}", std::process::id()));
         let args = DemoArgs {
-            out: out.clone(),
             budget_mb: 1,
-            width: 64,
-            height: 36,
-            threads: 2,
             max_launches: 1000,
-            verify: true,
-            texture_size: 1024,
-            backend: Backend::Cpu,
-            interactive: false,
-            frames: 240,
-            io_latency_ms: 0,
-            fps: 0.0,
-            request_cap: 0,
-            publish_cap: 0,
-            no_rejection: false,
+            ..DemoArgs::for_test(out.clone())
         };
         let report = run(&args, false).expect("converges by shrinking the pixel window");
         assert_eq!(report.summary.verify_max_abs_diff, Some(0.0));
@@ -400,22 +396,11 @@ mod tests {
     fn launch_limit_stops_an_unconverged_render() {
         let out = std::env::temp_dir().join(format!("demandtex-cli-limit-{}", std::process::id()));
         let args = DemoArgs {
-            out: out.clone(),
-            budget_mb: 64,
             width: 32,
             height: 18,
             threads: 1,
             max_launches: 1,
-            verify: true,
-            texture_size: 1024,
-            backend: Backend::Cpu,
-            interactive: false,
-            frames: 240,
-            io_latency_ms: 0,
-            fps: 0.0,
-            request_cap: 0,
-            publish_cap: 0,
-            no_rejection: false,
+            ..DemoArgs::for_test(out.clone())
         };
         // One launch only requests samplers: it cannot converge.
         assert_eq!(
@@ -433,22 +418,13 @@ mod tests {
         }
         let out = std::env::temp_dir().join(format!("demandtex-cli-cuda-{}", std::process::id()));
         let args = DemoArgs {
-            out: out.clone(),
-            budget_mb: 64,
             width: 32,
             height: 18,
             threads: 1,
             max_launches: 4,
             verify: false,
-            texture_size: 1024,
             backend: Backend::Cuda,
-            interactive: false,
-            frames: 240,
-            io_latency_ms: 0,
-            fps: 0.0,
-            request_cap: 0,
-            publish_cap: 0,
-            no_rejection: false,
+            ..DemoArgs::for_test(out.clone())
         };
         let e = run(&args, false).unwrap_err();
         assert!(matches!(e, CliError::Unavailable(_)), "{e:?}");
@@ -465,22 +441,10 @@ mod tests {
         let out =
             std::env::temp_dir().join(format!("demandtex-cli-cudademo-{}", std::process::id()));
         let args = DemoArgs {
-            out: out.clone(),
             budget_mb: 4,
-            width: 64,
-            height: 36,
-            threads: 2,
             max_launches: 1000,
-            verify: true,
-            texture_size: 1024,
             backend: Backend::Cuda,
-            interactive: false,
-            frames: 240,
-            io_latency_ms: 0,
-            fps: 0.0,
-            request_cap: 0,
-            publish_cap: 0,
-            no_rejection: false,
+            ..DemoArgs::for_test(out.clone())
         };
         let report = run(&args, false).expect("the CUDA demo converges and agrees with the CPU");
         assert!(report.summary.converged);
@@ -494,22 +458,13 @@ mod tests {
     #[test]
     fn bad_arguments_are_usage_errors() {
         let mut args = DemoArgs {
-            out: PathBuf::from("unused"),
             budget_mb: 0,
             width: 8,
             height: 8,
             threads: 1,
             max_launches: 4,
             verify: false,
-            texture_size: 1024,
-            backend: Backend::Cpu,
-            interactive: false,
-            frames: 240,
-            io_latency_ms: 0,
-            fps: 0.0,
-            request_cap: 0,
-            publish_cap: 0,
-            no_rejection: false,
+            ..DemoArgs::for_test(PathBuf::from("unused"))
         };
         assert!(matches!(run(&args, false), Err(CliError::Usage(_))));
         args.budget_mb = 1;
