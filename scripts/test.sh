@@ -3,7 +3,8 @@
 # concurrency and integration tests, doc tests, NVRTC compile checks of the CUDA device
 # headers and kernels (and of the shipped PTX), the C ABI's C and C++ consumers built
 # against the installed CMake package (valgrind, ASan), the Hydra render delegate (where an
-# OpenUSD install is found: DEMANDTEX_USD_ROOT), and a small end-to-end demo run.
+# OpenUSD install is found: DEMANDTEX_USD_ROOT), a small end-to-end demo run, and a short
+# coverage-guided fuzzing run of every reader and the C ABI (scripts/fuzz.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,6 +31,7 @@ scripts/apt-install.sh ${need_apt[@]+"${need_apt[@]}"}
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
+cargo fmt --manifest-path fuzz/Cargo.toml -- --check
 echo "== cargo clippy -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings
 cargo clippy -p demandtex --all-targets -- -D warnings   # core on its own (no cudarc)
@@ -43,3 +45,5 @@ echo "== Hydra render delegate (skipped, saying so, without an OpenUSD install)"
 ./scripts/test-hydra.sh
 echo "== demo smoke run (small frame, verified against the fully resident render)"
 cargo run --release -q -p demandtex-cli -- demo --width 160 --height 90 --out target/demo-smoke --verify
+echo "== fuzzing: a short afl.rs run of every target (seed and regression inputs must pass)"
+scripts/fuzz.sh all 20

@@ -1,0 +1,97 @@
+//! What each fuzz target does with one input. The binaries in `src/bin/` hand afl.rs's
+//! inputs to these functions; `tests/corpus.rs` runs every checked-in seed and regression
+//! input through them without afl, so a fixed crash stays fixed in a plain `cargo test`.
+//!
+//! Every target drives the engine's own code for the format (the readers the fills use,
+//! the whole-file walk of `demandtex info --check`, the filters, the C ABI), never a copy.
+//! A panic anywhere is a finding: afl.rs's `fuzz!` turns every panic into an abort, even
+//! one the library would catch and report (the walks of `sources::check` and the C ABI's
+//! boundary contain panics; the fuzzer must see past that).
+
+pub mod capi_ops;
+
+use demandtex::sampling::ptex::{ptex_sample, PtexFilterOptions, PtexFilterType, ResidentPtex};
+use demandtex::sources::check::{check_ptex, check_source};
+use demandtex::sources::ptex::{PtexFile, PtexOptions};
+use demandtex::sources::{ExrOptions, ExrSource, FileHandles, SizeLimits};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// The limits the targets read under: the defaults a renderer gets, but small enough that
+/// an input cannot make a run allocate past afl's memory limit (a file declaring more is
+/// the clear error the limits promise, and that path is what the fuzzer exercises).
+pub fn fuzz_limits() -> SizeLimits {
+    SizeLimits {
+        max_image_bytes: 256 << 20,
+        max_decoded_block_bytes: 64 << 20,
+    }
+}
+
+/// A Ptex file from memory: parse it, walk every stored level of every face (the check),
+/// then filter a few points of the first faces with every kernel.
+pub fn ptex(data: &[u8]) {
+    let options = PtexOptions {
+        limits: fuzz_limits(),
+        ..Default::default()
+    };
+    let Ok(file) = PtexFile::from_bytes("fuzz.ptx", data.to_vec(), options) else {
+        return;
+    };
+    let _ = check_ptex(&file, true);
+    let faces = file.num_faces().min(4) as u32;
+    let texture = ResidentPtex::new(Arc::new(file));
+    let filters = [
+        PtexFilterType::Point,
+        PtexFilterType::Bilinear,
+        PtexFilterType::Box,
+        PtexFilterType::Bicubic,
+        PtexFilterType::StochasticPoint,
+    ];
+    let mut out = [0f32; 4];
+    for face in 0..faces {
+        for (i, &filter) in filters.iter().enumerate() {
+            let options = PtexFilterOptions {
+                filter,
+                lerp: i % 2 == 0,
+                ..Default::default()
+            };
+            for (u, v, w) in [(0.5, 0.5, 0.0), (0.01, 0.99, 0.3), (0.99, 0.0, 1.5)] {
+                ptex_sample(&texture, face, u, v, w, 0.0, 0.0, w, &options, &mut out);
+            }
+        }
+    }
+    let _ = texture.errors();
+}
+
+/// A scratch file for the sources that read by path (one per process, so parallel fuzzer
+/// instances do not share it). Prefers a RAM-backed directory.
+fn scratch(ext: &str) -> PathBuf {
+    let shm = PathBuf::from("/dev/shm");
+    let dir = if shm.is_dir() {
+        shm
+    } else {
+        std::env::temp_dir()
+    };
+    dir.join(format!("demandtex-fuzz-{}.{ext}", std::process::id()))
+}
+
+/// An OpenEXR file: write it where the source reads it, then walk every tile of every
+/// level and the mip tail through `ExrSource` (tiled, scan-line with generated mips, every
+/// compression the `exr` crate decodes), as `demandtex info --check` does.
+pub fn exr(data: &[u8]) {
+    let path = scratch("exr");
+    if std::fs::write(&path, data).is_err() {
+        return;
+    }
+    let options = ExrOptions {
+        // Its own handles: the shared set would keep the previous input's file open.
+        handles: Arc::new(FileHandles::new(4)),
+        mip_threads: 1,
+        limits: fuzz_limits(),
+        ..Default::default()
+    };
+    let source = ExrSource::with_options(&path, options);
+    let _ = check_source(&source, true);
+    let _ = source.describe();
+    let _ = std::fs::remove_file(&path);
+}
