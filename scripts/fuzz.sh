@@ -9,7 +9,8 @@
 # corpus (fuzz/seeds/TARGET), its regression inputs (fuzz/regressions/TARGET: every crash,
 # hang or out-of-memory found, kept after the fix) and its dictionary (fuzz/dict). A seed or
 # regression input that crashes fails the run at once (afl's dry run). JOBS > 1 runs one
-# main and JOBS-1 secondary instances. Findings stay in target/fuzz-out/TARGET.
+# main and JOBS-1 secondary instances. Findings stay in target/fuzz-out/TARGET until the
+# next run of that target (copy them to fuzz/regressions/TARGET once fixed).
 #
 # Prints one line per target: executions, executions/s, edges covered (afl's bitmap
 # coverage), corpus size, crashes and hangs found. Exit 1 when any crash or hang was found.
@@ -45,7 +46,7 @@ status=0
 for t in "$@"; do
   input=target/fuzz-in/$t
   out=target/fuzz-out/$t
-  rm -rf "$input" && mkdir -p "$input" "$out"
+  rm -rf "$input" "$out" && mkdir -p "$input" "$out"
   cp fuzz/seeds/"$t"/* "$input"/
   if [ -d fuzz/regressions/"$t" ]; then
     for f in fuzz/regressions/"$t"/*; do cp "$f" "$input/regression-$(basename "$f")"; done
