@@ -9,9 +9,9 @@
 //!   wrong place, level or texture, or torn, is caught;
 //! - the budget is never exceeded: peak resident bytes stay within the largest budget set,
 //!   and once the threads are done, resident bytes within the budget in force.
-//! - a texture failed by the known gap of docs/RELIABILITY.md (`BudgetTooSmall` at a
-//!   re-open under heavy invalidation) shows its fallback colour and no other error appears
-//!   (`Shape::strict` forbids even that: the ignored known-failure test).
+//! - no texture fails: the budget always holds the mip tails, so no re-open under heavy
+//!   invalidation may be failed with `BudgetTooSmall` (it was, with several fill threads,
+//!   until tails reserved by opens still reading stopped counting as permanent).
 //!
 //! Nothing depends on timing: the threads run fixed numbers of lookups, and how they
 //! interleave changes only which lookups are resident, never what a resident one returns.
@@ -23,7 +23,7 @@ mod common;
 
 use common::{PatternSource, WATCHDOG};
 use demandtex::textures::{full_mip_levels, mip_level_size, FilterMode, MipFilter, TexelFormat};
-use demandtex::textures::{TextureDesc, TextureLayout, DEFAULT_FALLBACK_COLOR};
+use demandtex::textures::{TextureDesc, TextureLayout};
 use demandtex::{Loader, LoaderOptions, SampleOptions, TextureCache, TextureId, TILE_BYTES};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -45,10 +45,6 @@ struct Shape {
     lookups_per_launch: usize,
     /// Tiles beyond the mip tails in the smallest budget set.
     min_tiles: u64,
-    /// Whether a texture failed with `BudgetTooSmall` (the known gap, see
-    /// docs/RELIABILITY.md) fails the test; otherwise it must be reported as such —
-    /// its fallback colour and that error — and never give a wrong texel.
-    strict: bool,
 }
 
 /// What a run did.
@@ -78,7 +74,6 @@ impl Rng {
 }
 
 struct Scene {
-    strict: bool,
     loader: Loader,
     sources: Vec<Arc<PatternSource>>,
     textures: Vec<TextureId>,
@@ -106,27 +101,12 @@ impl Scene {
         let bytes = |v: [f32; 4]| v.map(|c| (c * 255.0).round() as u8);
         let want = self.sources[i].texel(level, x, y);
         let error = self.loader.texture_error(self.textures[i]);
-        // The known gap: the texture failed with BudgetTooSmall (its error may be gone
-        // already: an invalidation since retries it). The pattern sources never fail
-        // otherwise, so the fallback colour can only mean that.
-        if !self.strict && value == DEFAULT_FALLBACK_COLOR && known_gap(&error) {
-            return;
-        }
         assert_eq!(
             bytes(value),
             bytes(want),
             "texture {i} level {level} texel ({x}, {y}): a resident lookup returned another \
              texel (texture error: {error:?})"
         );
-    }
-}
-
-/// No error, or the known gap's (see [`Shape::strict`]).
-fn known_gap(error: &Option<demandtex::Error>) -> bool {
-    match error {
-        None => true,
-        Some(demandtex::Error::Source { message, .. }) => message.contains("cannot hold"),
-        Some(_) => false,
     }
 }
 
@@ -175,7 +155,6 @@ fn run(shape: Shape) -> Figures {
         .map(|s| loader.create_texture(s.clone(), desc()).unwrap())
         .collect();
     let scene = Scene {
-        strict: shape.strict,
         loader: loader.clone(),
         sources,
         textures,
@@ -300,15 +279,10 @@ fn run(shape: Shape) -> Figures {
         stats.resident_bytes <= stats.budget_bytes,
         "over the budget at rest: {stats:?}"
     );
-    if shape.strict {
-        assert_eq!(stats.failed_textures, 0, "{stats:?}");
-    }
+    assert_eq!(stats.failed_textures, 0, "{stats:?}");
     for &t in &scene.textures {
         let e = loader.texture_error(t);
-        assert!(
-            known_gap(&e),
-            "texture {t:?} failed for another reason: {e:?}"
-        );
+        assert!(e.is_none(), "texture {t:?} failed: {e:?}");
     }
     assert!(
         stats.evictions > 0,
@@ -362,19 +336,16 @@ fn stress_quick() {
             launches: 60,
             lookups_per_launch: 300,
             min_tiles: 3,
-            strict: false,
         });
     }
 }
 
-/// Known failure, found by this test and not yet fixed: with several fill threads, a texture
-/// invalidated while the budget is at its smallest (tails + 3 tiles) can be failed with
-/// `BudgetTooSmall` ("cannot hold … bytes of non-evictable data") although the tails of
-/// the textures fit: the non-evictable count then holds bytes beyond the current and
-/// retired tails (a race between re-opens, invalidations and budget changes). The failure
-/// is reported (fallback colour, `texture_error`), never a wrong texel.
+/// Found by this test: with several fill threads, a texture invalidated while the budget is
+/// at its smallest (tails + 3 tiles) was failed with `BudgetTooSmall` ("cannot hold … bytes
+/// of non-evictable data") although the tails fit: the mip tails reserved by opens still
+/// reading (some of them stale, about to be released) counted as if published for good.
+/// Failed 3 runs out of 3 before the fix.
 #[test]
-#[ignore = "known failure: a texture can be failed with BudgetTooSmall under 8 fill threads"]
 fn stress_eight_fill_threads_at_the_smallest_budget() {
     guarded(Shape {
         blocking_threads: 6,
@@ -384,7 +355,6 @@ fn stress_eight_fill_threads_at_the_smallest_budget() {
         launches: 60,
         lookups_per_launch: 300,
         min_tiles: 3,
-        strict: true,
     });
 }
 
@@ -407,7 +377,6 @@ fn stress_long() {
             launches,
             lookups_per_launch: per_thread / launches,
             min_tiles: 3,
-            strict: false,
         });
     }
 }

@@ -126,6 +126,9 @@ pub struct Residency {
     retired: RetiredQueue<Retired>,
     /// Mip-tail bytes retired but not yet reclaimed (still in the non-evictable bytes).
     retired_tail_bytes: u64,
+    /// Mip-tail bytes reserved by opens still reading (still in the non-evictable bytes):
+    /// published or released when the open ends.
+    reserved_tail_bytes: u64,
     events: Vec<TileEvent>,
     counts: ResidencyCounts,
 }
@@ -139,6 +142,7 @@ impl Residency {
             staged_order: VecDeque::new(),
             next_seq: 0,
             retired_tail_bytes: 0,
+            reserved_tail_bytes: 0,
             retired: RetiredQueue::new(),
             events: Vec::new(),
             counts: ResidencyCounts::default(),
@@ -193,13 +197,37 @@ impl Residency {
         self.pool.available_tiles()
     }
 
-    /// Reserve a mip tail's bytes. False if the budget does not allow it now.
+    /// Of those, mip tails reserved by opens that have not ended: each is published
+    /// ([`publish_tail`](Self::publish_tail)) or released
+    /// ([`release_tail`](Self::release_tail)) when its open ends.
+    pub fn reserved_tail_bytes(&self) -> u64 {
+        self.reserved_tail_bytes
+    }
+
+    /// Non-evictable bytes that stay until their texture is invalidated, replaced or
+    /// unloaded: the published mip tails. What a new tail must fit beside for good; the
+    /// rest (retired and reserved tails) is a shortage that passes.
+    pub fn published_tail_bytes(&self) -> u64 {
+        self.non_evictable_bytes() - self.retired_tail_bytes - self.reserved_tail_bytes
+    }
+
+    /// Reserve a mip tail's bytes for an open. False if the budget does not allow it now.
     pub fn reserve_tail(&mut self, bytes: u64) -> bool {
-        self.pool.reserve(bytes)
+        let ok = self.pool.reserve(bytes);
+        if ok {
+            self.reserved_tail_bytes += bytes;
+        }
+        ok
+    }
+
+    /// The open that reserved `bytes` published its mip tail: they stay non-evictable.
+    pub fn publish_tail(&mut self, bytes: u64) {
+        self.reserved_tail_bytes -= bytes;
     }
 
     /// Release bytes taken by [`reserve_tail`](Self::reserve_tail) (never published).
     pub fn release_tail(&mut self, bytes: u64) {
+        self.reserved_tail_bytes -= bytes;
         self.pool.release(bytes);
     }
 

@@ -255,11 +255,14 @@ pub(crate) fn init_texture(engine: &Engine, texture: TextureId, generation: u32)
             let sampler = RawBox::new(Box::new(sampler));
             let level0 = layout.level0_bytes();
             let Some(record) = host.resources.get_mut(texture) else {
-                return; // unreachable: a current texture exists
+                // Unreachable: a current texture exists.
+                host.residency.release_tail(layout.mip_tail_bytes);
+                return;
             };
             record.sampler = Some(sampler);
             record.mip_tail = Some(tail);
             record.state = TextureState::Ready;
+            host.residency.publish_tail(layout.mip_tail_bytes);
             host.counters.mip_tails_filled += 1;
             host.counters.bytes_read += tail_bytes as u64;
             host.counters.virtual_bytes += level0;
@@ -326,8 +329,10 @@ fn reserve(
     }
     let budget = host.residency.budget_bytes();
     // Retired mip tails (textures invalidated while a launch could still see them) are
-    // freed once no reader can: a shortage they cause is waited out, never a failure.
-    let needed = host.residency.non_evictable_bytes() - host.residency.retired_tail_bytes() + bytes;
+    // freed once no reader can, and tails reserved by opens still reading are published or
+    // released when they end (an open that went stale releases): a shortage they cause is
+    // waited out, never a failure. Only the published tails are there for good.
+    let needed = host.residency.published_tail_bytes() + bytes;
     if needed > budget {
         return Reserve::Fail(
             Error::BudgetTooSmall {

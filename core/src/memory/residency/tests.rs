@@ -112,6 +112,15 @@ fn retired_tiles_and_contents_are_freed_once_unseen() {
     let (pages, epochs) = (table(), Epochs::new());
     let mut r = Residency::new(8 * TILE);
     assert!(r.reserve_tail(1000));
+    assert_eq!(
+        (r.reserved_tail_bytes(), r.published_tail_bytes()),
+        (1000, 0)
+    );
+    r.publish_tail(1000);
+    assert_eq!(
+        (r.reserved_tail_bytes(), r.published_tail_bytes()),
+        (0, 1000)
+    );
     for page in [100, 101, 102, 300] {
         fill_and_publish(&mut r, &pages, &epochs, page, true);
     }
@@ -123,6 +132,10 @@ fn retired_tiles_and_contents_are_freed_once_unseen() {
     assert_eq!(r.retire_range(&pages, &epochs, 100..200), 4);
     let stamp = epochs.retire_stamp();
     r.retire_contents(stamp, None, None, 1000);
+    assert_eq!(
+        (r.retired_tail_bytes(), r.published_tail_bytes()),
+        (1000, 0)
+    );
     assert!(!pages.is_resident(100) && pages.is_resident(300));
     let mut released: Vec<_> = r.take_events();
     released.sort_by_key(|e| match e {
