@@ -12,7 +12,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 fn inputs(target: &str) -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/regressions").join(target);
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../fuzz/regressions")
+        .join(target);
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
         .unwrap_or_default();
@@ -47,5 +49,8 @@ fn fuzz_findings_read_without_a_panic() {
         read += 1;
     }
     let _ = std::panic::take_hook();
-    assert!(read > 0, "no regression inputs found under fuzz/regressions");
+    assert!(
+        read > 0,
+        "no regression inputs found under fuzz/regressions"
+    );
 }
