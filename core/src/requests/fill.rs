@@ -240,8 +240,10 @@ pub(crate) fn init_texture(engine: &Engine, texture: TextureId, generation: u32)
 
     let mut host = engine.host.lock();
     host.counters.fill_seconds += start.elapsed().as_secs_f64();
-    if !host.is_current(texture, generation) {
-        // Dropped while we read: nothing of this was published.
+    if !host.is_current(texture, generation) || !host.is_unopened(texture) {
+        // Dropped while we read (nothing of this was published), or another open of the
+        // same contents ended first (a blocking lookup retrying after a deferral can
+        // overlap a fill thread's open): the first one's sampler and tail stand.
         host.residency.release_tail(layout.mip_tail_bytes);
         return;
     }
@@ -307,7 +309,8 @@ fn reserve(
     let Some(record) = host.resources.get(texture) else {
         return Reserve::Stale;
     };
-    if record.generation != generation {
+    // Another open of the same contents that ended first makes this one stale too.
+    if record.generation != generation || !matches!(record.state, TextureState::Unopened) {
         return Reserve::Stale;
     }
     let start = match record.start_page {

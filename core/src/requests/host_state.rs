@@ -150,6 +150,13 @@ impl HostState {
             .is_some_and(|r| r.generation == generation)
     }
 
+    /// Whether `texture` is waiting to be opened (not open, failed, a hole or unloaded).
+    pub fn is_unopened(&self, texture: TextureId) -> bool {
+        self.resources
+            .get(texture)
+            .is_some_and(|r| matches!(r.state, TextureState::Unopened))
+    }
+
     /// Mark a texture failed: log why, and queue a null sampler and its fallback colour so
     /// every later lookup resolves to it. A texture that failed already stays as it was.
     pub fn fail_texture(&mut self, layout: &PageLayout, texture: TextureId, message: String) {
