@@ -1,4 +1,5 @@
 //! afl.rs target: see [`demandtex_fuzz::exr`].
 fn main() {
-    afl::fuzz!(|data: &[u8]| demandtex_fuzz::exr(data));
+    demandtex_fuzz::abort_on_panic();
+    afl::fuzz_nohook!(|data: &[u8]| demandtex_fuzz::exr(data));
 }
