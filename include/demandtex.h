@@ -127,6 +127,69 @@ typedef unsigned long long uint64_t;
 // tile in column 10 or beyond, or row 100 or beyond).
 #define DTEX_UDIM_NO_NUMBER 0
 
+// Ptex filter: the texel containing the point, full resolution.
+#define DTEX_PTEX_FILTER_POINT 0
+
+// Ptex filter: bilinear interpolation of the 2x2 texels around the point (at the
+// resolution of the footprint), blended across edges.
+#define DTEX_PTEX_FILTER_BILINEAR 1
+
+// Ptex filter: box filter over the footprint, blended across edges.
+#define DTEX_PTEX_FILTER_BOX 2
+
+// Ptex filter: separable Gaussian.
+#define DTEX_PTEX_FILTER_GAUSSIAN 3
+
+// Ptex filter: general cubic with `DtexPtexFilterOptions.sharpness`.
+#define DTEX_PTEX_FILTER_BICUBIC 4
+
+// Ptex filter: cubic B-spline.
+#define DTEX_PTEX_FILTER_BSPLINE 5
+
+// Ptex filter: Catmull-Rom.
+#define DTEX_PTEX_FILTER_CATMULL_ROM 6
+
+// Ptex filter: Mitchell.
+#define DTEX_PTEX_FILTER_MITCHELL 7
+
+// Ptex filter: stochastic two-level point sampling (one texel from each of the two
+// resolutions around the footprint's level of detail, picked by `jitter_u/v`, blended);
+// a missing texel reads as the face's constant colour.
+#define DTEX_PTEX_FILTER_STOCHASTIC 8
+
+// Ptex mesh type: triangles.
+#define DTEX_PTEX_MESH_TRIANGLE 0
+
+// Ptex mesh type: quads.
+#define DTEX_PTEX_MESH_QUAD 1
+
+// Ptex border mode: clamp to the edge.
+#define DTEX_PTEX_BORDER_CLAMP 0
+
+// Ptex border mode: black outside.
+#define DTEX_PTEX_BORDER_BLACK 1
+
+// Ptex border mode: periodic.
+#define DTEX_PTEX_BORDER_PERIODIC 2
+
+// Ptex edge filter mode: none.
+#define DTEX_PTEX_EDGE_FILTER_NONE 0
+
+// Ptex edge filter mode: tangent vectors (the first two channels rotate across edges).
+#define DTEX_PTEX_EDGE_FILTER_TANVEC 1
+
+// `DtexPtexFaceInfo.flags`: every texel has the face's constant value.
+#define DTEX_PTEX_FACE_CONSTANT 1
+
+// `DtexPtexFaceInfo.flags`: the face was replaced by an edit record.
+#define DTEX_PTEX_FACE_HAS_EDITS 2
+
+// `DtexPtexFaceInfo.flags`: a constant face whose whole neighbourhood has its value.
+#define DTEX_PTEX_FACE_NEIGHBORHOOD_CONSTANT 4
+
+// `DtexPtexFaceInfo.flags`: one of the quad subfaces of an n-gon (n != 4).
+#define DTEX_PTEX_FACE_SUBFACE 8
+
 // `dtex_ticket_wait` timeout meaning "no limit" (`UINT64_MAX`, written as a literal so
 // that the header needs no `<stdint.h>` macro: NVRTC has none).
 #define DTEX_WAIT_FOREVER 18446744073709551615ull
@@ -490,6 +553,103 @@ typedef int32_t (*DtexUdimTileCallback)(void *user_data,
                                         uint32_t row,
                                         const char *path);
 
+// How to filter a Ptex lookup: the reference library's `PtexFilter::Options` and the
+// `eval` arguments that are not the lookup's own. Fill it with
+// `dtex_ptex_filter_options_default`; NULL means those defaults.
+typedef struct DtexPtexFilterOptions {
+  // `sizeof(DtexPtexFilterOptions)`.
+  uint32_t struct_size;
+  // `DTEX_PTEX_FILTER_*` (default BOX).
+  uint32_t filter;
+  // Boolean (default 0): blend the width-4 kernels (Gaussian, cubics) towards the next
+  // lower resolution.
+  uint32_t lerp;
+  // Sharpness of `DTEX_PTEX_FILTER_BICUBIC`, 0..=1 (default 0).
+  float sharpness;
+  // Boolean (default 0): filter each face alone (no blending across edges).
+  uint32_t noedgeblend;
+  // Multiplier of the footprint (default 1).
+  float width;
+  // Added to the footprint, in face uv (default 0).
+  float blur;
+  // The first channel to filter (default 0).
+  uint32_t first_channel;
+  // Random number in [0, 1) choosing the stochastic filter's texel in u (default 0.5:
+  // the nearest).
+  float jitter_u;
+  // As `jitter_u`, in v.
+  float jitter_v;
+} DtexPtexFilterOptions;
+
+// A Ptex texture's description (`dtex_ptex_get_info`).
+typedef struct DtexPtexInfo {
+  // `sizeof(DtexPtexInfo)`, set by the caller.
+  uint32_t struct_size;
+  // `DTEX_PTEX_MESH_*`.
+  uint32_t mesh_type;
+  // How values are stored: `DTEX_TEXEL_U8`, `U16`, `F16` or `F32`.
+  uint32_t data_type;
+  // Channels per texel.
+  uint32_t num_channels;
+  // The alpha channel, or -1 for none.
+  int32_t alpha_channel;
+  // Faces (valid face ids are 0..num_faces).
+  uint32_t num_faces;
+  // `DTEX_PTEX_BORDER_*` in u.
+  uint32_t u_border;
+  // `DTEX_PTEX_BORDER_*` in v.
+  uint32_t v_border;
+  // `DTEX_PTEX_EDGE_FILTER_*`.
+  uint32_t edge_filter;
+  // Boolean: the file stores reductions (mip maps).
+  uint32_t has_mipmaps;
+  // 64 KiB pages the units (a face at one resolution, or a tile of it) are packed in.
+  uint64_t num_pages;
+  // Bytes of unit data on those pages (`unit_bytes / (num_pages * 65536)` is the
+  // packing efficiency).
+  uint64_t unit_bytes;
+} DtexPtexInfo;
+
+// One face of a Ptex texture (`dtex_ptex_get_face_info`).
+typedef struct DtexPtexFaceInfo {
+  // `sizeof(DtexPtexFaceInfo)`, set by the caller.
+  uint32_t struct_size;
+  // log2 of the face's full resolution in u.
+  uint32_t ulog2;
+  // log2 of the face's full resolution in v.
+  uint32_t vlog2;
+  // `DTEX_PTEX_FACE_*` bits.
+  uint32_t flags;
+  // The neighbour across each edge (bottom, right, top, left; a triangle's three), -1 at
+  // a mesh boundary.
+  int32_t adj_faces[4];
+  // The neighbour's edge (0..=3) shared with each edge.
+  uint32_t adj_edges[4];
+} DtexPtexFaceInfo;
+
+// One launch of a loader: what samplers read between `dtex_launch_prepare` and
+// `dtex_process_requests` / `dtex_launch_discard`. `id == 0` is the null handle.
+typedef struct DtexLaunch {
+  // Opaque; 0 = null.
+  uint64_t id;
+} DtexLaunch;
+
+// What a Ptex lookup reports beside its values.
+typedef struct DtexPtexSampled {
+  // Channels written: `min(channels, num_channels - first_channel)`.
+  uint32_t channels;
+  // Boolean: every unit the filter needed was resident. 0: the values are the face's
+  // constant colour (the stochastic filter: only the missing texel is) and the missing
+  // pages were requested.
+  uint32_t resident;
+} DtexPtexSampled;
+
+// A blocking texture cache (OIIO-style lookups). `id == 0` is the null handle.
+typedef struct DtexCache {
+  // Opaque; 0 = null.
+  uint64_t id;
+} DtexCache;
+
 // Produces the 64-bit page-table entry of page `page_index` (0-based within its
 // resource) into `*out_entry`, and returns `DTEX_SOURCE_READY` (entry written),
 // `DTEX_SOURCE_NOT_YET` (nothing written; the request is deferred and asked again at the
@@ -501,13 +661,6 @@ typedef int32_t (*DtexUdimTileCallback)(void *user_data,
 typedef int32_t (*DtexResourceCallback)(void *user_data,
                                         uint32_t page_index,
                                         uint64_t *out_entry);
-
-// One launch of a loader: what samplers read between `dtex_launch_prepare` and
-// `dtex_process_requests` / `dtex_launch_discard`. `id == 0` is the null handle.
-typedef struct DtexLaunch {
-  // Opaque; 0 = null.
-  uint64_t id;
-} DtexLaunch;
 
 // One mapping pushed to the device: page `page` becomes resident with `entry` in the page
 // table (entry pages only) and LRU age `lru` (15 = never evict).
@@ -614,12 +767,6 @@ typedef struct DtexGradQuery {
   // dt/dy.
   float dtdy;
 } DtexGradQuery;
-
-// A blocking texture cache (OIIO-style lookups). `id == 0` is the null handle.
-typedef struct DtexCache {
-  // Opaque; 0 = null.
-  uint64_t id;
-} DtexCache;
 
 // One launch of a CUDA loader, between `dtex_cuda_launch_prepare` and
 // `dtex_cuda_process_requests`. Plain data: a launch that is never processed needs no
@@ -1129,6 +1276,153 @@ DtexStatus dtex_udim_expand_pattern(const char *pattern,
                                     DtexUdimTileCallback callback,
                                     void *user_data,
                                     uint32_t *out_count);
+
+// Fill `*out` with the default filter options (box, no lerp, width 1, nearest jitter).
+// NULL: does nothing.
+//
+// Ownership: `*out` is the caller's; nothing is kept. Thread-safety: any thread.
+//
+// # Safety
+// `out` is NULL or valid for writing a `DtexPtexFilterOptions`.
+void dtex_ptex_filter_options_default(struct DtexPtexFilterOptions *out);
+
+// Open a Ptex file and register it with `loader` as one texture: its units (a face at one
+// resolution, or a tile of a large one) are packed into 64 KiB pages that share the
+// loader's budget and are requested, filled and evicted like tiles (docs/PTEX.md). The
+// header, face table and per-face constant colours are read now. Sample it with
+// `dtex_launch_ptex_sample`.
+//
+// Errors: INVALID_HANDLE; INVALID_ARGUMENT (NULL `path` or `out_texture`, path not
+// UTF-8); IO_ERROR (the file cannot be read, or is corrupt: the message names the file
+// and what is wrong); UNSUPPORTED (not a Ptex file, or a version or type the reader does
+// not serve); OUT_OF_PAGES. Ownership: the path is copied; the texture belongs to the
+// loader. Thread-safety: any thread.
+//
+// # Safety
+// `path` is NULL or a NUL-terminated string; `out_texture` is NULL or writable.
+DtexStatus dtex_ptex_create(struct DtexLoader loader,
+                            const char *path,
+                            uint32_t *out_texture);
+
+// The description of the Ptex texture `texture` of `loader` (the caller sets
+// `out->struct_size` first).
+//
+// Errors: INVALID_HANDLE; UNKNOWN_TEXTURE (not a Ptex texture of this loader);
+// INVALID_ARGUMENT (NULL `out`, bad `struct_size`). Ownership: `*out` is the caller's.
+// Thread-safety: any thread.
+//
+// # Safety
+// `out` is NULL or readable and writable as a `DtexPtexInfo`.
+DtexStatus dtex_ptex_get_info(struct DtexLoader loader,
+                              uint32_t texture,
+                              struct DtexPtexInfo *out);
+
+// The info of face `face` of the Ptex texture `texture` of `loader` (the caller sets
+// `out->struct_size` first).
+//
+// Errors: as `dtex_ptex_get_info`, and INVALID_ARGUMENT for a face id the texture lacks.
+// Ownership: `*out` is the caller's. Thread-safety: any thread.
+//
+// # Safety
+// `out` is NULL or readable and writable as a `DtexPtexFaceInfo`.
+DtexStatus dtex_ptex_get_face_info(struct DtexLoader loader,
+                                   uint32_t texture,
+                                   uint32_t face,
+                                   struct DtexPtexFaceInfo *out);
+
+// Filter the Ptex texture `texture` at (`u`, `v`) of face `face` over the footprint
+// (`dudx`, `dvdx`), (`dudy`, `dvdy`) in face uv, with the semantics of the reference
+// library's `PtexFilter` (and the stochastic two-level filter): see
+// `DtexPtexFilterOptions` and docs/PTEX.md. Writes `out_result->channels` =
+// `min(channels, num_channels - first_channel)` normalised values (u8 / 255, u16 /
+// 65535) to `out`, and 0 to the rest of its `channels` floats. Multi-pass: a unit the filter needs that is not resident records a
+// request for its page, and the values are the face's constant colour with
+// `out_result->resident` 0 (status OK), exactly as core's `Launch::ptex_sample`. A
+// non-finite coordinate or footprint gives zeros, `out_result->channels` 0 (reported
+// resident).
+//
+// Errors: INVALID_HANDLE; UNKNOWN_TEXTURE (not a Ptex texture of the launch's loader);
+// INVALID_ARGUMENT (NULL `out` with `channels > 0`, a face id the texture lacks, a bad
+// filter enum, boolean or `struct_size`). Nothing is written on error. Ownership: the
+// buffers are the caller's, used only during the call. Thread-safety: many threads may
+// sample one launch at once.
+//
+// # Safety
+// `options` is NULL or points to a `DtexPtexFilterOptions`; `out` is NULL or points to
+// `channels` writable floats; `out_result` is NULL or writable.
+DtexStatus dtex_launch_ptex_sample(struct DtexLaunch launch,
+                                   uint32_t texture,
+                                   uint32_t face,
+                                   float u,
+                                   float v,
+                                   float dudx,
+                                   float dvdx,
+                                   float dudy,
+                                   float dvdy,
+                                   const struct DtexPtexFilterOptions *options,
+                                   float *out,
+                                   size_t channels,
+                                   struct DtexPtexSampled *out_result);
+
+// Open a Ptex file and register it with `cache` (as `dtex_ptex_create` does with a
+// loader). Sample it with `dtex_cache_ptex_sample`.
+//
+// Errors: as `dtex_ptex_create`. Ownership: the path is copied; the texture belongs to
+// the cache. Thread-safety: any thread.
+//
+// # Safety
+// `path` is NULL or a NUL-terminated string; `out_texture` is NULL or writable.
+DtexStatus dtex_cache_ptex_create(struct DtexCache cache,
+                                  const char *path,
+                                  uint32_t *out_texture);
+
+// `dtex_ptex_get_info` for a Ptex texture of `cache`.
+//
+// Errors: as `dtex_ptex_get_info` (UNKNOWN_TEXTURE: not a Ptex texture of this cache).
+// Ownership: `*out` is the caller's. Thread-safety: any thread.
+//
+// # Safety
+// As `dtex_ptex_get_info`.
+DtexStatus dtex_cache_ptex_get_info(struct DtexCache cache,
+                                    uint32_t texture,
+                                    struct DtexPtexInfo *out);
+
+// `dtex_ptex_get_face_info` for a Ptex texture of `cache`.
+//
+// Errors: as `dtex_ptex_get_face_info`. Ownership: `*out` is the caller's.
+// Thread-safety: any thread.
+//
+// # Safety
+// As `dtex_ptex_get_face_info`.
+DtexStatus dtex_cache_ptex_get_face_info(struct DtexCache cache,
+                                         uint32_t texture,
+                                         uint32_t face,
+                                         struct DtexPtexFaceInfo *out);
+
+// `dtex_launch_ptex_sample` on a cache, blocking: the pages the footprint needs are
+// loaded in this thread first, so `out_result->resident` is 0 only when the budget
+// cannot hold the footprint or a read failed (the values are then the face's constant
+// colour), exactly as core's `TextureCache::ptex_sample`.
+//
+// Errors: as `dtex_launch_ptex_sample` (UNKNOWN_TEXTURE: not a Ptex texture of this
+// cache). Ownership: the buffers are the caller's, used only during the call.
+// Thread-safety: any number of threads at once.
+//
+// # Safety
+// As `dtex_launch_ptex_sample`.
+DtexStatus dtex_cache_ptex_sample(struct DtexCache cache,
+                                  uint32_t texture,
+                                  uint32_t face,
+                                  float u,
+                                  float v,
+                                  float dudx,
+                                  float dvdx,
+                                  float dudy,
+                                  float dvdy,
+                                  const struct DtexPtexFilterOptions *options,
+                                  float *out,
+                                  size_t channels,
+                                  struct DtexPtexSampled *out_result);
 
 // Register a generic resource of `num_pages` consecutive pages whose 64-bit page-table
 // entries `callback` produces when a launch requests them (`dtex_launch_map_or_request`,

@@ -11,6 +11,8 @@ mod lifecycle;
 mod multipass;
 mod nvrtc;
 mod pixels;
+mod ptex;
+mod ptex_c;
 mod resources;
 mod timing;
 mod udim_pattern;

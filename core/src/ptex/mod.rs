@@ -16,7 +16,7 @@ use crate::ids::TextureId;
 use crate::requests::Engine;
 use crate::sampling::ptex::{ptex_sample, EnginePtex, PtexFilterOptions, PtexSampled};
 use crate::sampling::{Sample, SampleOptions};
-use crate::sources::ptex::{PtexFile, PtexPages};
+use crate::sources::ptex::{PtexErrorKind, PtexFile, PtexPages};
 use crate::textures::TextureDesc;
 use crate::{Launch, Loader, TILE_BYTES};
 use std::cell::RefCell;
@@ -58,12 +58,19 @@ impl PtexPacking {
 }
 
 impl PtexTexture {
-    /// Open `path` and register its pages texture with `engine`.
+    /// Open `path` and register its pages texture with `engine`. A file that cannot be
+    /// read or is corrupt is [`Error::Io`]; one that is not Ptex, or of a version or type
+    /// the reader does not serve, [`Error::Unsupported`]; both name the file.
     pub fn create(engine: &Engine, path: impl AsRef<Path>) -> Result<PtexTexture> {
         let path = path.as_ref();
-        let file = PtexFile::open(path).map_err(|e| Error::Io {
-            path: path.display().to_string(),
-            message: e.to_string(),
+        let file = PtexFile::open(path).map_err(|e| match e.kind {
+            PtexErrorKind::NotPtex | PtexErrorKind::Unsupported => {
+                Error::Unsupported(e.to_string())
+            }
+            _ => Error::Io {
+                path: path.display().to_string(),
+                message: e.to_string(),
+            },
         })?;
         let pages = Arc::new(PtexPages::new(Arc::new(file)));
         let id = engine.create_texture(pages.clone(), TextureDesc::default())?;
