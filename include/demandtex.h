@@ -157,6 +157,14 @@ typedef unsigned long long uint64_t;
 // a missing texel reads as the face's constant colour.
 #define DTEX_PTEX_FILTER_STOCHASTIC 8
 
+// `DtexPtexDeviceUnit.page` of a resolution without a unit (a constant face, 1x1, or a
+// reduction a triangle lacks): the face's constant colour stands for it.
+#define DTEX_PTEX_NO_UNIT 4294967295u
+
+// Pages across the virtual image of a Ptex pages texture: Ptex page `p` is its tile
+// (`p % DTEX_PTEX_PAGES_ACROSS`, `p / DTEX_PTEX_PAGES_ACROSS`) of level 0.
+#define DTEX_PTEX_PAGES_ACROSS 1024
+
 // Ptex mesh type: triangles.
 #define DTEX_PTEX_MESH_TRIANGLE 0
 
@@ -841,6 +849,67 @@ typedef struct DtexTextureSampler {
   // Per level, finest first; entries past `num_levels` are zero.
   struct DtexSamplerLevel levels[DTEX_MAX_LEVELS];
 } DtexTextureSampler;
+
+// One face as device code reads it (24 bytes).
+typedef struct DtexPtexDeviceFace {
+  // Index of the face's first entry in the unit table.
+  uint32_t units;
+  // log2 of the full resolution in u (0 for a constant face).
+  uint8_t ulog2;
+  // log2 of the full resolution in v.
+  uint8_t vlog2;
+  // The file's face flags (`DTEX_PTEX_FACE_*`).
+  uint8_t flags;
+  // Two bits per edge: the neighbour's edge shared with edge `e` at bits `2e..2e+1`.
+  uint8_t adjedges;
+  // The neighbour across each edge, -1 at a mesh boundary.
+  int32_t adjfaces[4];
+} DtexPtexDeviceFace;
+
+// Where one unit (a face at one resolution) lies in the packed pages (16 bytes).
+typedef struct DtexPtexDeviceUnit {
+  // The page (index among the pages texture's pages, tile `(page % 1024, page / 1024)`)
+  // of the unit or of its first tile; `PTEX_NO_UNIT` if there is none.
+  uint32_t page;
+  // Byte offset of the unit (or its first tile) in its page.
+  uint32_t offset;
+  // Bytes of the unit, or of one of its tiles. Tiles follow each other in the stream
+  // as units do, never straddling a page.
+  uint32_t bytes;
+  // Tiles across (u); 0 for an untiled unit.
+  uint16_t ntiles_u;
+  // log2 of a tile's resolution in u (tiled units).
+  uint8_t tile_ulog2;
+  // log2 of a tile's resolution in v (tiled units).
+  uint8_t tile_vlog2;
+} DtexPtexDeviceUnit;
+
+// A Ptex texture as device code reads it: the pages texture to sample, the tables'
+// device addresses and how texels are stored (64 bytes).
+typedef struct DtexPtexDeviceTexture {
+  // The face table, `num_faces` entries (device memory).
+  const struct DtexPtexDeviceFace *faces;
+  // The unit table (device memory).
+  const struct DtexPtexDeviceUnit *units;
+  // The constant colour of every face, `num_faces * pixel_size` bytes (device memory).
+  const uint8_t *constants;
+  // The texture id of the pages texture (its sampler page).
+  uint32_t pages_texture;
+  // Faces.
+  uint32_t num_faces;
+  // `DTEX_PTEX_MESH_*`.
+  uint32_t mesh_type;
+  // `DTEX_TEXEL_*` of a channel.
+  uint32_t data_type;
+  // Channels per texel.
+  uint32_t num_channels;
+  // Bytes per texel.
+  uint32_t pixel_size;
+  // Entries of the unit table.
+  uint32_t num_units;
+  // Zero.
+  uint32_t reserved;
+} DtexPtexDeviceTexture;
 
 // Success.
 #define DTEX_STATUS_OK 0
@@ -1890,6 +1959,51 @@ DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexTicket, id) == 0, "offsetof(DtexTicket, id)
 DTEX_STATIC_ASSERT(sizeof(DtexCache) == 8, "sizeof(DtexCache)");
 DTEX_STATIC_ASSERT(DTEX_ALIGNOF(DtexCache) == 8, "alignof(DtexCache)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexCache, id) == 0, "offsetof(DtexCache, id)");
+DTEX_STATIC_ASSERT(sizeof(DtexPtexDeviceFace) == 24, "sizeof(DtexPtexDeviceFace)");
+DTEX_STATIC_ASSERT(DTEX_ALIGNOF(DtexPtexDeviceFace) == 4, "alignof(DtexPtexDeviceFace)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexDeviceFace, units) == 0, "offsetof(DtexPtexDeviceFace, units)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexDeviceFace, ulog2) == 4, "offsetof(DtexPtexDeviceFace, ulog2)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexDeviceFace, vlog2) == 5, "offsetof(DtexPtexDeviceFace, vlog2)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexDeviceFace, flags) == 6, "offsetof(DtexPtexDeviceFace, flags)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexDeviceFace, adjedges) == 7, "offsetof(DtexPtexDeviceFace, adjedges)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexDeviceFace, adjfaces) == 8, "offsetof(DtexPtexDeviceFace, adjfaces)");
+DTEX_STATIC_ASSERT(sizeof(DtexPtexDeviceUnit) == 16, "sizeof(DtexPtexDeviceUnit)");
+DTEX_STATIC_ASSERT(DTEX_ALIGNOF(DtexPtexDeviceUnit) == 4, "alignof(DtexPtexDeviceUnit)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexDeviceUnit, page) == 0, "offsetof(DtexPtexDeviceUnit, page)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexDeviceUnit, offset) == 4, "offsetof(DtexPtexDeviceUnit, offset)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexDeviceUnit, bytes) == 8, "offsetof(DtexPtexDeviceUnit, bytes)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexDeviceUnit, ntiles_u) == 12, "offsetof(DtexPtexDeviceUnit, ntiles_u)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexDeviceUnit, tile_ulog2) == 14, "offsetof(DtexPtexDeviceUnit, tile_ulog2)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexDeviceUnit, tile_vlog2) == 15, "offsetof(DtexPtexDeviceUnit, tile_vlog2)");
+DTEX_STATIC_ASSERT(sizeof(DtexPtexDeviceTexture) == 56, "sizeof(DtexPtexDeviceTexture)");
+DTEX_STATIC_ASSERT(DTEX_ALIGNOF(DtexPtexDeviceTexture) == 8, "alignof(DtexPtexDeviceTexture)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexDeviceTexture, faces) == 0, "offsetof(DtexPtexDeviceTexture, faces)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexDeviceTexture, units) == 8, "offsetof(DtexPtexDeviceTexture, units)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexDeviceTexture, constants) == 16, "offsetof(DtexPtexDeviceTexture, constants)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexDeviceTexture, pages_texture) == 24, "offsetof(DtexPtexDeviceTexture, pages_texture)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexDeviceTexture, num_faces) == 28, "offsetof(DtexPtexDeviceTexture, num_faces)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexDeviceTexture, mesh_type) == 32, "offsetof(DtexPtexDeviceTexture, mesh_type)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexDeviceTexture, data_type) == 36, "offsetof(DtexPtexDeviceTexture, data_type)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexDeviceTexture, num_channels) == 40, "offsetof(DtexPtexDeviceTexture, num_channels)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexDeviceTexture, pixel_size) == 44, "offsetof(DtexPtexDeviceTexture, pixel_size)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexDeviceTexture, num_units) == 48, "offsetof(DtexPtexDeviceTexture, num_units)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexDeviceTexture, reserved) == 52, "offsetof(DtexPtexDeviceTexture, reserved)");
+DTEX_STATIC_ASSERT(sizeof(DtexPtexFilterOptions) == 40, "sizeof(DtexPtexFilterOptions)");
+DTEX_STATIC_ASSERT(DTEX_ALIGNOF(DtexPtexFilterOptions) == 4, "alignof(DtexPtexFilterOptions)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexFilterOptions, struct_size) == 0, "offsetof(DtexPtexFilterOptions, struct_size)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexFilterOptions, filter) == 4, "offsetof(DtexPtexFilterOptions, filter)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexFilterOptions, lerp) == 8, "offsetof(DtexPtexFilterOptions, lerp)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexFilterOptions, sharpness) == 12, "offsetof(DtexPtexFilterOptions, sharpness)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexFilterOptions, noedgeblend) == 16, "offsetof(DtexPtexFilterOptions, noedgeblend)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexFilterOptions, width) == 20, "offsetof(DtexPtexFilterOptions, width)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexFilterOptions, blur) == 24, "offsetof(DtexPtexFilterOptions, blur)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexFilterOptions, first_channel) == 28, "offsetof(DtexPtexFilterOptions, first_channel)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexFilterOptions, jitter_u) == 32, "offsetof(DtexPtexFilterOptions, jitter_u)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexFilterOptions, jitter_v) == 36, "offsetof(DtexPtexFilterOptions, jitter_v)");
+DTEX_STATIC_ASSERT(sizeof(DtexPtexSampled) == 8, "sizeof(DtexPtexSampled)");
+DTEX_STATIC_ASSERT(DTEX_ALIGNOF(DtexPtexSampled) == 4, "alignof(DtexPtexSampled)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexSampled, channels) == 0, "offsetof(DtexPtexSampled, channels)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexSampled, resident) == 4, "offsetof(DtexPtexSampled, resident)");
 DTEX_STATIC_ASSERT(sizeof(DtexCudaLaunch) == 16, "sizeof(DtexCudaLaunch)");
 DTEX_STATIC_ASSERT(DTEX_ALIGNOF(DtexCudaLaunch) == 8, "alignof(DtexCudaLaunch)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexCudaLaunch, loader) == 0, "offsetof(DtexCudaLaunch, loader)");

@@ -38,6 +38,16 @@ pub const DTEX_PTEX_FILTER_MITCHELL: u32 = 7;
 /// a missing texel reads as the face's constant colour.
 pub const DTEX_PTEX_FILTER_STOCHASTIC: u32 = 8;
 
+/// `DtexPtexDeviceUnit.page` of a resolution without a unit (a constant face, 1x1, or a
+/// reduction a triangle lacks): the face's constant colour stands for it.
+pub const DTEX_PTEX_NO_UNIT: u32 = 0xFFFF_FFFF_u32;
+const _: () = assert!(DTEX_PTEX_NO_UNIT == engine::ptex::device::PTEX_NO_UNIT);
+
+/// Pages across the virtual image of a Ptex pages texture: Ptex page `p` is its tile
+/// (`p % DTEX_PTEX_PAGES_ACROSS`, `p / DTEX_PTEX_PAGES_ACROSS`) of level 0.
+pub const DTEX_PTEX_PAGES_ACROSS: u32 = 1024;
+const _: () = assert!(DTEX_PTEX_PAGES_ACROSS == engine::sources::ptex::pages::PAGES_ACROSS);
+
 /// Ptex mesh type: triangles.
 pub const DTEX_PTEX_MESH_TRIANGLE: u32 = 0;
 /// Ptex mesh type: quads.

@@ -17,7 +17,7 @@ use crate::requests::Engine;
 use crate::sampling::ptex::{ptex_sample, EnginePtex, PtexFilterOptions, PtexSampled};
 use crate::sampling::{Sample, SampleOptions};
 use crate::sources::ptex::{PtexErrorKind, PtexFile, PtexPages};
-use crate::textures::TextureDesc;
+use crate::textures::{FilterMode, MipFilter, TextureDesc};
 use crate::{Launch, Loader, TILE_BYTES};
 use std::cell::RefCell;
 use std::path::Path;
@@ -73,7 +73,14 @@ impl PtexTexture {
             },
         })?;
         let pages = Arc::new(PtexPages::new(Arc::new(file)));
-        let id = engine.create_texture(pages.clone(), TextureDesc::default())?;
+        // Point filtering: device code reads the packed bytes back from the pages
+        // texture's texels (docs/PTEX.md, "On the device"); a linear filter would blend them.
+        let desc = TextureDesc {
+            filter: FilterMode::Point,
+            mip_filter: MipFilter::Point,
+            ..TextureDesc::default()
+        };
+        let id = engine.create_texture(pages.clone(), desc)?;
         Ok(PtexTexture { id, pages })
     }
 
@@ -209,6 +216,8 @@ impl TextureCache {
         result
     }
 }
+
+pub mod device;
 
 #[cfg(test)]
 mod tests;
