@@ -75,6 +75,10 @@ typedef unsigned long long uint64_t;
 // Filter: bilinear (or blend two levels, for `mip_filter`).
 #define DTEX_FILTER_LINEAR 1
 
+// `sizeof(DtexLoaderOptions)` before `max_fill_age` and `max_publications_per_launch`:
+// callers built against that header keep working (those fields take their defaults).
+#define DTEX_LOADER_OPTIONS_SIZE_0_1_0 48
+
 // "No texture": never a valid texture id (`0xFFFFFFFF`).
 #define DTEX_NO_TEXTURE 4294967295u
 
@@ -201,6 +205,10 @@ typedef unsigned long long uint64_t;
 // `dtex_ticket_wait` timeout meaning "no limit" (`UINT64_MAX`, written as a literal so
 // that the header needs no `<stdint.h>` macro: NVRTC has none).
 #define DTEX_WAIT_FOREVER 18446744073709551615ull
+
+// `sizeof(DtexSampleOptions)` before `request_key`: callers built against that header
+// keep working (with key 0).
+#define DTEX_SAMPLE_OPTIONS_SIZE_0_1_0 8
 
 // Mip levels in a `DtexTextureSampler` (65536 down to 1).
 #define DTEX_MAX_LEVELS 17
@@ -338,6 +346,14 @@ typedef struct DtexLoaderOptions {
   // random, with the previous launch's `1 - unique / total`, to spread them over the
   // frame) rather than final (a render that converges). Was `reserved` (0) in 0.1.0.
   uint32_t interactive;
+  // Interactive mode: a queued tile fill that a fill thread takes when its launch is
+  // this many launches old or more is dropped unread and counted
+  // (`fills_dropped_stale`) (default 3; at least 1). Absent before 0.1 ABI struct size
+  // `DTEX_LOADER_OPTIONS_SIZE_0_1_0`: callers built against that header get the default.
+  uint32_t max_fill_age;
+  // Most tile publications one launch start makes; the rest wait for the next, coarse
+  // pages first (`publications_capped`) (default 0: no limit).
+  uint32_t max_publications_per_launch;
 } DtexLoaderOptions;
 
 // How a texture is sampled, fixed at creation. Fill it with `dtex_texture_desc_default`.
@@ -745,6 +761,13 @@ typedef struct DtexSampleOptions {
   // Boolean (default 0): on a miss, return the finest coarser level that is resident
   // and report it resident; the missing pages are still requested.
   uint32_t fallback_to_coarser;
+  // The pixel or sample id of the lookup (default 0): the deterministic seed of
+  // interactive mode's request rejection (lookups with the same key in one launch make
+  // the same decision for a page; the device uses the thread's grid index). Absent
+  // before struct size `DTEX_SAMPLE_OPTIONS_SIZE_0_1_0` (then 0).
+  uint32_t request_key;
+  // Must be 0.
+  uint32_t reserved;
 } DtexSampleOptions;
 
 // The result of one lookup.
@@ -2009,7 +2032,7 @@ DTEX_STATIC_ASSERT(DTEX_ALIGNOF(DtexCudaLaunch) == 8, "alignof(DtexCudaLaunch)")
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexCudaLaunch, loader) == 0, "offsetof(DtexCudaLaunch, loader)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexCudaLaunch, number) == 8, "offsetof(DtexCudaLaunch, number)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexCudaLaunch, reserved) == 12, "offsetof(DtexCudaLaunch, reserved)");
-DTEX_STATIC_ASSERT(sizeof(DtexLoaderOptions) == 48, "sizeof(DtexLoaderOptions)");
+DTEX_STATIC_ASSERT(sizeof(DtexLoaderOptions) == 56, "sizeof(DtexLoaderOptions)");
 DTEX_STATIC_ASSERT(DTEX_ALIGNOF(DtexLoaderOptions) == 8, "alignof(DtexLoaderOptions)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, struct_size) == 0, "offsetof(DtexLoaderOptions, struct_size)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, num_pages) == 4, "offsetof(DtexLoaderOptions, num_pages)");
@@ -2022,6 +2045,8 @@ DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, fill_threads) == 32, "offset
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, lru_threshold) == 36, "offsetof(DtexLoaderOptions, lru_threshold)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, staged_reserve) == 40, "offsetof(DtexLoaderOptions, staged_reserve)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, interactive) == 44, "offsetof(DtexLoaderOptions, interactive)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, max_fill_age) == 48, "offsetof(DtexLoaderOptions, max_fill_age)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, max_publications_per_launch) == 52, "offsetof(DtexLoaderOptions, max_publications_per_launch)");
 DTEX_STATIC_ASSERT(sizeof(DtexTextureDesc) == 40, "sizeof(DtexTextureDesc)");
 DTEX_STATIC_ASSERT(DTEX_ALIGNOF(DtexTextureDesc) == 4, "alignof(DtexTextureDesc)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexTextureDesc, struct_size) == 0, "offsetof(DtexTextureDesc, struct_size)");
@@ -2107,10 +2132,12 @@ DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexImageSourceCallbacks, read_region) == 24, "
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexImageSourceCallbacks, read_mip_tail) == 32, "offsetof(DtexImageSourceCallbacks, read_mip_tail)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexImageSourceCallbacks, read_base_color) == 40, "offsetof(DtexImageSourceCallbacks, read_base_color)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexImageSourceCallbacks, close) == 48, "offsetof(DtexImageSourceCallbacks, close)");
-DTEX_STATIC_ASSERT(sizeof(DtexSampleOptions) == 8, "sizeof(DtexSampleOptions)");
+DTEX_STATIC_ASSERT(sizeof(DtexSampleOptions) == 16, "sizeof(DtexSampleOptions)");
 DTEX_STATIC_ASSERT(DTEX_ALIGNOF(DtexSampleOptions) == 4, "alignof(DtexSampleOptions)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexSampleOptions, struct_size) == 0, "offsetof(DtexSampleOptions, struct_size)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexSampleOptions, fallback_to_coarser) == 4, "offsetof(DtexSampleOptions, fallback_to_coarser)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexSampleOptions, request_key) == 8, "offsetof(DtexSampleOptions, request_key)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexSampleOptions, reserved) == 12, "offsetof(DtexSampleOptions, reserved)");
 DTEX_STATIC_ASSERT(sizeof(DtexSample) == 24, "sizeof(DtexSample)");
 DTEX_STATIC_ASSERT(DTEX_ALIGNOF(DtexSample) == 4, "alignof(DtexSample)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexSample, value) == 0, "offsetof(DtexSample, value)");

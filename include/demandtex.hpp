@@ -167,12 +167,15 @@ struct SampleOptions {
     /// On a miss, return the finest coarser resident level (reported resident); the
     /// missing pages are still requested.
     bool fallbackToCoarser = false;
+    /// The pixel or sample id of the lookup: the seed of interactive request rejection.
+    std::uint32_t requestKey = 0;
 
     /// The C struct.
     DtexSampleOptions toC() const noexcept {
         DtexSampleOptions o{};
         o.struct_size = sizeof(DtexSampleOptions);
         o.fallback_to_coarser = fallbackToCoarser ? 1u : 0u;
+        o.request_key = requestKey;
         return o;
     }
 };
@@ -294,6 +297,10 @@ public:
     LoaderOptions& lruThreshold(std::uint32_t v) noexcept { raw_.lru_threshold = v; return *this; }
     /// Fraction of the budget kept staged for second-chance restores (default 0.0625).
     LoaderOptions& stagedReserve(float v) noexcept { raw_.staged_reserve = v; return *this; }
+    /// Interactive mode: drop queued fills this many launches old (at least 1).
+    LoaderOptions& maxFillAge(std::uint32_t v) noexcept { raw_.max_fill_age = v; return *this; }
+    /// Most tile publications per launch start (0 = no limit).
+    LoaderOptions& maxPublicationsPerLaunch(std::uint32_t v) noexcept { raw_.max_publications_per_launch = v; return *this; }
 
     /// Pages in the virtual page space.
     std::uint32_t numPages() const noexcept { return raw_.num_pages; }

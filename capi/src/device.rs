@@ -290,6 +290,8 @@ pub const LAYOUTS: &[StructLayout] = &[
             lru_threshold,
             staged_reserve,
             interactive,
+            max_fill_age,
+            max_publications_per_launch,
         ]
     ),
     layout!(
@@ -392,7 +394,7 @@ pub const LAYOUTS: &[StructLayout] = &[
     layout!(
         "DtexSampleOptions",
         crate::sampling::DtexSampleOptions,
-        [struct_size, fallback_to_coarser,]
+        [struct_size, fallback_to_coarser, request_key, reserved]
     ),
     layout!(
         "DtexSample",

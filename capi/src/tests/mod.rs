@@ -10,6 +10,7 @@ mod header;
 mod lifecycle;
 mod multipass;
 mod nvrtc;
+mod option_versions;
 mod pixels;
 mod ptex;
 mod ptex_c;
