@@ -651,6 +651,12 @@ typedef struct DtexPtexFaceInfo {
   uint32_t adj_edges[4];
 } DtexPtexFaceInfo;
 
+// A blocking texture cache (OIIO-style lookups). `id == 0` is the null handle.
+typedef struct DtexCache {
+  // Opaque; 0 = null.
+  uint64_t id;
+} DtexCache;
+
 // One launch of a loader: what samplers read between `dtex_launch_prepare` and
 // `dtex_process_requests` / `dtex_launch_discard`. `id == 0` is the null handle.
 typedef struct DtexLaunch {
@@ -667,12 +673,6 @@ typedef struct DtexPtexSampled {
   // pages were requested.
   uint32_t resident;
 } DtexPtexSampled;
-
-// A blocking texture cache (OIIO-style lookups). `id == 0` is the null handle.
-typedef struct DtexCache {
-  // Opaque; 0 = null.
-  uint64_t id;
-} DtexCache;
 
 // Produces the 64-bit page-table entry of page `page_index` (0-based within its
 // resource) into `*out_entry`, and returns `DTEX_SOURCE_READY` (entry written),
@@ -1422,40 +1422,6 @@ DtexStatus dtex_ptex_get_face_info(struct DtexLoader loader,
                                    uint32_t face,
                                    struct DtexPtexFaceInfo *out);
 
-// Filter the Ptex texture `texture` at (`u`, `v`) of face `face` over the footprint
-// (`dudx`, `dvdx`), (`dudy`, `dvdy`) in face uv, with the semantics of the reference
-// library's `PtexFilter` (and the stochastic two-level filter): see
-// `DtexPtexFilterOptions` and docs/PTEX.md. Writes `out_result->channels` =
-// `min(channels, num_channels - first_channel)` normalised values (u8 / 255, u16 /
-// 65535) to `out`, and 0 to the rest of its `channels` floats. Multi-pass: a unit the filter needs that is not resident records a
-// request for its page, and the values are the face's constant colour with
-// `out_result->resident` 0 (status OK), exactly as core's `Launch::ptex_sample`. A
-// non-finite coordinate or footprint gives zeros, `out_result->channels` 0 (reported
-// resident).
-//
-// Errors: INVALID_HANDLE; UNKNOWN_TEXTURE (not a Ptex texture of the launch's loader);
-// INVALID_ARGUMENT (NULL `out` with `channels > 0`, a face id the texture lacks, a bad
-// filter enum, boolean or `struct_size`). Nothing is written on error. Ownership: the
-// buffers are the caller's, used only during the call. Thread-safety: many threads may
-// sample one launch at once.
-//
-// # Safety
-// `options` is NULL or points to a `DtexPtexFilterOptions`; `out` is NULL or points to
-// `channels` writable floats; `out_result` is NULL or writable.
-DtexStatus dtex_launch_ptex_sample(struct DtexLaunch launch,
-                                   uint32_t texture,
-                                   uint32_t face,
-                                   float u,
-                                   float v,
-                                   float dudx,
-                                   float dvdx,
-                                   float dudy,
-                                   float dvdy,
-                                   const struct DtexPtexFilterOptions *options,
-                                   float *out,
-                                   size_t channels,
-                                   struct DtexPtexSampled *out_result);
-
 // Open a Ptex file and register it with `cache` (as `dtex_ptex_create` does with a
 // loader). Sample it with `dtex_cache_ptex_sample`.
 //
@@ -1490,6 +1456,40 @@ DtexStatus dtex_cache_ptex_get_face_info(struct DtexCache cache,
                                          uint32_t texture,
                                          uint32_t face,
                                          struct DtexPtexFaceInfo *out);
+
+// Filter the Ptex texture `texture` at (`u`, `v`) of face `face` over the footprint
+// (`dudx`, `dvdx`), (`dudy`, `dvdy`) in face uv, with the semantics of the reference
+// library's `PtexFilter` (and the stochastic two-level filter): see
+// `DtexPtexFilterOptions` and docs/PTEX.md. Writes `out_result->channels` =
+// `min(channels, num_channels - first_channel)` normalised values (u8 / 255, u16 /
+// 65535) to `out`, and 0 to the rest of its `channels` floats. Multi-pass: a unit the filter needs that is not resident records a
+// request for its page, and the values are the face's constant colour with
+// `out_result->resident` 0 (status OK), exactly as core's `Launch::ptex_sample`. A
+// non-finite coordinate or footprint gives zeros, `out_result->channels` 0 (reported
+// resident).
+//
+// Errors: INVALID_HANDLE; UNKNOWN_TEXTURE (not a Ptex texture of the launch's loader);
+// INVALID_ARGUMENT (NULL `out` with `channels > 0`, a face id the texture lacks, a bad
+// filter enum, boolean or `struct_size`). Nothing is written on error. Ownership: the
+// buffers are the caller's, used only during the call. Thread-safety: many threads may
+// sample one launch at once.
+//
+// # Safety
+// `options` is NULL or points to a `DtexPtexFilterOptions`; `out` is NULL or points to
+// `channels` writable floats; `out_result` is NULL or writable.
+DtexStatus dtex_launch_ptex_sample(struct DtexLaunch launch,
+                                   uint32_t texture,
+                                   uint32_t face,
+                                   float u,
+                                   float v,
+                                   float dudx,
+                                   float dvdx,
+                                   float dudy,
+                                   float dvdy,
+                                   const struct DtexPtexFilterOptions *options,
+                                   float *out,
+                                   size_t channels,
+                                   struct DtexPtexSampled *out_result);
 
 // `dtex_launch_ptex_sample` on a cache, blocking: the pages the footprint needs are
 // loaded in this thread first, so `out_result->resident` is 0 only when the budget
