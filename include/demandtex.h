@@ -75,6 +75,10 @@ typedef unsigned long long uint64_t;
 // Filter: bilinear (or blend two levels, for `mip_filter`).
 #define DTEX_FILTER_LINEAR 1
 
+// `sizeof(DtexLoaderOptions)` before `max_fill_age` and `max_publications_per_launch`:
+// callers built against that header keep working (those fields take their defaults).
+#define DTEX_LOADER_OPTIONS_SIZE_0_1_0 48
+
 // "No texture": never a valid texture id (`0xFFFFFFFF`).
 #define DTEX_NO_TEXTURE 4294967295u
 
@@ -127,9 +131,84 @@ typedef unsigned long long uint64_t;
 // tile in column 10 or beyond, or row 100 or beyond).
 #define DTEX_UDIM_NO_NUMBER 0
 
+// Ptex filter: the texel containing the point, full resolution.
+#define DTEX_PTEX_FILTER_POINT 0
+
+// Ptex filter: bilinear interpolation of the 2x2 texels around the point (at the
+// resolution of the footprint), blended across edges.
+#define DTEX_PTEX_FILTER_BILINEAR 1
+
+// Ptex filter: box filter over the footprint, blended across edges.
+#define DTEX_PTEX_FILTER_BOX 2
+
+// Ptex filter: separable Gaussian.
+#define DTEX_PTEX_FILTER_GAUSSIAN 3
+
+// Ptex filter: general cubic with `DtexPtexFilterOptions.sharpness`.
+#define DTEX_PTEX_FILTER_BICUBIC 4
+
+// Ptex filter: cubic B-spline.
+#define DTEX_PTEX_FILTER_BSPLINE 5
+
+// Ptex filter: Catmull-Rom.
+#define DTEX_PTEX_FILTER_CATMULL_ROM 6
+
+// Ptex filter: Mitchell.
+#define DTEX_PTEX_FILTER_MITCHELL 7
+
+// Ptex filter: stochastic two-level point sampling (one texel from each of the two
+// resolutions around the footprint's level of detail, picked by `jitter_u/v`, blended);
+// a missing texel reads as the face's constant colour.
+#define DTEX_PTEX_FILTER_STOCHASTIC 8
+
+// `DtexPtexDeviceUnit.page` of a resolution without a unit (a constant face, 1x1, or a
+// reduction a triangle lacks): the face's constant colour stands for it.
+#define DTEX_PTEX_NO_UNIT 4294967295u
+
+// Pages across the virtual image of a Ptex pages texture: Ptex page `p` is its tile
+// (`p % DTEX_PTEX_PAGES_ACROSS`, `p / DTEX_PTEX_PAGES_ACROSS`) of level 0.
+#define DTEX_PTEX_PAGES_ACROSS 1024
+
+// Ptex mesh type: triangles.
+#define DTEX_PTEX_MESH_TRIANGLE 0
+
+// Ptex mesh type: quads.
+#define DTEX_PTEX_MESH_QUAD 1
+
+// Ptex border mode: clamp to the edge.
+#define DTEX_PTEX_BORDER_CLAMP 0
+
+// Ptex border mode: black outside.
+#define DTEX_PTEX_BORDER_BLACK 1
+
+// Ptex border mode: periodic.
+#define DTEX_PTEX_BORDER_PERIODIC 2
+
+// Ptex edge filter mode: none.
+#define DTEX_PTEX_EDGE_FILTER_NONE 0
+
+// Ptex edge filter mode: tangent vectors (the first two channels rotate across edges).
+#define DTEX_PTEX_EDGE_FILTER_TANVEC 1
+
+// `DtexPtexFaceInfo.flags`: every texel has the face's constant value.
+#define DTEX_PTEX_FACE_CONSTANT 1
+
+// `DtexPtexFaceInfo.flags`: the face was replaced by an edit record.
+#define DTEX_PTEX_FACE_HAS_EDITS 2
+
+// `DtexPtexFaceInfo.flags`: a constant face whose whole neighbourhood has its value.
+#define DTEX_PTEX_FACE_NEIGHBORHOOD_CONSTANT 4
+
+// `DtexPtexFaceInfo.flags`: one of the quad subfaces of an n-gon (n != 4).
+#define DTEX_PTEX_FACE_SUBFACE 8
+
 // `dtex_ticket_wait` timeout meaning "no limit" (`UINT64_MAX`, written as a literal so
 // that the header needs no `<stdint.h>` macro: NVRTC has none).
 #define DTEX_WAIT_FOREVER 18446744073709551615ull
+
+// `sizeof(DtexSampleOptions)` before `request_key`: callers built against that header
+// keep working (with key 0).
+#define DTEX_SAMPLE_OPTIONS_SIZE_0_1_0 8
 
 // Mip levels in a `DtexTextureSampler` (65536 down to 1).
 #define DTEX_MAX_LEVELS 17
@@ -267,6 +346,14 @@ typedef struct DtexLoaderOptions {
   // random, with the previous launch's `1 - unique / total`, to spread them over the
   // frame) rather than final (a render that converges). Was `reserved` (0) in 0.1.0.
   uint32_t interactive;
+  // Interactive mode: a queued tile fill that a fill thread takes when its launch is
+  // this many launches old or more is dropped unread and counted
+  // (`fills_dropped_stale`) (default 3; at least 1). Absent before 0.1 ABI struct size
+  // `DTEX_LOADER_OPTIONS_SIZE_0_1_0`: callers built against that header get the default.
+  uint32_t max_fill_age;
+  // Most tile publications one launch start makes; the rest wait for the next, coarse
+  // pages first (`publications_capped`) (default 0: no limit).
+  uint32_t max_publications_per_launch;
 } DtexLoaderOptions;
 
 // How a texture is sampled, fixed at creation. Fill it with `dtex_texture_desc_default`.
@@ -490,6 +577,103 @@ typedef int32_t (*DtexUdimTileCallback)(void *user_data,
                                         uint32_t row,
                                         const char *path);
 
+// How to filter a Ptex lookup: the reference library's `PtexFilter::Options` and the
+// `eval` arguments that are not the lookup's own. Fill it with
+// `dtex_ptex_filter_options_default`; NULL means those defaults.
+typedef struct DtexPtexFilterOptions {
+  // `sizeof(DtexPtexFilterOptions)`.
+  uint32_t struct_size;
+  // `DTEX_PTEX_FILTER_*` (default BOX).
+  uint32_t filter;
+  // Boolean (default 0): blend the width-4 kernels (Gaussian, cubics) towards the next
+  // lower resolution.
+  uint32_t lerp;
+  // Sharpness of `DTEX_PTEX_FILTER_BICUBIC`, 0..=1 (default 0).
+  float sharpness;
+  // Boolean (default 0): filter each face alone (no blending across edges).
+  uint32_t noedgeblend;
+  // Multiplier of the footprint (default 1).
+  float width;
+  // Added to the footprint, in face uv (default 0).
+  float blur;
+  // The first channel to filter (default 0).
+  uint32_t first_channel;
+  // Random number in [0, 1) choosing the stochastic filter's texel in u (default 0.5:
+  // the nearest).
+  float jitter_u;
+  // As `jitter_u`, in v.
+  float jitter_v;
+} DtexPtexFilterOptions;
+
+// A Ptex texture's description (`dtex_ptex_get_info`).
+typedef struct DtexPtexInfo {
+  // `sizeof(DtexPtexInfo)`, set by the caller.
+  uint32_t struct_size;
+  // `DTEX_PTEX_MESH_*`.
+  uint32_t mesh_type;
+  // How values are stored: `DTEX_TEXEL_U8`, `U16`, `F16` or `F32`.
+  uint32_t data_type;
+  // Channels per texel.
+  uint32_t num_channels;
+  // The alpha channel, or -1 for none.
+  int32_t alpha_channel;
+  // Faces (valid face ids are 0..num_faces).
+  uint32_t num_faces;
+  // `DTEX_PTEX_BORDER_*` in u.
+  uint32_t u_border;
+  // `DTEX_PTEX_BORDER_*` in v.
+  uint32_t v_border;
+  // `DTEX_PTEX_EDGE_FILTER_*`.
+  uint32_t edge_filter;
+  // Boolean: the file stores reductions (mip maps).
+  uint32_t has_mipmaps;
+  // 64 KiB pages the units (a face at one resolution, or a tile of it) are packed in.
+  uint64_t num_pages;
+  // Bytes of unit data on those pages (`unit_bytes / (num_pages * 65536)` is the
+  // packing efficiency).
+  uint64_t unit_bytes;
+} DtexPtexInfo;
+
+// One face of a Ptex texture (`dtex_ptex_get_face_info`).
+typedef struct DtexPtexFaceInfo {
+  // `sizeof(DtexPtexFaceInfo)`, set by the caller.
+  uint32_t struct_size;
+  // log2 of the face's full resolution in u.
+  uint32_t ulog2;
+  // log2 of the face's full resolution in v.
+  uint32_t vlog2;
+  // `DTEX_PTEX_FACE_*` bits.
+  uint32_t flags;
+  // The neighbour across each edge (bottom, right, top, left; a triangle's three), -1 at
+  // a mesh boundary.
+  int32_t adj_faces[4];
+  // The neighbour's edge (0..=3) shared with each edge.
+  uint32_t adj_edges[4];
+} DtexPtexFaceInfo;
+
+// A blocking texture cache (OIIO-style lookups). `id == 0` is the null handle.
+typedef struct DtexCache {
+  // Opaque; 0 = null.
+  uint64_t id;
+} DtexCache;
+
+// One launch of a loader: what samplers read between `dtex_launch_prepare` and
+// `dtex_process_requests` / `dtex_launch_discard`. `id == 0` is the null handle.
+typedef struct DtexLaunch {
+  // Opaque; 0 = null.
+  uint64_t id;
+} DtexLaunch;
+
+// What a Ptex lookup reports beside its values.
+typedef struct DtexPtexSampled {
+  // Channels written: `min(channels, num_channels - first_channel)`.
+  uint32_t channels;
+  // Boolean: every unit the filter needed was resident. 0: the values are the face's
+  // constant colour (the stochastic filter: only the missing texel is) and the missing
+  // pages were requested.
+  uint32_t resident;
+} DtexPtexSampled;
+
 // Produces the 64-bit page-table entry of page `page_index` (0-based within its
 // resource) into `*out_entry`, and returns `DTEX_SOURCE_READY` (entry written),
 // `DTEX_SOURCE_NOT_YET` (nothing written; the request is deferred and asked again at the
@@ -501,13 +685,6 @@ typedef int32_t (*DtexUdimTileCallback)(void *user_data,
 typedef int32_t (*DtexResourceCallback)(void *user_data,
                                         uint32_t page_index,
                                         uint64_t *out_entry);
-
-// One launch of a loader: what samplers read between `dtex_launch_prepare` and
-// `dtex_process_requests` / `dtex_launch_discard`. `id == 0` is the null handle.
-typedef struct DtexLaunch {
-  // Opaque; 0 = null.
-  uint64_t id;
-} DtexLaunch;
 
 // One mapping pushed to the device: page `page` becomes resident with `entry` in the page
 // table (entry pages only) and LRU age `lru` (15 = never evict).
@@ -584,6 +761,13 @@ typedef struct DtexSampleOptions {
   // Boolean (default 0): on a miss, return the finest coarser level that is resident
   // and report it resident; the missing pages are still requested.
   uint32_t fallback_to_coarser;
+  // The pixel or sample id of the lookup (default 0): the deterministic seed of
+  // interactive mode's request rejection (lookups with the same key in one launch make
+  // the same decision for a page; the device uses the thread's grid index). Absent
+  // before struct size `DTEX_SAMPLE_OPTIONS_SIZE_0_1_0` (then 0).
+  uint32_t request_key;
+  // Must be 0.
+  uint32_t reserved;
 } DtexSampleOptions;
 
 // The result of one lookup.
@@ -614,12 +798,6 @@ typedef struct DtexGradQuery {
   // dt/dy.
   float dtdy;
 } DtexGradQuery;
-
-// A blocking texture cache (OIIO-style lookups). `id == 0` is the null handle.
-typedef struct DtexCache {
-  // Opaque; 0 = null.
-  uint64_t id;
-} DtexCache;
 
 // One launch of a CUDA loader, between `dtex_cuda_launch_prepare` and
 // `dtex_cuda_process_requests`. Plain data: a launch that is never processed needs no
@@ -694,6 +872,67 @@ typedef struct DtexTextureSampler {
   // Per level, finest first; entries past `num_levels` are zero.
   struct DtexSamplerLevel levels[DTEX_MAX_LEVELS];
 } DtexTextureSampler;
+
+// One face as device code reads it (24 bytes).
+typedef struct DtexPtexDeviceFace {
+  // Index of the face's first entry in the unit table.
+  uint32_t units;
+  // log2 of the full resolution in u (0 for a constant face).
+  uint8_t ulog2;
+  // log2 of the full resolution in v.
+  uint8_t vlog2;
+  // The file's face flags (`DTEX_PTEX_FACE_*`).
+  uint8_t flags;
+  // Two bits per edge: the neighbour's edge shared with edge `e` at bits `2e..2e+1`.
+  uint8_t adjedges;
+  // The neighbour across each edge, -1 at a mesh boundary.
+  int32_t adjfaces[4];
+} DtexPtexDeviceFace;
+
+// Where one unit (a face at one resolution) lies in the packed pages (16 bytes).
+typedef struct DtexPtexDeviceUnit {
+  // The page (index among the pages texture's pages, tile `(page % 1024, page / 1024)`)
+  // of the unit or of its first tile; `PTEX_NO_UNIT` if there is none.
+  uint32_t page;
+  // Byte offset of the unit (or its first tile) in its page.
+  uint32_t offset;
+  // Bytes of the unit, or of one of its tiles. Tiles follow each other in the stream
+  // as units do, never straddling a page.
+  uint32_t bytes;
+  // Tiles across (u); 0 for an untiled unit.
+  uint16_t ntiles_u;
+  // log2 of a tile's resolution in u (tiled units).
+  uint8_t tile_ulog2;
+  // log2 of a tile's resolution in v (tiled units).
+  uint8_t tile_vlog2;
+} DtexPtexDeviceUnit;
+
+// A Ptex texture as device code reads it: the pages texture to sample, the tables'
+// device addresses and how texels are stored (64 bytes).
+typedef struct DtexPtexDeviceTexture {
+  // The face table, `num_faces` entries (device memory).
+  const struct DtexPtexDeviceFace *faces;
+  // The unit table (device memory).
+  const struct DtexPtexDeviceUnit *units;
+  // The constant colour of every face, `num_faces * pixel_size` bytes (device memory).
+  const uint8_t *constants;
+  // The texture id of the pages texture (its sampler page).
+  uint32_t pages_texture;
+  // Faces.
+  uint32_t num_faces;
+  // `DTEX_PTEX_MESH_*`.
+  uint32_t mesh_type;
+  // `DTEX_TEXEL_*` of a channel.
+  uint32_t data_type;
+  // Channels per texel.
+  uint32_t num_channels;
+  // Bytes per texel.
+  uint32_t pixel_size;
+  // Entries of the unit table.
+  uint32_t num_units;
+  // Zero.
+  uint32_t reserved;
+} DtexPtexDeviceTexture;
 
 // Success.
 #define DTEX_STATUS_OK 0
@@ -1129,6 +1368,153 @@ DtexStatus dtex_udim_expand_pattern(const char *pattern,
                                     DtexUdimTileCallback callback,
                                     void *user_data,
                                     uint32_t *out_count);
+
+// Fill `*out` with the default filter options (box, no lerp, width 1, nearest jitter).
+// NULL: does nothing.
+//
+// Ownership: `*out` is the caller's; nothing is kept. Thread-safety: any thread.
+//
+// # Safety
+// `out` is NULL or valid for writing a `DtexPtexFilterOptions`.
+void dtex_ptex_filter_options_default(struct DtexPtexFilterOptions *out);
+
+// Open a Ptex file and register it with `loader` as one texture: its units (a face at one
+// resolution, or a tile of a large one) are packed into 64 KiB pages that share the
+// loader's budget and are requested, filled and evicted like tiles (docs/PTEX.md). The
+// header, face table and per-face constant colours are read now. Sample it with
+// `dtex_launch_ptex_sample`.
+//
+// Errors: INVALID_HANDLE; INVALID_ARGUMENT (NULL `path` or `out_texture`, path not
+// UTF-8); IO_ERROR (the file cannot be read, or is corrupt: the message names the file
+// and what is wrong); UNSUPPORTED (not a Ptex file, or a version or type the reader does
+// not serve); OUT_OF_PAGES. Ownership: the path is copied; the texture belongs to the
+// loader. Thread-safety: any thread.
+//
+// # Safety
+// `path` is NULL or a NUL-terminated string; `out_texture` is NULL or writable.
+DtexStatus dtex_ptex_create(struct DtexLoader loader,
+                            const char *path,
+                            uint32_t *out_texture);
+
+// The description of the Ptex texture `texture` of `loader` (the caller sets
+// `out->struct_size` first).
+//
+// Errors: INVALID_HANDLE; UNKNOWN_TEXTURE (not a Ptex texture of this loader);
+// INVALID_ARGUMENT (NULL `out`, bad `struct_size`). Ownership: `*out` is the caller's.
+// Thread-safety: any thread.
+//
+// # Safety
+// `out` is NULL or readable and writable as a `DtexPtexInfo`.
+DtexStatus dtex_ptex_get_info(struct DtexLoader loader,
+                              uint32_t texture,
+                              struct DtexPtexInfo *out);
+
+// The info of face `face` of the Ptex texture `texture` of `loader` (the caller sets
+// `out->struct_size` first).
+//
+// Errors: as `dtex_ptex_get_info`, and INVALID_ARGUMENT for a face id the texture lacks.
+// Ownership: `*out` is the caller's. Thread-safety: any thread.
+//
+// # Safety
+// `out` is NULL or readable and writable as a `DtexPtexFaceInfo`.
+DtexStatus dtex_ptex_get_face_info(struct DtexLoader loader,
+                                   uint32_t texture,
+                                   uint32_t face,
+                                   struct DtexPtexFaceInfo *out);
+
+// Open a Ptex file and register it with `cache` (as `dtex_ptex_create` does with a
+// loader). Sample it with `dtex_cache_ptex_sample`.
+//
+// Errors: as `dtex_ptex_create`. Ownership: the path is copied; the texture belongs to
+// the cache. Thread-safety: any thread.
+//
+// # Safety
+// `path` is NULL or a NUL-terminated string; `out_texture` is NULL or writable.
+DtexStatus dtex_cache_ptex_create(struct DtexCache cache,
+                                  const char *path,
+                                  uint32_t *out_texture);
+
+// `dtex_ptex_get_info` for a Ptex texture of `cache`.
+//
+// Errors: as `dtex_ptex_get_info` (UNKNOWN_TEXTURE: not a Ptex texture of this cache).
+// Ownership: `*out` is the caller's. Thread-safety: any thread.
+//
+// # Safety
+// As `dtex_ptex_get_info`.
+DtexStatus dtex_cache_ptex_get_info(struct DtexCache cache,
+                                    uint32_t texture,
+                                    struct DtexPtexInfo *out);
+
+// `dtex_ptex_get_face_info` for a Ptex texture of `cache`.
+//
+// Errors: as `dtex_ptex_get_face_info`. Ownership: `*out` is the caller's.
+// Thread-safety: any thread.
+//
+// # Safety
+// As `dtex_ptex_get_face_info`.
+DtexStatus dtex_cache_ptex_get_face_info(struct DtexCache cache,
+                                         uint32_t texture,
+                                         uint32_t face,
+                                         struct DtexPtexFaceInfo *out);
+
+// Filter the Ptex texture `texture` at (`u`, `v`) of face `face` over the footprint
+// (`dudx`, `dvdx`), (`dudy`, `dvdy`) in face uv, with the semantics of the reference
+// library's `PtexFilter` (and the stochastic two-level filter): see
+// `DtexPtexFilterOptions` and docs/PTEX.md. Writes `out_result->channels` =
+// `min(channels, num_channels - first_channel)` normalised values (u8 / 255, u16 /
+// 65535) to `out`, and 0 to the rest of its `channels` floats. Multi-pass: a unit the filter needs that is not resident records a
+// request for its page, and the values are the face's constant colour with
+// `out_result->resident` 0 (status OK), exactly as core's `Launch::ptex_sample`. A
+// non-finite coordinate or footprint gives zeros, `out_result->channels` 0 (reported
+// resident).
+//
+// Errors: INVALID_HANDLE; UNKNOWN_TEXTURE (not a Ptex texture of the launch's loader);
+// INVALID_ARGUMENT (NULL `out` with `channels > 0`, a face id the texture lacks, a bad
+// filter enum, boolean or `struct_size`). Nothing is written on error. Ownership: the
+// buffers are the caller's, used only during the call. Thread-safety: many threads may
+// sample one launch at once.
+//
+// # Safety
+// `options` is NULL or points to a `DtexPtexFilterOptions`; `out` is NULL or points to
+// `channels` writable floats; `out_result` is NULL or writable.
+DtexStatus dtex_launch_ptex_sample(struct DtexLaunch launch,
+                                   uint32_t texture,
+                                   uint32_t face,
+                                   float u,
+                                   float v,
+                                   float dudx,
+                                   float dvdx,
+                                   float dudy,
+                                   float dvdy,
+                                   const struct DtexPtexFilterOptions *options,
+                                   float *out,
+                                   size_t channels,
+                                   struct DtexPtexSampled *out_result);
+
+// `dtex_launch_ptex_sample` on a cache, blocking: the pages the footprint needs are
+// loaded in this thread first, so `out_result->resident` is 0 only when the budget
+// cannot hold the footprint or a read failed (the values are then the face's constant
+// colour), exactly as core's `TextureCache::ptex_sample`.
+//
+// Errors: as `dtex_launch_ptex_sample` (UNKNOWN_TEXTURE: not a Ptex texture of this
+// cache). Ownership: the buffers are the caller's, used only during the call.
+// Thread-safety: any number of threads at once.
+//
+// # Safety
+// As `dtex_launch_ptex_sample`.
+DtexStatus dtex_cache_ptex_sample(struct DtexCache cache,
+                                  uint32_t texture,
+                                  uint32_t face,
+                                  float u,
+                                  float v,
+                                  float dudx,
+                                  float dvdx,
+                                  float dudy,
+                                  float dvdy,
+                                  const struct DtexPtexFilterOptions *options,
+                                  float *out,
+                                  size_t channels,
+                                  struct DtexPtexSampled *out_result);
 
 // Register a generic resource of `num_pages` consecutive pages whose 64-bit page-table
 // entries `callback` produces when a launch requests them (`dtex_launch_map_or_request`,
@@ -1596,12 +1982,57 @@ DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexTicket, id) == 0, "offsetof(DtexTicket, id)
 DTEX_STATIC_ASSERT(sizeof(DtexCache) == 8, "sizeof(DtexCache)");
 DTEX_STATIC_ASSERT(DTEX_ALIGNOF(DtexCache) == 8, "alignof(DtexCache)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexCache, id) == 0, "offsetof(DtexCache, id)");
+DTEX_STATIC_ASSERT(sizeof(DtexPtexDeviceFace) == 24, "sizeof(DtexPtexDeviceFace)");
+DTEX_STATIC_ASSERT(DTEX_ALIGNOF(DtexPtexDeviceFace) == 4, "alignof(DtexPtexDeviceFace)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexDeviceFace, units) == 0, "offsetof(DtexPtexDeviceFace, units)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexDeviceFace, ulog2) == 4, "offsetof(DtexPtexDeviceFace, ulog2)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexDeviceFace, vlog2) == 5, "offsetof(DtexPtexDeviceFace, vlog2)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexDeviceFace, flags) == 6, "offsetof(DtexPtexDeviceFace, flags)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexDeviceFace, adjedges) == 7, "offsetof(DtexPtexDeviceFace, adjedges)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexDeviceFace, adjfaces) == 8, "offsetof(DtexPtexDeviceFace, adjfaces)");
+DTEX_STATIC_ASSERT(sizeof(DtexPtexDeviceUnit) == 16, "sizeof(DtexPtexDeviceUnit)");
+DTEX_STATIC_ASSERT(DTEX_ALIGNOF(DtexPtexDeviceUnit) == 4, "alignof(DtexPtexDeviceUnit)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexDeviceUnit, page) == 0, "offsetof(DtexPtexDeviceUnit, page)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexDeviceUnit, offset) == 4, "offsetof(DtexPtexDeviceUnit, offset)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexDeviceUnit, bytes) == 8, "offsetof(DtexPtexDeviceUnit, bytes)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexDeviceUnit, ntiles_u) == 12, "offsetof(DtexPtexDeviceUnit, ntiles_u)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexDeviceUnit, tile_ulog2) == 14, "offsetof(DtexPtexDeviceUnit, tile_ulog2)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexDeviceUnit, tile_vlog2) == 15, "offsetof(DtexPtexDeviceUnit, tile_vlog2)");
+DTEX_STATIC_ASSERT(sizeof(DtexPtexDeviceTexture) == 56, "sizeof(DtexPtexDeviceTexture)");
+DTEX_STATIC_ASSERT(DTEX_ALIGNOF(DtexPtexDeviceTexture) == 8, "alignof(DtexPtexDeviceTexture)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexDeviceTexture, faces) == 0, "offsetof(DtexPtexDeviceTexture, faces)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexDeviceTexture, units) == 8, "offsetof(DtexPtexDeviceTexture, units)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexDeviceTexture, constants) == 16, "offsetof(DtexPtexDeviceTexture, constants)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexDeviceTexture, pages_texture) == 24, "offsetof(DtexPtexDeviceTexture, pages_texture)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexDeviceTexture, num_faces) == 28, "offsetof(DtexPtexDeviceTexture, num_faces)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexDeviceTexture, mesh_type) == 32, "offsetof(DtexPtexDeviceTexture, mesh_type)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexDeviceTexture, data_type) == 36, "offsetof(DtexPtexDeviceTexture, data_type)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexDeviceTexture, num_channels) == 40, "offsetof(DtexPtexDeviceTexture, num_channels)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexDeviceTexture, pixel_size) == 44, "offsetof(DtexPtexDeviceTexture, pixel_size)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexDeviceTexture, num_units) == 48, "offsetof(DtexPtexDeviceTexture, num_units)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexDeviceTexture, reserved) == 52, "offsetof(DtexPtexDeviceTexture, reserved)");
+DTEX_STATIC_ASSERT(sizeof(DtexPtexFilterOptions) == 40, "sizeof(DtexPtexFilterOptions)");
+DTEX_STATIC_ASSERT(DTEX_ALIGNOF(DtexPtexFilterOptions) == 4, "alignof(DtexPtexFilterOptions)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexFilterOptions, struct_size) == 0, "offsetof(DtexPtexFilterOptions, struct_size)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexFilterOptions, filter) == 4, "offsetof(DtexPtexFilterOptions, filter)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexFilterOptions, lerp) == 8, "offsetof(DtexPtexFilterOptions, lerp)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexFilterOptions, sharpness) == 12, "offsetof(DtexPtexFilterOptions, sharpness)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexFilterOptions, noedgeblend) == 16, "offsetof(DtexPtexFilterOptions, noedgeblend)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexFilterOptions, width) == 20, "offsetof(DtexPtexFilterOptions, width)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexFilterOptions, blur) == 24, "offsetof(DtexPtexFilterOptions, blur)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexFilterOptions, first_channel) == 28, "offsetof(DtexPtexFilterOptions, first_channel)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexFilterOptions, jitter_u) == 32, "offsetof(DtexPtexFilterOptions, jitter_u)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexFilterOptions, jitter_v) == 36, "offsetof(DtexPtexFilterOptions, jitter_v)");
+DTEX_STATIC_ASSERT(sizeof(DtexPtexSampled) == 8, "sizeof(DtexPtexSampled)");
+DTEX_STATIC_ASSERT(DTEX_ALIGNOF(DtexPtexSampled) == 4, "alignof(DtexPtexSampled)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexSampled, channels) == 0, "offsetof(DtexPtexSampled, channels)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexSampled, resident) == 4, "offsetof(DtexPtexSampled, resident)");
 DTEX_STATIC_ASSERT(sizeof(DtexCudaLaunch) == 16, "sizeof(DtexCudaLaunch)");
 DTEX_STATIC_ASSERT(DTEX_ALIGNOF(DtexCudaLaunch) == 8, "alignof(DtexCudaLaunch)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexCudaLaunch, loader) == 0, "offsetof(DtexCudaLaunch, loader)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexCudaLaunch, number) == 8, "offsetof(DtexCudaLaunch, number)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexCudaLaunch, reserved) == 12, "offsetof(DtexCudaLaunch, reserved)");
-DTEX_STATIC_ASSERT(sizeof(DtexLoaderOptions) == 48, "sizeof(DtexLoaderOptions)");
+DTEX_STATIC_ASSERT(sizeof(DtexLoaderOptions) == 56, "sizeof(DtexLoaderOptions)");
 DTEX_STATIC_ASSERT(DTEX_ALIGNOF(DtexLoaderOptions) == 8, "alignof(DtexLoaderOptions)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, struct_size) == 0, "offsetof(DtexLoaderOptions, struct_size)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, num_pages) == 4, "offsetof(DtexLoaderOptions, num_pages)");
@@ -1614,6 +2045,8 @@ DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, fill_threads) == 32, "offset
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, lru_threshold) == 36, "offsetof(DtexLoaderOptions, lru_threshold)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, staged_reserve) == 40, "offsetof(DtexLoaderOptions, staged_reserve)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, interactive) == 44, "offsetof(DtexLoaderOptions, interactive)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, max_fill_age) == 48, "offsetof(DtexLoaderOptions, max_fill_age)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, max_publications_per_launch) == 52, "offsetof(DtexLoaderOptions, max_publications_per_launch)");
 DTEX_STATIC_ASSERT(sizeof(DtexTextureDesc) == 40, "sizeof(DtexTextureDesc)");
 DTEX_STATIC_ASSERT(DTEX_ALIGNOF(DtexTextureDesc) == 4, "alignof(DtexTextureDesc)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexTextureDesc, struct_size) == 0, "offsetof(DtexTextureDesc, struct_size)");
@@ -1699,10 +2132,12 @@ DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexImageSourceCallbacks, read_region) == 24, "
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexImageSourceCallbacks, read_mip_tail) == 32, "offsetof(DtexImageSourceCallbacks, read_mip_tail)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexImageSourceCallbacks, read_base_color) == 40, "offsetof(DtexImageSourceCallbacks, read_base_color)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexImageSourceCallbacks, close) == 48, "offsetof(DtexImageSourceCallbacks, close)");
-DTEX_STATIC_ASSERT(sizeof(DtexSampleOptions) == 8, "sizeof(DtexSampleOptions)");
+DTEX_STATIC_ASSERT(sizeof(DtexSampleOptions) == 16, "sizeof(DtexSampleOptions)");
 DTEX_STATIC_ASSERT(DTEX_ALIGNOF(DtexSampleOptions) == 4, "alignof(DtexSampleOptions)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexSampleOptions, struct_size) == 0, "offsetof(DtexSampleOptions, struct_size)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexSampleOptions, fallback_to_coarser) == 4, "offsetof(DtexSampleOptions, fallback_to_coarser)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexSampleOptions, request_key) == 8, "offsetof(DtexSampleOptions, request_key)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexSampleOptions, reserved) == 12, "offsetof(DtexSampleOptions, reserved)");
 DTEX_STATIC_ASSERT(sizeof(DtexSample) == 24, "sizeof(DtexSample)");
 DTEX_STATIC_ASSERT(DTEX_ALIGNOF(DtexSample) == 4, "alignof(DtexSample)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexSample, value) == 0, "offsetof(DtexSample, value)");

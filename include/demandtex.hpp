@@ -167,12 +167,15 @@ struct SampleOptions {
     /// On a miss, return the finest coarser resident level (reported resident); the
     /// missing pages are still requested.
     bool fallbackToCoarser = false;
+    /// The pixel or sample id of the lookup: the seed of interactive request rejection.
+    std::uint32_t requestKey = 0;
 
     /// The C struct.
     DtexSampleOptions toC() const noexcept {
         DtexSampleOptions o{};
         o.struct_size = sizeof(DtexSampleOptions);
         o.fallback_to_coarser = fallbackToCoarser ? 1u : 0u;
+        o.request_key = requestKey;
         return o;
     }
 };
@@ -294,6 +297,10 @@ public:
     LoaderOptions& lruThreshold(std::uint32_t v) noexcept { raw_.lru_threshold = v; return *this; }
     /// Fraction of the budget kept staged for second-chance restores (default 0.0625).
     LoaderOptions& stagedReserve(float v) noexcept { raw_.staged_reserve = v; return *this; }
+    /// Interactive mode: drop queued fills this many launches old (at least 1).
+    LoaderOptions& maxFillAge(std::uint32_t v) noexcept { raw_.max_fill_age = v; return *this; }
+    /// Most tile publications per launch start (0 = no limit).
+    LoaderOptions& maxPublicationsPerLaunch(std::uint32_t v) noexcept { raw_.max_publications_per_launch = v; return *this; }
 
     /// Pages in the virtual page space.
     std::uint32_t numPages() const noexcept { return raw_.num_pages; }
@@ -372,6 +379,80 @@ public:
 private:
     DtexTextureDesc raw_;  ///< The C description.
 };
+
+/// A Ptex texture id (`Loader::createPtex`, `Cache::createPtex`).
+using PtexId = std::uint32_t;
+/// A Ptex texture's description (mesh, data type, channels, faces, border modes, pages);
+/// the C struct.
+using PtexInfo = DtexPtexInfo;
+/// One face of a Ptex texture (resolution, flags, adjacency); the C struct.
+using PtexFaceInfo = DtexPtexFaceInfo;
+
+/// The Ptex filters (the reference library's `PtexFilter` kernels, plus stochastic
+/// two-level point sampling).
+enum class PtexFilter : std::uint32_t {
+    Point = DTEX_PTEX_FILTER_POINT,              ///< The texel containing the point.
+    Bilinear = DTEX_PTEX_FILTER_BILINEAR,        ///< Bilinear, blended across edges.
+    Box = DTEX_PTEX_FILTER_BOX,                  ///< Box over the footprint.
+    Gaussian = DTEX_PTEX_FILTER_GAUSSIAN,        ///< Separable Gaussian.
+    Bicubic = DTEX_PTEX_FILTER_BICUBIC,          ///< Cubic with `sharpness`.
+    BSpline = DTEX_PTEX_FILTER_BSPLINE,          ///< Cubic B-spline.
+    CatmullRom = DTEX_PTEX_FILTER_CATMULL_ROM,   ///< Catmull-Rom.
+    Mitchell = DTEX_PTEX_FILTER_MITCHELL,        ///< Mitchell.
+    Stochastic = DTEX_PTEX_FILTER_STOCHASTIC,    ///< One texel of each of two levels, blended.
+};
+
+/// How a Ptex lookup filters, starting from the library's defaults
+/// (`dtex_ptex_filter_options_default`: box, no lerp, width 1, nearest jitter).
+/// Builder style: `PtexFilterOptions().filter(PtexFilter::Bilinear).lerp(true)`.
+class PtexFilterOptions {
+public:
+    /// The library's defaults.
+    PtexFilterOptions() noexcept : raw_{} { dtex_ptex_filter_options_default(&raw_); }
+
+    /// The kernel.
+    PtexFilterOptions& filter(PtexFilter f) noexcept { raw_.filter = static_cast<std::uint32_t>(f); return *this; }
+    /// Blend width-4 kernels towards the next lower resolution.
+    PtexFilterOptions& lerp(bool on) noexcept { raw_.lerp = on ? 1u : 0u; return *this; }
+    /// Sharpness of `PtexFilter::Bicubic`, 0..1.
+    PtexFilterOptions& sharpness(float v) noexcept { raw_.sharpness = v; return *this; }
+    /// Filter each face alone (no blending across edges).
+    PtexFilterOptions& noEdgeBlend(bool on) noexcept { raw_.noedgeblend = on ? 1u : 0u; return *this; }
+    /// Multiplier of the footprint.
+    PtexFilterOptions& width(float v) noexcept { raw_.width = v; return *this; }
+    /// Added to the footprint (face uv).
+    PtexFilterOptions& blur(float v) noexcept { raw_.blur = v; return *this; }
+    /// The first channel to filter.
+    PtexFilterOptions& firstChannel(std::uint32_t c) noexcept { raw_.first_channel = c; return *this; }
+    /// Random numbers in [0, 1) choosing the stochastic filter's texels (0.5: nearest).
+    PtexFilterOptions& jitter(float u, float v) noexcept { raw_.jitter_u = u; raw_.jitter_v = v; return *this; }
+
+    /// The C struct.
+    const DtexPtexFilterOptions& raw() const noexcept { return raw_; }
+    /// The C struct, writable.
+    DtexPtexFilterOptions& raw() noexcept { return raw_; }
+
+private:
+    DtexPtexFilterOptions raw_;  ///< The C options.
+};
+
+/// What a Ptex lookup reports beside its values.
+struct PtexSampled {
+    std::uint32_t channels = 0;  ///< Values written.
+    bool resident = false;       ///< False: the face's constant colour, and the pages were requested.
+};
+
+namespace detail {
+/// The C++ view of a `DtexPtexSampled`.
+inline PtexSampled ptexSampled(const DtexPtexSampled& r) noexcept { return PtexSampled{r.channels, r.resident != 0}; }
+/// A `T` (`DtexPtexInfo`, `DtexPtexFaceInfo`) with `struct_size` set.
+template <class T>
+T sized() noexcept {
+    T t{};
+    t.struct_size = sizeof(T);
+    return t;
+}
+}  // namespace detail
 
 /// The built-in procedural images.
 enum class ProceduralKind : std::uint32_t {
@@ -927,6 +1008,18 @@ public:
         return out;
     }
 
+    /// Filter the Ptex texture `texture` at (u, v) of `face` over the footprint (dudx, dvdx),
+    /// (dudy, dvdy) into `out[0..channels)` (`dtex_launch_ptex_sample`). A miss requests
+    /// the missing pages and gives the face's constant colour, `resident` false.
+    PtexSampled ptexSample(PtexId texture, std::uint32_t face, float u, float v, float dudx, float dvdx, float dudy,
+                           float dvdy, float* out, std::size_t channels,
+                           const PtexFilterOptions& options = PtexFilterOptions()) const {
+        DtexPtexSampled r{};
+        check(dtex_launch_ptex_sample(h_.get(), texture, face, u, v, dudx, dvdx, dudy, dvdy, &options.raw(), out,
+                                      channels, &r));
+        return detail::ptexSampled(r);
+    }
+
     /// Generic resources: the entry of `page` if resident; otherwise `std::nullopt` and the
     /// page is requested (filled by its resource's callback for a later launch).
     std::optional<std::uint64_t> mapOrRequest(PageId page) const {
@@ -978,6 +1071,28 @@ public:
         Stats s;
         check(dtex_loader_get_stats(h_.get(), &s));
         return s;
+    }
+
+    /// A Ptex texture from a `.ptx` file (UTF-8 path), opened now: a missing or bad file
+    /// throws (IO_ERROR / UNSUPPORTED, naming the file). Sample it with `Launch::ptexSample`.
+    PtexId createPtex(const std::string& path) const {
+        PtexId id = kNoTexture;
+        check(dtex_ptex_create(h_.get(), path.c_str(), &id));
+        return id;
+    }
+
+    /// The description of a Ptex texture of this loader.
+    PtexInfo ptexInfo(PtexId texture) const {
+        PtexInfo i = detail::sized<PtexInfo>();
+        check(dtex_ptex_get_info(h_.get(), texture, &i));
+        return i;
+    }
+
+    /// One face of a Ptex texture of this loader.
+    PtexFaceInfo ptexFaceInfo(PtexId texture, std::uint32_t face) const {
+        PtexFaceInfo i = detail::sized<PtexFaceInfo>();
+        check(dtex_ptex_get_face_info(h_.get(), texture, face, &i));
+        return i;
     }
 
     /// A texture read from an image file (UTF-8 path), opened at its first use: a missing
@@ -1245,6 +1360,38 @@ public:
         std::vector<Sample> out(queries.size());
         tex2DGradBatch(queries.data(), queries.size(), out.data(), options);
         return out;
+    }
+
+    /// A Ptex texture from a `.ptx` file, opened now (throws for a missing or bad file).
+    PtexId createPtex(const std::string& path) const {
+        PtexId id = kNoTexture;
+        check(dtex_cache_ptex_create(h_.get(), path.c_str(), &id));
+        return id;
+    }
+
+    /// The description of a Ptex texture of this cache.
+    PtexInfo ptexInfo(PtexId texture) const {
+        PtexInfo i = detail::sized<PtexInfo>();
+        check(dtex_cache_ptex_get_info(h_.get(), texture, &i));
+        return i;
+    }
+
+    /// One face of a Ptex texture of this cache.
+    PtexFaceInfo ptexFaceInfo(PtexId texture, std::uint32_t face) const {
+        PtexFaceInfo i = detail::sized<PtexFaceInfo>();
+        check(dtex_cache_ptex_get_face_info(h_.get(), texture, face, &i));
+        return i;
+    }
+
+    /// Blocking Ptex lookup (`dtex_cache_ptex_sample`): the footprint's pages are read in
+    /// this thread first; `resident` is false only if the budget cannot hold them.
+    PtexSampled ptexSample(PtexId texture, std::uint32_t face, float u, float v, float dudx, float dvdx, float dudy,
+                           float dvdy, float* out, std::size_t channels,
+                           const PtexFilterOptions& options = PtexFilterOptions()) const {
+        DtexPtexSampled r{};
+        check(dtex_cache_ptex_sample(h_.get(), texture, face, u, v, dudx, dvdx, dudy, dvdy, &options.raw(), out,
+                                     channels, &r));
+        return detail::ptexSampled(r);
     }
 
     /// A statistics snapshot.

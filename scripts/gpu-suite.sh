@@ -63,6 +63,10 @@ echo "== building the demandtex CLI (release)"
 cargo build -p demandtex-cli --release
 cp target/release/demandtex "$OUT/bin/demandtex"
 
+# The Ptex fixtures gpu_ptex samples (run.sh points DEMANDTEX_PTEX_FIXTURES at them).
+mkdir -p "$OUT/fixtures/ptex"
+cp tests/fixtures/ptex/*.ptx "$OUT/fixtures/ptex/"
+
 # Debug info is for local profiling; the bundle travels.
 if command -v strip >/dev/null 2>&1; then
   strip --strip-debug "$OUT"/bin/*
@@ -75,6 +79,7 @@ cat > "$OUT/run.sh" <<'RUN'
 set -uo pipefail
 cd "$(dirname "$0")"
 export DEMANDTEX_REQUIRE_GPU="${DEMANDTEX_REQUIRE_GPU:-1}"
+export DEMANDTEX_PTEX_FIXTURES="$PWD/fixtures/ptex"
 echo "== bin/demandtex cuda-info"
 bin/demandtex cuda-info || echo "(cuda-info failed: exit $?)"
 passed=0

@@ -78,6 +78,31 @@ pub unsafe fn optional_in<'a, T: Versioned>(ptr: *const T) -> ApiResult<Option<&
     Ok(Some(value))
 }
 
+/// An optional versioned input that may be an older, shorter version of `T` (a caller
+/// built against an older header): NULL gives `None`; otherwise `struct_size` must be known,
+/// and its first `struct_size` bytes (the fields that version has: every known size ends
+/// at a field, with no padding) are copied over `T::default()`, so fields it lacks keep
+/// their defaults.
+///
+/// # Safety
+/// `ptr` is NULL or points to `struct_size` readable bytes of a `T`.
+pub unsafe fn optional_in_prefix<T: Versioned + Default>(ptr: *const T) -> ApiResult<Option<T>> {
+    if ptr.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: `Versioned` guarantees the first field is the u32 struct_size.
+    let size = unsafe { *(ptr as *const u32) };
+    check_struct_size::<T>(size)?;
+    let n = (size as usize).min(std::mem::size_of::<T>());
+    let mut value = T::default();
+    // SAFETY: the caller's `n` ≤ struct_size bytes are readable; `value` is a plain repr(C)
+    // struct of at least `n` bytes whose fields are integers and floats (any bits valid).
+    unsafe {
+        std::ptr::copy_nonoverlapping(ptr as *const u8, &mut value as *mut T as *mut u8, n);
+    }
+    Ok(Some(value))
+}
+
 /// A required versioned input: NULL is `DTEX_STATUS_INVALID_ARGUMENT`.
 ///
 /// # Safety

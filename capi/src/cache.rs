@@ -4,6 +4,7 @@
 use crate::boundary::{c_str, entry, optional_in, slice_in, slice_out, versioned_out, Out};
 use crate::handles::{into_unique, DtexCache, Registry};
 use crate::options::{DtexLoaderOptions, DtexStats, DtexTextureDesc};
+use crate::ptex::PtexTable;
 use crate::sampling::{sample_options, DtexGradQuery, DtexSample, DtexSampleOptions};
 use crate::status::{ApiResult, DtexStatus};
 use engine::{TextureCache, TextureId};
@@ -11,11 +12,27 @@ use std::ffi::c_char;
 use std::sync::Arc;
 
 /// The live caches.
-pub(crate) static CACHES: Registry<TextureCache> = Registry::new(4, "cache");
+pub(crate) static CACHES: Registry<CacheEntry> = Registry::new(4, "cache");
+
+/// A cache as the C API holds it.
+pub struct CacheEntry {
+    /// The engine's cache.
+    pub cache: TextureCache,
+    /// Its Ptex textures (`dtex_cache_ptex_create`).
+    pub ptex: PtexTable,
+}
+
+impl std::ops::Deref for CacheEntry {
+    type Target = TextureCache;
+
+    fn deref(&self) -> &TextureCache {
+        &self.cache
+    }
+}
 
 /// The cache of `handle`, or `DTEX_STATUS_INVALID_HANDLE`.
 #[inline]
-fn get(handle: DtexCache) -> ApiResult<Arc<TextureCache>> {
+pub(crate) fn get(handle: DtexCache) -> ApiResult<Arc<CacheEntry>> {
     CACHES.get(handle.id)
 }
 
@@ -38,7 +55,10 @@ pub unsafe extern "C" fn dtex_cache_create(
         let out = unsafe { Out::new(out, "out") }?;
         // SAFETY: the caller's contract.
         let options = unsafe { DtexLoaderOptions::resolve(options) }?;
-        let id = CACHES.insert(Arc::new(TextureCache::new(options)?))?;
+        let id = CACHES.insert(Arc::new(CacheEntry {
+            cache: TextureCache::new(options)?,
+            ptex: PtexTable::default(),
+        }))?;
         out.write(DtexCache { id });
         Ok(())
     })

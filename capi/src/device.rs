@@ -223,6 +223,54 @@ pub const LAYOUTS: &[StructLayout] = &[
     layout!("DtexTicket", crate::DtexTicket, [id]),
     layout!("DtexCache", crate::DtexCache, [id]),
     layout!(
+        "DtexPtexDeviceFace",
+        engine::ptex::device::PtexDeviceFace,
+        [units, ulog2, vlog2, flags, adjedges, adjfaces]
+    ),
+    layout!(
+        "DtexPtexDeviceUnit",
+        engine::ptex::device::PtexDeviceUnit,
+        [page, offset, bytes, ntiles_u, tile_ulog2, tile_vlog2]
+    ),
+    layout!(
+        "DtexPtexDeviceTexture",
+        engine::ptex::device::PtexDeviceTexture,
+        [
+            faces,
+            units,
+            constants,
+            pages_texture,
+            num_faces,
+            mesh_type,
+            data_type,
+            num_channels,
+            pixel_size,
+            num_units,
+            reserved,
+        ]
+    ),
+    layout!(
+        "DtexPtexFilterOptions",
+        crate::ptex::DtexPtexFilterOptions,
+        [
+            struct_size,
+            filter,
+            lerp,
+            sharpness,
+            noedgeblend,
+            width,
+            blur,
+            first_channel,
+            jitter_u,
+            jitter_v,
+        ]
+    ),
+    layout!(
+        "DtexPtexSampled",
+        crate::ptex::DtexPtexSampled,
+        [channels, resident]
+    ),
+    layout!(
         "DtexCudaLaunch",
         crate::cuda::DtexCudaLaunch,
         [loader, number, reserved]
@@ -242,6 +290,8 @@ pub const LAYOUTS: &[StructLayout] = &[
             lru_threshold,
             staged_reserve,
             interactive,
+            max_fill_age,
+            max_publications_per_launch,
         ]
     ),
     layout!(
@@ -344,7 +394,7 @@ pub const LAYOUTS: &[StructLayout] = &[
     layout!(
         "DtexSampleOptions",
         crate::sampling::DtexSampleOptions,
-        [struct_size, fallback_to_coarser,]
+        [struct_size, fallback_to_coarser, request_key, reserved]
     ),
     layout!(
         "DtexSample",

@@ -34,6 +34,8 @@ pub mod lifecycle;
 
 pub mod udim;
 
+pub mod ptex;
+
 pub mod resources;
 
 pub mod launch;

@@ -4,6 +4,7 @@ use crate::boundary::{entry, versioned_out, Out};
 use crate::handles::{into_unique, DtexLoader, Registry};
 use crate::launch::{LAUNCHES, TICKETS};
 use crate::options::{DtexLoaderOptions, DtexStats};
+use crate::ptex::PtexTable;
 use crate::status::{ApiError, ApiResult, DtexStatus, DTEX_STATUS_INVALID_ARGUMENT};
 use demandtex_cuda::{CudaLaunch, CudaLoader};
 use engine::{Engine, Loader, Ticket};
@@ -34,6 +35,8 @@ pub struct LoaderEntry {
     pub tickets: Mutex<Vec<Ticket>>,
     /// Caller-owned state (callback sources) still referenced by the engine.
     pub life: Arc<Life>,
+    /// Its Ptex textures (`dtex_ptex_create`).
+    pub ptex: PtexTable,
 }
 
 impl LoaderEntry {
@@ -49,6 +52,7 @@ impl LoaderEntry {
             cuda_launches: Mutex::new(Vec::new()),
             tickets: Mutex::new(Vec::new()),
             life: Arc::new(Life::default()),
+            ptex: PtexTable::default(),
         }
     }
 

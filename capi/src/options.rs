@@ -1,7 +1,7 @@
 //! The option and statistics structs shared with C, their defaults, and their checked
 //! conversion to and from the engine's types.
 
-use crate::boundary::{c_bool, entry_value, optional_in, Out, Versioned};
+use crate::boundary::{c_bool, entry_value, optional_in_prefix, Out, Versioned};
 use crate::status::{ApiError, ApiResult};
 use engine::textures::{AddressMode, FilterMode, MipFilter, TextureDesc};
 use engine::{LoaderOptions, Stats, StreamingMode};
@@ -49,11 +49,31 @@ pub struct DtexLoaderOptions {
     /// random, with the previous launch's `1 - unique / total`, to spread them over the
     /// frame) rather than final (a render that converges). Was `reserved` (0) in 0.1.0.
     pub interactive: u32,
+    /// Interactive mode: a queued tile fill that a fill thread takes when its launch is
+    /// this many launches old or more is dropped unread and counted
+    /// (`fills_dropped_stale`) (default 3; at least 1). Absent before 0.1 ABI struct size
+    /// `DTEX_LOADER_OPTIONS_SIZE_0_1_0`: callers built against that header get the default.
+    pub max_fill_age: u32,
+    /// Most tile publications one launch start makes; the rest wait for the next, coarse
+    /// pages first (`publications_capped`) (default 0: no limit).
+    pub max_publications_per_launch: u32,
 }
+
+/// `sizeof(DtexLoaderOptions)` before `max_fill_age` and `max_publications_per_launch`:
+/// callers built against that header keep working (those fields take their defaults).
+pub const DTEX_LOADER_OPTIONS_SIZE_0_1_0: u32 = 48;
+const _: () = assert!(
+    std::mem::offset_of!(DtexLoaderOptions, max_fill_age) == 48
+        && std::mem::size_of::<DtexLoaderOptions>() == 56
+);
 
 // SAFETY: repr(C), first field u32 struct_size.
 unsafe impl Versioned for DtexLoaderOptions {
     const NAME: &'static str = "DtexLoaderOptions";
+    const KNOWN_SIZES: &'static [u32] = &[
+        DTEX_LOADER_OPTIONS_SIZE_0_1_0,
+        std::mem::size_of::<DtexLoaderOptions>() as u32,
+    ];
 }
 
 impl Default for DtexLoaderOptions {
@@ -71,6 +91,12 @@ impl Default for DtexLoaderOptions {
             lru_threshold: d.lru_threshold as u32,
             staged_reserve: d.staged_reserve,
             interactive: (d.mode == StreamingMode::Interactive) as u32,
+            max_fill_age: d.max_fill_age,
+            max_publications_per_launch: if d.max_publications_per_launch == usize::MAX {
+                0
+            } else {
+                d.max_publications_per_launch as u32
+            },
         }
     }
 }
@@ -81,9 +107,9 @@ impl DtexLoaderOptions {
     /// # Safety
     /// `ptr` is NULL or points to a `DtexLoaderOptions` readable for its `struct_size`.
     pub unsafe fn resolve(ptr: *const DtexLoaderOptions) -> ApiResult<LoaderOptions> {
-        // SAFETY: the caller's contract.
-        unsafe { optional_in(ptr) }?
-            .copied()
+        // SAFETY: the caller's contract (an old caller's struct has no padding: its
+        // `struct_size` bytes are its fields).
+        unsafe { optional_in_prefix(ptr) }?
             .unwrap_or_default()
             .to_engine()
     }
@@ -112,9 +138,11 @@ impl DtexLoaderOptions {
                 StreamingMode::Final
             },
             request_rejection: None,
-            // Not in the C options yet: the engine's defaults.
-            max_publications_per_launch: LoaderOptions::default().max_publications_per_launch,
-            max_fill_age: LoaderOptions::default().max_fill_age,
+            max_publications_per_launch: match self.max_publications_per_launch {
+                0 => usize::MAX,
+                n => n as usize,
+            },
+            max_fill_age: self.max_fill_age,
         })
     }
 }

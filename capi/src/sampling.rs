@@ -1,6 +1,6 @@
 //! CPU sampling on a launch (multi-pass mode): single lookups and batches.
 
-use crate::boundary::{entry, optional_in, slice_in, slice_out, Out, Versioned};
+use crate::boundary::{entry, optional_in_prefix, slice_in, slice_out, Out, Versioned};
 use crate::handles::DtexLaunch;
 use crate::launch;
 use crate::status::{ApiResult, DtexStatus};
@@ -16,11 +16,37 @@ pub struct DtexSampleOptions {
     /// Boolean (default 0): on a miss, return the finest coarser level that is resident
     /// and report it resident; the missing pages are still requested.
     pub fallback_to_coarser: u32,
+    /// The pixel or sample id of the lookup (default 0): the deterministic seed of
+    /// interactive mode's request rejection (lookups with the same key in one launch make
+    /// the same decision for a page; the device uses the thread's grid index). Absent
+    /// before struct size `DTEX_SAMPLE_OPTIONS_SIZE_0_1_0` (then 0).
+    pub request_key: u32,
+    /// Must be 0.
+    pub reserved: u32,
+}
+
+/// `sizeof(DtexSampleOptions)` before `request_key`: callers built against that header
+/// keep working (with key 0).
+pub const DTEX_SAMPLE_OPTIONS_SIZE_0_1_0: u32 = 8;
+
+impl Default for DtexSampleOptions {
+    fn default() -> Self {
+        DtexSampleOptions {
+            struct_size: std::mem::size_of::<DtexSampleOptions>() as u32,
+            fallback_to_coarser: 0,
+            request_key: 0,
+            reserved: 0,
+        }
+    }
 }
 
 // SAFETY: repr(C), first field u32 struct_size.
 unsafe impl Versioned for DtexSampleOptions {
     const NAME: &'static str = "DtexSampleOptions";
+    const KNOWN_SIZES: &'static [u32] = &[
+        DTEX_SAMPLE_OPTIONS_SIZE_0_1_0,
+        std::mem::size_of::<DtexSampleOptions>() as u32,
+    ];
 }
 
 /// The result of one lookup.
@@ -73,15 +99,16 @@ pub struct DtexGradQuery {
 /// `options` is NULL or points to a `DtexSampleOptions`.
 pub(crate) unsafe fn sample_options(options: *const DtexSampleOptions) -> ApiResult<SampleOptions> {
     // SAFETY: forwarded contract.
-    let Some(o) = (unsafe { optional_in(options) })? else {
+    let Some(o) = (unsafe { optional_in_prefix(options) })? else {
         return Ok(SampleOptions::default());
     };
+    crate::boundary::check_reserved(o.reserved, "DtexSampleOptions.reserved")?;
     Ok(SampleOptions {
         fallback_to_coarser: crate::boundary::c_bool(
             o.fallback_to_coarser,
             "DtexSampleOptions.fallback_to_coarser",
         )?,
-        request_key: 0,
+        request_key: o.request_key,
     })
 }
 

@@ -52,6 +52,7 @@ pub mod kernels;
 mod loader;
 pub mod mapping;
 mod ops;
+pub mod ptex;
 pub mod sparse;
 pub mod staging;
 mod streams;

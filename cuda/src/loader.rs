@@ -168,6 +168,19 @@ impl CudaLoader {
         &self.info
     }
 
+    /// Register the Ptex file at `path` with this loader's engine and copy its face and
+    /// unit tables to the device: sample it in a kernel with `dtex::ptexSample` and
+    /// [`DevicePtex::device_texture`](crate::ptex::DevicePtex::device_texture), which must
+    /// outlive the kernels that read it.
+    pub fn create_ptex_texture(
+        &self,
+        path: impl AsRef<std::path::Path>,
+    ) -> Result<(demandtex::ptex::PtexTexture, crate::ptex::DevicePtex)> {
+        let texture = demandtex::ptex::PtexTexture::create(self.engine(), path)?;
+        let device = crate::ptex::DevicePtex::upload(&self.stream(), &texture)?;
+        Ok((texture, device))
+    }
+
     /// The loader's stream (every copy, map and paging kernel of the loader runs on it).
     pub fn stream(&self) -> Arc<CudaStream> {
         self.backend.state.lock().stream.clone()

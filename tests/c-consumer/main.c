@@ -2,7 +2,8 @@
  * A C11 consumer of the installed demandtex package: the multi-pass loop on a procedural
  * texture and on a texture whose texels a C callback source generates, checked texel by
  * texel against the same formulas computed here, plus statistics, the error model, the
- * callback lifecycle, UDIM pattern expansion and the version macros.
+ * callback lifecycle, UDIM pattern expansion, Ptex lookups (multi-pass and blocking, against
+ * the reference library's values) and the version macros.
  *
  * Built by scripts/test-consumers.sh through find_package(DemandTex) (shared and static)
  * and through pkg-config, and run under valgrind. Exits 0 when every check passes; on the
@@ -583,6 +584,9 @@ static void test_udim_pattern(void) {
   printf("  UDIM patterns: 1101-1999 and u11_v1 expanded through dtex_udim_expand_pattern\n");
 }
 
+/* tests/c-consumer/ptex.c */
+void test_ptex(void);
+
 static void test_version(void) {
   char macros[64];
   snprintf(macros, sizeof macros, "%u.%u.%u", (unsigned)DTEX_VERSION_MAJOR,
@@ -603,6 +607,7 @@ int main(void) {
   test_version();
   test_errors();
   test_udim_pattern();
+  test_ptex();
 
   DtexLoader loader = create_loader();
   int launches = test_procedural(loader);

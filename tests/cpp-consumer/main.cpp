@@ -24,6 +24,9 @@
 
 namespace dt = demandtex;
 
+// tests/cpp-consumer/ptex.cpp
+void testPtex();
+
 namespace {
 
 /// Small loader options: fast to create, enough for the tests, under valgrind too.
@@ -599,6 +602,7 @@ int main() {
         {"blocking cache", testCache},
         {"UDIM patterns", testUdimPatterns},
         {"error model", testErrors},
+        {"Ptex", testPtex},
     };
     for (const auto& [name, run] : tests) {
         const int before = harness::failures();

@@ -4,12 +4,12 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-fn root() -> PathBuf {
+pub(super) fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
 /// Run a compiler; `None` if it is not installed.
-fn compile(compiler: &str, args: &[&str]) -> Option<std::process::Output> {
+pub(super) fn compile(compiler: &str, args: &[&str]) -> Option<std::process::Output> {
     match Command::new(compiler)
         .args(args)
         .current_dir(root())
@@ -22,7 +22,7 @@ fn compile(compiler: &str, args: &[&str]) -> Option<std::process::Output> {
 }
 
 #[track_caller]
-fn assert_success(out: &std::process::Output, what: &str) {
+pub(super) fn assert_success(out: &std::process::Output, what: &str) {
     assert!(
         out.status.success(),
         "{what} failed:\n{}{}",

@@ -289,7 +289,7 @@ fn bad_struct_sizes_and_null_pointers_are_invalid_arguments() {
     let launch = l.launch();
     let so = DtexSampleOptions {
         struct_size: 3,
-        fallback_to_coarser: 0,
+        ..Default::default()
     };
     let mut out = DtexSample::default();
     // SAFETY: valid pointers.
@@ -301,6 +301,7 @@ fn bad_struct_sizes_and_null_pointers_are_invalid_arguments() {
     let so = DtexSampleOptions {
         struct_size: 8,
         fallback_to_coarser: 2,
+        ..Default::default()
     };
     // SAFETY: valid pointers.
     fails(
@@ -513,6 +514,8 @@ fn defaults_match_the_engine_and_null_is_a_no_op() {
         lru_threshold: 0,
         staged_reserve: 0.0,
         interactive: 0,
+        max_fill_age: 0,
+        max_publications_per_launch: 9,
     };
     // SAFETY: valid pointer.
     unsafe { dtex_loader_options_default(&mut o) };

@@ -161,8 +161,8 @@ fn tex2d_and_lod_lookups_and_fallback_to_coarser() {
     // SAFETY: valid pointers.
     ok(unsafe { dtex_texture_create_procedural(loader.0, &p, &desc, &mut tex) });
     let fallback = DtexSampleOptions {
-        struct_size: std::mem::size_of::<DtexSampleOptions>() as u32,
         fallback_to_coarser: 1,
+        ..Default::default()
     };
     let lookups = |launch: DtexLaunch, options: *const DtexSampleOptions| {
         let mut a = DtexSample::default();

@@ -16,8 +16,8 @@ use crate::ids::TextureId;
 use crate::requests::Engine;
 use crate::sampling::ptex::{ptex_sample, EnginePtex, PtexFilterOptions, PtexSampled};
 use crate::sampling::{Sample, SampleOptions};
-use crate::sources::ptex::{PtexFile, PtexPages};
-use crate::textures::TextureDesc;
+use crate::sources::ptex::{PtexErrorKind, PtexFile, PtexPages};
+use crate::textures::{FilterMode, MipFilter, TextureDesc};
 use crate::{Launch, Loader, TILE_BYTES};
 use std::cell::RefCell;
 use std::path::Path;
@@ -58,15 +58,29 @@ impl PtexPacking {
 }
 
 impl PtexTexture {
-    /// Open `path` and register its pages texture with `engine`.
+    /// Open `path` and register its pages texture with `engine`. A file that cannot be
+    /// read or is corrupt is [`Error::Io`]; one that is not Ptex, or of a version or type
+    /// the reader does not serve, [`Error::Unsupported`]; both name the file.
     pub fn create(engine: &Engine, path: impl AsRef<Path>) -> Result<PtexTexture> {
         let path = path.as_ref();
-        let file = PtexFile::open(path).map_err(|e| Error::Io {
-            path: path.display().to_string(),
-            message: e.to_string(),
+        let file = PtexFile::open(path).map_err(|e| match e.kind {
+            PtexErrorKind::NotPtex | PtexErrorKind::Unsupported => {
+                Error::Unsupported(e.to_string())
+            }
+            _ => Error::Io {
+                path: path.display().to_string(),
+                message: e.to_string(),
+            },
         })?;
         let pages = Arc::new(PtexPages::new(Arc::new(file)));
-        let id = engine.create_texture(pages.clone(), TextureDesc::default())?;
+        // Point filtering: device code reads the packed bytes back from the pages
+        // texture's texels (docs/PTEX.md, "On the device"); a linear filter would blend them.
+        let desc = TextureDesc {
+            filter: FilterMode::Point,
+            mip_filter: MipFilter::Point,
+            ..TextureDesc::default()
+        };
+        let id = engine.create_texture(pages.clone(), desc)?;
         Ok(PtexTexture { id, pages })
     }
 
@@ -202,6 +216,8 @@ impl TextureCache {
         result
     }
 }
+
+pub mod device;
 
 #[cfg(test)]
 mod tests;

@@ -7,6 +7,7 @@
  * - footprint.cuh: level of detail, anisotropic probes and the pages a lookup touches
  * - texture.cuh:   `dtex::tex2D<T>`, `dtex::tex2DLod<T>`, `dtex::tex2DGrad<T>`
  * - udim.cuh:      `dtex::tex2DGradUdim<T>`
+ * - ptex.cuh:      `dtex::ptexSample` (Ptex: point and stochastic two-level point)
  *
  * Header-only CUDA C++17 for NVRTC or nvcc (sm_75 and newer); it reads the shared structs
  * of <demandtex.h> (`DtexDeviceContext`, `DtexTextureSampler`, ...) and needs no CUDA
@@ -19,5 +20,6 @@
 #include "footprint.cuh"
 #include "texture.cuh"
 #include "udim.cuh"
+#include "ptex.cuh"
 
 #endif  // DEMANDTEX_DEVICE_CUH

@@ -1,0 +1,159 @@
+//! Ptex lookups through the C ABI: multi-pass on a launch, blocking on a cache, both over
+//! core's `ptex_sample` (this module only checks the arguments and copies the values).
+
+use super::{check_face, DtexPtexFilterOptions, DtexPtexSampled};
+use crate::boundary::{entry, optional_in, slice_out, Out};
+use crate::handles::{DtexCache, DtexLaunch};
+use crate::status::{ApiResult, DtexStatus};
+use crate::{cache, launch};
+use engine::sampling::ptex::{PtexFilterOptions, PtexSampled};
+
+/// The arguments of one lookup, checked: the values buffer, the result, the options.
+struct Call {
+    values: crate::boundary::OutSlice<f32>,
+    result: Option<Out<DtexPtexSampled>>,
+    options: PtexFilterOptions,
+}
+
+/// Check the pointers of a lookup.
+///
+/// # Safety
+/// `options` is NULL or points to a `DtexPtexFilterOptions`; `out` is NULL or points to
+/// `channels` writable floats; `out_result` is NULL or writable.
+unsafe fn call(
+    options: *const DtexPtexFilterOptions,
+    out: *mut f32,
+    channels: usize,
+    out_result: *mut DtexPtexSampled,
+) -> ApiResult<Call> {
+    // SAFETY: forwarded contract.
+    let (values, result, options) = unsafe {
+        (
+            slice_out(out, channels, "out")?,
+            Out::optional(out_result),
+            optional_in(options)?,
+        )
+    };
+    Ok(Call {
+        values,
+        result,
+        options: DtexPtexFilterOptions::resolve(options)?,
+    })
+}
+
+/// Run `sample` on a zeroed buffer of `call.values.len()` floats (on the stack when
+/// small), copy all of it to the caller (what core did not write stays 0), report the
+/// result.
+fn finish(mut call: Call, sample: impl FnOnce(&mut [f32]) -> PtexSampled) {
+    let n = call.values.len();
+    let mut small = [0f32; 16];
+    let mut large = Vec::new();
+    let buf: &mut [f32] = if n <= small.len() {
+        &mut small[..n]
+    } else {
+        large.resize(n, 0.0);
+        &mut large
+    };
+    let s = sample(buf);
+    for (i, &v) in buf.iter().enumerate() {
+        call.values.set(i, v);
+    }
+    if let Some(r) = call.result {
+        r.write(s.into());
+    }
+}
+
+/// Filter the Ptex texture `texture` at (`u`, `v`) of face `face` over the footprint
+/// (`dudx`, `dvdx`), (`dudy`, `dvdy`) in face uv, with the semantics of the reference
+/// library's `PtexFilter` (and the stochastic two-level filter): see
+/// `DtexPtexFilterOptions` and docs/PTEX.md. Writes `out_result->channels` =
+/// `min(channels, num_channels - first_channel)` normalised values (u8 / 255, u16 /
+/// 65535) to `out`, and 0 to the rest of its `channels` floats. Multi-pass: a unit the filter needs that is not resident records a
+/// request for its page, and the values are the face's constant colour with
+/// `out_result->resident` 0 (status OK), exactly as core's `Launch::ptex_sample`. A
+/// non-finite coordinate or footprint gives zeros, `out_result->channels` 0 (reported
+/// resident).
+///
+/// Errors: INVALID_HANDLE; UNKNOWN_TEXTURE (not a Ptex texture of the launch's loader);
+/// INVALID_ARGUMENT (NULL `out` with `channels > 0`, a face id the texture lacks, a bad
+/// filter enum, boolean or `struct_size`). Nothing is written on error. Ownership: the
+/// buffers are the caller's, used only during the call. Thread-safety: many threads may
+/// sample one launch at once.
+///
+/// # Safety
+/// `options` is NULL or points to a `DtexPtexFilterOptions`; `out` is NULL or points to
+/// `channels` writable floats; `out_result` is NULL or writable.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn dtex_launch_ptex_sample(
+    launch: DtexLaunch,
+    texture: u32,
+    face: u32,
+    u: f32,
+    v: f32,
+    dudx: f32,
+    dvdx: f32,
+    dudy: f32,
+    dvdy: f32,
+    options: *const DtexPtexFilterOptions,
+    out: *mut f32,
+    channels: usize,
+    out_result: *mut DtexPtexSampled,
+) -> DtexStatus {
+    entry(|| {
+        // SAFETY: the caller's contract.
+        let call = unsafe { call(options, out, channels, out_result) }?;
+        let l = launch::get(launch)?;
+        let tex = l.loader.ptex.get(texture)?;
+        check_face(&tex, face)?;
+        let o = call.options;
+        finish(call, |buf| {
+            l.launch
+                .ptex_sample(&tex, face, u, v, dudx, dvdx, dudy, dvdy, &o, buf)
+        });
+        Ok(())
+    })
+}
+
+/// `dtex_launch_ptex_sample` on a cache, blocking: the pages the footprint needs are
+/// loaded in this thread first, so `out_result->resident` is 0 only when the budget
+/// cannot hold the footprint or a read failed (the values are then the face's constant
+/// colour), exactly as core's `TextureCache::ptex_sample`.
+///
+/// Errors: as `dtex_launch_ptex_sample` (UNKNOWN_TEXTURE: not a Ptex texture of this
+/// cache). Ownership: the buffers are the caller's, used only during the call.
+/// Thread-safety: any number of threads at once.
+///
+/// # Safety
+/// As `dtex_launch_ptex_sample`.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn dtex_cache_ptex_sample(
+    cache: DtexCache,
+    texture: u32,
+    face: u32,
+    u: f32,
+    v: f32,
+    dudx: f32,
+    dvdx: f32,
+    dudy: f32,
+    dvdy: f32,
+    options: *const DtexPtexFilterOptions,
+    out: *mut f32,
+    channels: usize,
+    out_result: *mut DtexPtexSampled,
+) -> DtexStatus {
+    entry(|| {
+        // SAFETY: the caller's contract.
+        let call = unsafe { call(options, out, channels, out_result) }?;
+        let c = cache::get(cache)?;
+        let tex = c.ptex.get(texture)?;
+        check_face(&tex, face)?;
+        let o = call.options;
+        finish(call, |buf| {
+            c.cache
+                .ptex_sample(&tex, face, u, v, dudx, dvdx, dudy, dvdy, &o, buf)
+        });
+        Ok(())
+    })
+}

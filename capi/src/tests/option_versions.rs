@@ -1,0 +1,99 @@
+//! Option structs grown by appended fields: the old sizes are still accepted (the new fields
+//! take their defaults), the new fields reach the engine and are checked.
+
+use super::util::*;
+use crate::handles::DtexLoader;
+use crate::loader::{dtex_loader_create, dtex_loader_destroy};
+use crate::options::*;
+use crate::sampling::*;
+use crate::status::*;
+use crate::textures::{dtex_texture_create_procedural, DtexProceduralDesc};
+use std::ptr::null;
+
+#[test]
+fn loader_options_of_the_old_size_take_the_new_fields_defaults() {
+    let defaults = DtexLoaderOptions::default();
+    assert_eq!(
+        defaults.max_fill_age,
+        engine::LoaderOptions::default().max_fill_age
+    );
+    assert_eq!(defaults.max_publications_per_launch, 0);
+    // An old caller: its struct ends before max_fill_age; whatever follows is not read.
+    let old = DtexLoaderOptions {
+        struct_size: DTEX_LOADER_OPTIONS_SIZE_0_1_0,
+        max_fill_age: 0,
+        max_publications_per_launch: 0xdead,
+        ..small_options()
+    };
+    // SAFETY: a valid struct (larger than its struct_size).
+    let e = unsafe { DtexLoaderOptions::resolve(&old) }.unwrap();
+    assert_eq!(
+        e.max_fill_age,
+        engine::LoaderOptions::default().max_fill_age
+    );
+    assert_eq!(e.max_publications_per_launch, usize::MAX);
+    let mut l = DtexLoader::default();
+    // SAFETY: valid pointers.
+    ok(unsafe { dtex_loader_create(&old, &mut l) });
+    ok(dtex_loader_destroy(l));
+    // The new fields reach the engine, and are checked by it.
+    let new = DtexLoaderOptions {
+        max_fill_age: 7,
+        max_publications_per_launch: 16,
+        ..small_options()
+    };
+    // SAFETY: a valid struct.
+    let e = unsafe { DtexLoaderOptions::resolve(&new) }.unwrap();
+    assert_eq!((e.max_fill_age, e.max_publications_per_launch), (7, 16));
+    let bad = DtexLoaderOptions {
+        max_fill_age: 0,
+        ..small_options()
+    };
+    // SAFETY: valid pointers.
+    let m = fails(
+        unsafe { dtex_loader_create(&bad, &mut l) },
+        DTEX_STATUS_INVALID_ARGUMENT,
+    );
+    assert!(m.contains("max_fill_age"), "{m}");
+}
+
+#[test]
+fn sample_options_carry_the_request_key_and_accept_the_old_size() {
+    let o = DtexSampleOptions {
+        request_key: 1234,
+        fallback_to_coarser: 1,
+        ..Default::default()
+    };
+    // SAFETY: a valid struct.
+    let e = unsafe { sample_options(&o) }.unwrap();
+    assert_eq!((e.request_key, e.fallback_to_coarser), (1234, true));
+    let old = DtexSampleOptions {
+        struct_size: DTEX_SAMPLE_OPTIONS_SIZE_0_1_0,
+        request_key: 99,
+        reserved: 5,
+        ..Default::default()
+    };
+    // SAFETY: a valid struct (larger than its struct_size).
+    let e = unsafe { sample_options(&old) }.unwrap();
+    assert_eq!(e.request_key, 0, "an old caller's struct has no key");
+    let reserved = DtexSampleOptions {
+        reserved: 1,
+        ..Default::default()
+    };
+    // SAFETY: a valid struct.
+    let m = unsafe { sample_options(&reserved) }.unwrap_err().message;
+    assert!(m.contains("reserved"), "{m}");
+    // Lookups with either size work.
+    let loader = TestLoader::new();
+    let mut tex = 0;
+    let p = DtexProceduralDesc::default();
+    // SAFETY: valid pointers.
+    ok(unsafe { dtex_texture_create_procedural(loader.0, &p, null(), &mut tex) });
+    let launch = loader.launch();
+    for opts in [&o, &old] {
+        let mut s = DtexSample::default();
+        // SAFETY: valid pointers.
+        ok(unsafe { dtex_launch_tex2d(launch, tex, 0.5, 0.5, opts, &mut s) });
+    }
+    process_and_wait(launch);
+}
