@@ -10,17 +10,21 @@
 //! and every source a loader took is closed exactly once by the time its loader is
 //! destroyed.
 
+mod lying_source;
+
 use capi::cache::*;
 use capi::callbacks::*;
 use capi::launch::*;
 use capi::lifecycle::*;
 use capi::loader::*;
 use capi::options::*;
+use capi::ptex::*;
 use capi::sampling::*;
 use capi::status::*;
 use capi::textures::*;
 use capi::udim::dtex_udim_expand_pattern;
 use capi::{DtexCache, DtexLaunch, DtexLoader, DtexStatus, DtexTicket};
+use lying_source::{close_cb, open_cb, read_cb, tail_cb, LyingSource};
 use std::ffi::{c_void, CString};
 use std::path::PathBuf;
 use std::ptr::{null, null_mut};
@@ -85,80 +89,8 @@ impl Bytes<'_> {
     }
 }
 
-/// A callback source whose answers come from the input. Kept alive by the run (never
-/// freed by `close`), so a call after `close` is detected rather than undefined.
-struct LyingSource {
-    info: DtexImageInfo,
-    /// 0: always READY; n: every n-th read fails (odd n) or is NOT_YET (even n).
-    mode: u32,
-    fill: u8,
-    reads: AtomicU32,
-    closes: AtomicU32,
-}
-
-impl LyingSource {
-    fn answer(&self) -> i32 {
-        assert_eq!(
-            self.closes.load(Ordering::SeqCst),
-            0,
-            "a source was called after its close"
-        );
-        let n = self.reads.fetch_add(1, Ordering::SeqCst) + 1;
-        match self.mode {
-            0 => DTEX_SOURCE_READY,
-            m if n.is_multiple_of(m) && m % 2 == 1 => DTEX_SOURCE_ERROR,
-            m if n.is_multiple_of(m) => DTEX_SOURCE_NOT_YET,
-            _ => DTEX_SOURCE_READY,
-        }
-    }
-}
-
-fn source<'a>(user: *mut c_void) -> &'a LyingSource {
-    // SAFETY: user_data is always a pointer from `Arc::as_ptr` of a LyingSource the run
-    // keeps alive until after every loader is destroyed.
-    unsafe { &*(user as *const LyingSource) }
-}
-
-unsafe extern "C" fn open_cb(user: *mut c_void, out: *mut DtexImageInfo) -> i32 {
-    let s = source(user);
-    // SAFETY: the library passes a writable DtexImageInfo.
-    unsafe { out.write(s.info) };
-    s.answer()
-}
-
-unsafe extern "C" fn read_cb(
-    user: *mut c_void,
-    _region: *const DtexTileRegion,
-    dest: *mut c_void,
-    dest_bytes: usize,
-    _row_bytes: usize,
-) -> i32 {
-    let s = source(user);
-    // SAFETY: the library passes `dest_bytes` writable bytes.
-    unsafe { std::ptr::write_bytes(dest as *mut u8, s.fill, dest_bytes) };
-    s.answer()
-}
-
-unsafe extern "C" fn tail_cb(
-    user: *mut c_void,
-    _levels: *const DtexMipTailLevel,
-    _num_levels: usize,
-    dest: *mut c_void,
-    dest_bytes: usize,
-) -> i32 {
-    let s = source(user);
-    // SAFETY: the library passes `dest_bytes` writable bytes.
-    unsafe { std::ptr::write_bytes(dest as *mut u8, s.fill, dest_bytes) };
-    s.answer()
-}
-
-unsafe extern "C" fn close_cb(user: *mut c_void) {
-    let closes = source(user).closes.fetch_add(1, Ordering::SeqCst);
-    assert_eq!(closes, 0, "a source was closed twice");
-}
-
-/// Files a program can name: the seeds (valid OpenEXR), a missing path, a file that is
-/// not an image, a directory.
+/// Files a program can name: the seeds (valid OpenEXR and Ptex), a missing path, a file
+/// that is not an image, a directory.
 pub struct Files {
     paths: Vec<CString>,
 }
@@ -169,9 +101,13 @@ impl Files {
         let seeds = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("seeds/exr");
         let junk = std::env::temp_dir().join("demandtex-fuzz-not-an-image.exr");
         let _ = std::fs::write(&junk, b"\x76\x2f\x31\x01 not really");
-        let mut paths: Vec<PathBuf> = std::fs::read_dir(&seeds)
-            .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
-            .unwrap_or_default();
+        let list = |dir: PathBuf| -> Vec<PathBuf> {
+            std::fs::read_dir(dir)
+                .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
+                .unwrap_or_default()
+        };
+        let mut paths = list(seeds.clone());
+        paths.extend(list(seeds.with_file_name("ptex")));
         paths.sort();
         paths.extend([seeds.join("missing.exr"), junk, seeds.clone()]);
         let paths = paths
@@ -308,12 +244,14 @@ fn sample_options(b: &mut Bytes) -> DtexSampleOptions {
     DtexSampleOptions {
         struct_size: b.struct_size(std::mem::size_of::<DtexSampleOptions>()),
         fallback_to_coarser: b.u8() as u32 % 3,
+        request_key: b.u32(),
+        ..Default::default()
     }
 }
 
 fn step(b: &mut Bytes, w: &mut World, files: &Files) {
     let mut tex = DTEX_NO_TEXTURE;
-    match b.u8() % 22 {
+    match b.u8() % 26 {
         0 if w.live_loaders < MAX_LOADERS => {
             let options = loader_options(b);
             let mut l = DtexLoader::default();
@@ -514,6 +452,90 @@ fn step(b: &mut Bytes, w: &mut World, files: &Files) {
             checked(unsafe {
                 dtex_udim_expand_pattern(pattern.as_ptr(), None, null_mut(), &mut count)
             });
+        }
+        21 => {
+            let (l, p) = (loader(b, w), path(b, files));
+            // SAFETY: valid pointers, NUL-terminated path.
+            checked(unsafe { dtex_ptex_create(l, p.as_ptr(), &mut tex) });
+            if tex != DTEX_NO_TEXTURE {
+                let mut info = DtexPtexInfo {
+                    struct_size: b.struct_size(std::mem::size_of::<DtexPtexInfo>()),
+                    ..Default::default()
+                };
+                info.struct_size = info
+                    .struct_size
+                    .min(std::mem::size_of::<DtexPtexInfo>() as u32);
+                // SAFETY: valid pointer; struct_size never exceeds the struct.
+                checked(unsafe { dtex_ptex_get_info(l, tex, &mut info) });
+            }
+        }
+        22 | 23 => {
+            let blocking = b.one_in(2);
+            let (texture, face) = (texture(b, w), [0, 1, 3, b.u32()][b.u8() as usize % 4]);
+            let o = DtexPtexFilterOptions {
+                struct_size: b.struct_size(std::mem::size_of::<DtexPtexFilterOptions>()),
+                filter: b.u8() as u32 % 12,
+                lerp: b.u8() as u32 % 3,
+                noedgeblend: b.u8() as u32 % 3,
+                sharpness: b.f32(),
+                width: b.f32(),
+                blur: b.f32(),
+                first_channel: b.u8() as u32 % 6,
+                jitter_u: b.f32(),
+                jitter_v: b.f32(),
+            };
+            let (u, v, d) = (b.f32(), b.f32(), b.f32());
+            let channels = b.u8() as usize % 6;
+            let mut out = [0f32; 8];
+            let mut result = DtexPtexSampled::default();
+            // SAFETY: `out` holds at least `channels` floats; valid pointers.
+            checked(unsafe {
+                if blocking {
+                    let Some(i) = b.pick(w.caches.len()) else {
+                        return;
+                    };
+                    let c = w.caches[i];
+                    dtex_cache_ptex_sample(
+                        c,
+                        texture,
+                        face,
+                        u,
+                        v,
+                        d,
+                        0.0,
+                        0.0,
+                        d,
+                        &o,
+                        out.as_mut_ptr(),
+                        channels,
+                        &mut result,
+                    )
+                } else {
+                    dtex_launch_ptex_sample(
+                        launch(b, w),
+                        texture,
+                        face,
+                        u,
+                        v,
+                        d,
+                        0.0,
+                        0.0,
+                        d,
+                        &o,
+                        out.as_mut_ptr(),
+                        channels,
+                        &mut result,
+                    )
+                }
+            });
+        }
+        24 => {
+            let Some(i) = b.pick(w.caches.len()) else {
+                return;
+            };
+            let (c, p) = (w.caches[i], path(b, files));
+            // SAFETY: valid pointers, NUL-terminated path.
+            checked(unsafe { dtex_cache_ptex_create(c, p.as_ptr(), &mut tex) });
         }
         _ => {
             let s = dtex_status_string(b.u32() as i32);
