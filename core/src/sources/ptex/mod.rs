@@ -29,6 +29,9 @@
 //! stale) and reductions of it are computed from the new data; meta data edits replace or
 //! add entries.
 //!
+//! [`PtexWriter`] ([`write`]) writes files as the reference writer lays them out (stored
+//! reductions, tiles, constant faces, meta data), for tests and synthetic sets.
+//!
 //! The format itself is described in `shared/reference/ptex-format.md`; this module follows
 //! its sections: [`header`] (§1, §2, §17), [`faces`] (§3, §6 rfaceids), [`levels`] (§5, §6,
 //! §8), `decode` (§7), [`values`] (§9, §11, §12, §15), [`meta`] (§10), [`edits`] (§14).
@@ -45,6 +48,7 @@ pub mod pack;
 pub mod pages;
 mod read;
 pub mod values;
+pub mod write;
 
 #[cfg(test)]
 pub(crate) mod tests;
@@ -58,6 +62,7 @@ pub use levels::{BlockSpan, Encoding, FaceDataHeader, LevelInfo, TileLayout};
 pub use meta::{MetaEntry, MetaStorage, MetaType, MetaValue};
 pub use pages::PtexPages;
 pub use read::BlockInfo;
+pub use write::{PtexWriteOptions, PtexWriter};
 
 use decode::Texels;
 use error::{Fail, R};
