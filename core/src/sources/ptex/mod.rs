@@ -131,6 +131,19 @@ impl PtexFile {
         Self::parse(name, input, options)
     }
 
+    /// Open the file at `path` for reading through `handles`, a bounded set of open files
+    /// shared with other files (and EXR sources): the file is opened to read its structure,
+    /// may then be closed by the set when others are used, and is reopened when read.
+    pub fn open_shared(
+        path: impl AsRef<Path>,
+        options: PtexOptions,
+        handles: Arc<crate::sources::FileHandles>,
+    ) -> Result<PtexFile, PtexError> {
+        let name = path.as_ref().display().to_string();
+        let input = Input::open_shared(path.as_ref(), handles).map_err(|e| e.in_file(&name))?;
+        Self::parse(name, input, options)
+    }
+
     /// Read a file held in memory; `name` stands for it in messages.
     pub fn from_bytes(
         name: impl Into<String>,

@@ -20,6 +20,7 @@
 
 mod encode;
 mod neighborhood;
+pub mod synthetic;
 
 use super::error::Fail;
 use super::faces::{face_flags, rfaceids, FaceInfo, Res};
@@ -29,6 +30,8 @@ use super::values::{average, premultiply, reduce, unpremultiply, Reduction};
 use super::{PtexError, PtexErrorKind};
 use encode::{encode_face, is_uniform, zip, Block, Format};
 use std::path::Path;
+
+pub use synthetic::{synthetic_file_name, write_synthetic_set, SyntheticSet, SyntheticTotals};
 
 /// Meta data values larger than this go to the large-meta-data section
 /// (`MetaDataThreshold`).
@@ -103,7 +106,7 @@ pub struct PtexWriter {
     meta: Vec<MetaItem>,
 }
 
-fn fail(message: impl Into<String>) -> PtexError {
+pub(crate) fn fail(message: impl Into<String>) -> PtexError {
     Fail::new(PtexErrorKind::OutOfRange, message).in_file("(writer)")
 }
 
