@@ -71,7 +71,7 @@ pub fn run(args: &InfoArgs) -> Result<(), CliError> {
         return crate::info_check::run(&args.file, args.stats, args.json);
     }
     if crate::info_check::is_ptex(&args.file) {
-        return print_ptex(args);
+        return crate::info_ptex::print_ptex(args);
     }
     match detect_format(&args.file)? {
         InputFormat::Exr => {
@@ -109,28 +109,6 @@ pub fn run(args: &InfoArgs) -> Result<(), CliError> {
         }
     }
     Ok(())
-}
-
-/// A Ptex file: faces, data type, channels and levels, from its headers.
-fn print_ptex(args: &InfoArgs) -> Result<(), CliError> {
-    let file = demandtex::sources::ptex::PtexFile::open(&args.file)
-        .map_err(|e| CliError::Demandtex(e.to_string()))?;
-    let (faces, levels) = (file.num_faces(), file.num_levels());
-    let (data_type, channels) = (file.data_type(), file.num_channels());
-    let mesh = file.mesh_type();
-    if args.json {
-        let value = serde_json::json!({
-            "file": args.file, "format": "Ptex", "faces": faces, "levels": levels,
-            "data_type": format!("{data_type:?}"), "channels": channels,
-            "mesh": format!("{mesh:?}"),
-        });
-        print_stdout(&format!("{value:#}\n"))
-    } else {
-        print_stdout(&format!(
-            "{}: Ptex, {faces} {mesh:?} faces, {channels} x {data_type:?}, {levels} levels\n",
-            args.file.display()
-        ))
-    }
 }
 
 /// Writes `text` to stdout; a closed pipe (`demandtex info x.exr | head`) is not an error.

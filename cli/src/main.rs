@@ -9,6 +9,7 @@
 //! - `demandtex info FILE`: what an OpenEXR file holds (levels, tiles, compression, bytes);
 //!   `--check` reads every tile of every level (exit code 1 on the first error), `--stats`
 //!   adds per-channel statistics of level 0.
+//! - `demandtex ptex gen DIR --files N --faces F [--seed S]`: a synthetic Ptex set.
 //! - `demandtex cuda-info`: the CUDA driver and devices, or why there is no CUDA here.
 //!
 //! Logging goes to stderr, filtered by `RUST_LOG` (default `warn`).
@@ -20,7 +21,9 @@ mod demo;
 mod error;
 mod info;
 mod info_check;
+mod info_ptex;
 mod progress;
+mod ptex;
 mod table;
 
 use clap::{Parser, Subcommand};
@@ -45,6 +48,8 @@ enum Command {
     Convert(convert::ConvertArgs),
     /// Describe an OpenEXR file from its headers; --check reads every tile (exit 1 if damaged).
     Info(info::InfoArgs),
+    /// Ptex tools: `ptex gen` writes synthetic Ptex sets.
+    Ptex(ptex::PtexArgs),
     /// Describe the CUDA driver and devices, or say why CUDA is unavailable (exit code 2).
     CudaInfo(cuda::CudaInfoArgs),
 }
@@ -69,6 +74,7 @@ fn main() -> ExitCode {
         Command::Convert(args) => convert::run(args),
         Command::Info(args) => info::run(args),
         Command::CudaInfo(args) => cuda::run(args),
+        Command::Ptex(args) => ptex::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -180,6 +180,14 @@ pub fn parse_tile_size(text: &str) -> Result<(u32, u32), String> {
 pub fn run(args: &ConvertArgs) -> Result<(), CliError> {
     let start = Instant::now();
     check_paths(&args.input, &args.output)?;
+    if crate::info_check::is_ptex(&args.input) {
+        // A Ptex file is one image per face with no common uv space: it has no single
+        // image to tile and mip-map. It is streamed as it is.
+        return Err(CliError::Usage(format!(
+            "{}: a Ptex file stores a texture per face with no shared uv layout, so it cannot become one tiled OpenEXR image; demandtex streams .ptx files directly (create_ptex_texture); use `demandtex info` to describe it",
+            args.input.display()
+        )));
+    }
     let loaded = load::load(
         &args.input,
         &load::LoadOptions {

@@ -16,7 +16,8 @@ use crate::ids::TextureId;
 use crate::requests::Engine;
 use crate::sampling::ptex::{ptex_sample, EnginePtex, PtexFilterOptions, PtexSampled};
 use crate::sampling::{Sample, SampleOptions};
-use crate::sources::ptex::{PtexErrorKind, PtexFile, PtexPages};
+use crate::sources::ptex::{PtexErrorKind, PtexFile, PtexOptions, PtexPages};
+use crate::sources::FileHandles;
 use crate::textures::{FilterMode, MipFilter, TextureDesc};
 use crate::{Launch, Loader, TILE_BYTES};
 use std::cell::RefCell;
@@ -58,20 +59,36 @@ impl PtexPacking {
 }
 
 impl PtexTexture {
-    /// Open `path` and register its pages texture with `engine`. A file that cannot be
-    /// read or is corrupt is [`Error::Io`]; one that is not Ptex, or of a version or type
-    /// the reader does not serve, [`Error::Unsupported`]; both name the file.
+    /// Open `path` (through the process-wide bounded set of open files,
+    /// [`FileHandles::default_shared`]) and register its pages texture with `engine`. A
+    /// file that cannot be read or is corrupt is [`Error::Io`]; one that is not Ptex, or of
+    /// a version or type the reader does not serve, [`Error::Unsupported`]; both name the
+    /// file.
     pub fn create(engine: &Engine, path: impl AsRef<Path>) -> Result<PtexTexture> {
+        Self::create_with_handles(engine, path, FileHandles::default_shared())
+    }
+
+    /// Open `path` through `handles` and register its pages texture with `engine`: the
+    /// file's structure is read now, its texels when pages are filled, the file held open
+    /// only while the set keeps it (at most `handles.max_open_files()` files at once).
+    pub fn create_with_handles(
+        engine: &Engine,
+        path: impl AsRef<Path>,
+        handles: Arc<FileHandles>,
+    ) -> Result<PtexTexture> {
         let path = path.as_ref();
-        let file = PtexFile::open(path).map_err(|e| match e.kind {
-            PtexErrorKind::NotPtex | PtexErrorKind::Unsupported => {
-                Error::Unsupported(e.to_string())
-            }
-            _ => Error::Io {
-                path: path.display().to_string(),
-                message: e.to_string(),
-            },
-        })?;
+        let file =
+            PtexFile::open_shared(path, PtexOptions::default(), handles).map_err(|e| {
+                match e.kind {
+                    PtexErrorKind::NotPtex | PtexErrorKind::Unsupported => {
+                        Error::Unsupported(e.to_string())
+                    }
+                    _ => Error::Io {
+                        path: path.display().to_string(),
+                        message: e.to_string(),
+                    },
+                }
+            })?;
         let pages = Arc::new(PtexPages::new(Arc::new(file)));
         // Point filtering: device code reads the packed bytes back from the pages
         // texture's texels (docs/PTEX.md, "On the device"); a linear filter would blend them.
@@ -150,6 +167,18 @@ impl Loader {
     }
 }
 
+impl Loader {
+    /// Register the Ptex file at `path`, read through `handles` (see
+    /// [`PtexTexture::create_with_handles`]).
+    pub fn create_ptex_texture_with_handles(
+        &self,
+        path: impl AsRef<Path>,
+        handles: Arc<FileHandles>,
+    ) -> Result<PtexTexture> {
+        PtexTexture::create_with_handles(self.engine(), path, handles)
+    }
+}
+
 impl Launch {
     /// Filter `texture` at (`u`, `v`) of `face` over the footprint (`dudx`, `dvdx`),
     /// (`dudy`, `dvdy`) (see [`crate::sampling::ptex`]); a missing unit records a request
@@ -177,6 +206,16 @@ impl TextureCache {
     /// Register the Ptex file at `path` (opened now: header, face info, constants).
     pub fn create_ptex_texture(&self, path: impl AsRef<Path>) -> Result<PtexTexture> {
         PtexTexture::create(self.loader().engine(), path)
+    }
+
+    /// Register the Ptex file at `path`, read through `handles` (see
+    /// [`PtexTexture::create_with_handles`]).
+    pub fn create_ptex_texture_with_handles(
+        &self,
+        path: impl AsRef<Path>,
+        handles: Arc<FileHandles>,
+    ) -> Result<PtexTexture> {
+        PtexTexture::create_with_handles(self.loader().engine(), path, handles)
     }
 
     /// Filter `texture` as [`Launch::ptex_sample`], loading missing pages in this thread;

@@ -171,3 +171,63 @@ fn a_bad_file_is_an_error() {
     let e = cache.create_ptex_texture("/nonexistent/x.ptx").unwrap_err();
     assert!(e.to_string().contains("x.ptx"), "{e}");
 }
+
+/// 5,000 small files stream through a set of 100 open files: the set never holds more,
+/// each file is opened about once in a file-by-file sweep (no reopening storm), and every
+/// lookup equals the resident reader's.
+#[test]
+fn five_thousand_files_through_a_hundred_open_files() {
+    use crate::sources::ptex::write::{synthetic_file_name, write_synthetic_set, SyntheticSet};
+    use crate::sources::FileHandles;
+    const FILES: usize = 5000;
+    let dir = std::env::temp_dir().join(format!("demandtex-ptex-handles-{}", std::process::id()));
+    let set = SyntheticSet {
+        files: FILES,
+        faces: 2,
+        seed: 7,
+        max_log2: 4,
+    };
+    write_synthetic_set(&dir, &set).unwrap();
+    let handles = Arc::new(FileHandles::new(100));
+    let cache = TextureCache::new(LoaderOptions {
+        max_texture_memory: 256 * TILE_BYTES as u64,
+        fill_threads: 1,
+        ..Default::default()
+    })
+    .unwrap();
+    let options = PtexFilterOptions {
+        filter: PtexFilterType::Bilinear,
+        lerp: true,
+        ..Default::default()
+    };
+    let mut peak_open = 0;
+    for i in 0..FILES {
+        let path = dir.join(synthetic_file_name(i));
+        let tex = cache
+            .create_ptex_texture_with_handles(&path, handles.clone())
+            .unwrap();
+        let resident = ResidentPtex::new(Arc::new(PtexFile::open(&path).unwrap()));
+        let n = resident.texture().num_channels;
+        for face in 0..2 {
+            let (mut got, mut want) = (vec![0f32; n], vec![0f32; n]);
+            let d = [0.05, 0.0, 0.0, 0.05];
+            let s = cache.ptex_sample(
+                &tex, face, 0.3, 0.6, d[0], d[1], d[2], d[3], &options, &mut got,
+            );
+            assert!(s.resident, "file {i} face {face}");
+            ptex_sample(
+                &resident, face, 0.3, 0.6, d[0], d[1], d[2], d[3], &options, &mut want,
+            );
+            assert_eq!(got, want, "file {i} face {face}");
+        }
+        peak_open = peak_open.max(handles.stats().open_now);
+    }
+    let stats = handles.stats();
+    assert!(peak_open <= 100, "{peak_open} files open at once");
+    assert!(
+        stats.opens >= FILES as u64 && stats.opens <= FILES as u64 + 100,
+        "{} opens for {FILES} files",
+        stats.opens
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

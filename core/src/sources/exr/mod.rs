@@ -59,7 +59,7 @@ mod block_cache;
 mod channels;
 mod describe;
 mod file;
-mod handles;
+pub(crate) mod handles;
 mod mips;
 mod serve;
 pub mod writer;

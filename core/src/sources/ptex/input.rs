@@ -3,11 +3,12 @@
 //! checked before anything is allocated.
 
 use super::error::{Fail, PtexErrorKind, R};
+use crate::sources::exr::handles::FileHandles;
 use crate::sources::positioned::PositionedFile;
 use flate2::{Decompress, FlushDecompress, Status};
 use std::fmt::Display;
 use std::fs::File;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// The most a zlib stream can expand: deflate's limit is 1032:1 (a 258-byte match coded in
@@ -22,6 +23,12 @@ enum Backing {
     File(PositionedFile),
     /// The whole file in memory.
     Memory(Arc<[u8]>),
+    /// The file at a path, opened when read through a bounded set of open files (closed
+    /// least recently used first, reopened on demand).
+    Shared {
+        handles: Arc<FileHandles>,
+        path: PathBuf,
+    },
 }
 
 /// The bytes of one file and its length, fixed at open.
@@ -42,6 +49,24 @@ impl Input {
             .len();
         Ok(Input {
             backing: Backing::File(PositionedFile::new(file)),
+            len,
+        })
+    }
+
+    /// The file at `path`, read through `handles` (opened now to learn its length; the
+    /// set may close it and a later read reopens it).
+    pub fn open_shared(path: &Path, handles: Arc<FileHandles>) -> R<Input> {
+        let io =
+            |what: &str, e: std::io::Error| Fail::new(PtexErrorKind::Io, format!("{what}: {e}"));
+        let file = handles.get(path).map_err(|e| io("cannot open", e))?;
+        let len = file
+            .len()
+            .map_err(|e| io("cannot read the file's size", e))?;
+        Ok(Input {
+            backing: Backing::Shared {
+                handles,
+                path: path.to_path_buf(),
+            },
             len,
         })
     }
@@ -80,6 +105,19 @@ impl Input {
                 let start = offset as usize;
                 buf.copy_from_slice(&bytes[start..start + buf.len()]);
                 Ok(())
+            }
+            Backing::Shared { handles, path } => {
+                let file = handles.get(path).map_err(|e| {
+                    Fail::new(PtexErrorKind::Io, format!("{what}: cannot reopen: {e}"))
+                })?;
+                file.read_exact_at(buf, offset).map_err(|e| {
+                    let message = if e.kind() == std::io::ErrorKind::UnexpectedEof {
+                        format!("{what}: the file ended before offset {} (was it truncated while open?)", offset + buf.len() as u64)
+                    } else {
+                        format!("{what}: read failed at offset {offset}: {e}")
+                    };
+                    Fail::new(PtexErrorKind::Io, message)
+                })
             }
             Backing::File(file) => {
                 let (mut done, mut at) = (0usize, offset);

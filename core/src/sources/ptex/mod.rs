@@ -29,6 +29,9 @@
 //! stale) and reductions of it are computed from the new data; meta data edits replace or
 //! add entries.
 //!
+//! [`PtexWriter`] ([`write`]) writes files as the reference writer lays them out (stored
+//! reductions, tiles, constant faces, meta data), for tests and synthetic sets.
+//!
 //! The format itself is described in `shared/reference/ptex-format.md`; this module follows
 //! its sections: [`header`] (§1, §2, §17), [`faces`] (§3, §6 rfaceids), [`levels`] (§5, §6,
 //! §8), `decode` (§7), [`values`] (§9, §11, §12, §15), [`meta`] (§10), [`edits`] (§14).
@@ -45,6 +48,7 @@ pub mod pack;
 pub mod pages;
 mod read;
 pub mod values;
+pub mod write;
 
 #[cfg(test)]
 pub(crate) mod tests;
@@ -58,6 +62,7 @@ pub use levels::{BlockSpan, Encoding, FaceDataHeader, LevelInfo, TileLayout};
 pub use meta::{MetaEntry, MetaStorage, MetaType, MetaValue};
 pub use pages::PtexPages;
 pub use read::BlockInfo;
+pub use write::{PtexWriteOptions, PtexWriter};
 
 use decode::Texels;
 use error::{Fail, R};
@@ -123,6 +128,19 @@ impl PtexFile {
     pub fn open_with(path: impl AsRef<Path>, options: PtexOptions) -> Result<PtexFile, PtexError> {
         let name = path.as_ref().display().to_string();
         let input = Input::open(path.as_ref()).map_err(|e| e.in_file(&name))?;
+        Self::parse(name, input, options)
+    }
+
+    /// Open the file at `path` for reading through `handles`, a bounded set of open files
+    /// shared with other files (and EXR sources): the file is opened to read its structure,
+    /// may then be closed by the set when others are used, and is reopened when read.
+    pub fn open_shared(
+        path: impl AsRef<Path>,
+        options: PtexOptions,
+        handles: Arc<crate::sources::FileHandles>,
+    ) -> Result<PtexFile, PtexError> {
+        let name = path.as_ref().display().to_string();
+        let input = Input::open_shared(path.as_ref(), handles).map_err(|e| e.in_file(&name))?;
         Self::parse(name, input, options)
     }
 

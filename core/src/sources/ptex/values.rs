@@ -69,6 +69,8 @@ trait Value: Copy {
     /// `T(float(x) * factor)`: truncation for integers, the half rounding for half.
     fn scale(self, factor: f32) -> Self;
     fn to_f32(self) -> f32;
+    /// `T(x)`: truncation for integers, the half rounding for half.
+    fn from_f32(x: f32) -> Self;
 }
 
 impl Value for u8 {
@@ -91,6 +93,9 @@ impl Value for u8 {
     fn to_f32(self) -> f32 {
         f32::from(self)
     }
+    fn from_f32(x: f32) -> Self {
+        x as u8
+    }
 }
 
 impl Value for u16 {
@@ -112,6 +117,9 @@ impl Value for u16 {
     }
     fn to_f32(self) -> f32 {
         f32::from(self)
+    }
+    fn from_f32(x: f32) -> Self {
+        x as u16
     }
 }
 
@@ -141,6 +149,9 @@ impl Value for Half {
     fn to_f32(self) -> f32 {
         half_to_f32(self.0)
     }
+    fn from_f32(x: f32) -> Self {
+        Half(f32_to_half(x))
+    }
 }
 
 impl Value for f32 {
@@ -162,6 +173,9 @@ impl Value for f32 {
     }
     fn to_f32(self) -> f32 {
         self
+    }
+    fn from_f32(x: f32) -> Self {
+        x
     }
 }
 
@@ -210,6 +224,59 @@ pub(crate) fn premultiply(data_type: DataType, texels: &mut [u8], nchannels: usi
     )
 }
 
+/// Undo [`premultiply`] (the reference's `divalpha`): channels become
+/// `T(float(x) * (one / float(alpha)))`, texels with a zero alpha are left alone. The
+/// writer applies it to the constant value it averages from premultiplied data.
+pub(crate) fn unpremultiply(
+    data_type: DataType,
+    texels: &mut [u8],
+    nchannels: usize,
+    alpha: usize,
+) {
+    fn go<T: Value>(b: &mut [u8], nchannels: usize, alpha: usize, one: f32) {
+        let texels = b.len() / (T::SIZE * nchannels);
+        let channels = if alpha == 0 { 1..nchannels } else { 0..alpha };
+        for t in 0..texels {
+            let base = t * nchannels;
+            let a = T::get(b, base + alpha).to_f32();
+            if a == 0.0 {
+                continue;
+            }
+            let factor = one / a;
+            for c in channels.clone() {
+                T::get(b, base + c).scale(factor).put(b, base + c);
+            }
+        }
+    }
+    by_type!(
+        data_type,
+        go(texels, nchannels, alpha, data_type.one_value())
+    )
+}
+
+/// The average texel of `texels` (whole texels of `nchannels`), as the reference's
+/// `PtexUtils::average`: each channel summed in an `f32` in texel order, multiplied by the
+/// `f32` `1 / count` and converted back with the type's conversion (truncation for
+/// integers).
+pub(crate) fn average(data_type: DataType, texels: &[u8], nchannels: usize) -> Vec<u8> {
+    fn go<T: Value>(b: &[u8], n: usize) -> Vec<u8> {
+        let count = b.len() / (T::SIZE * n);
+        let mut sums = vec![0f32; n];
+        for t in 0..count {
+            for (c, sum) in sums.iter_mut().enumerate() {
+                *sum += T::get(b, t * n + c).to_f32();
+            }
+        }
+        let scale = 1.0 / count.max(1) as f32;
+        let mut out = vec![0u8; n * T::SIZE];
+        for (c, sum) in sums.iter().enumerate() {
+            T::from_f32(sum * scale).put(&mut out, c);
+        }
+        out
+    }
+    by_type!(data_type, go(texels, nchannels))
+}
+
 /// Which on-the-fly reduction to apply.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Reduction {
@@ -217,6 +284,9 @@ pub(crate) enum Reduction {
     U,
     /// Halve the height: `(a + b) / 2` of vertical pairs (`reducev`).
     V,
+    /// Halve both sides: the quarter of each 2×2 block (`reduce`: the stored reductions
+    /// the writer makes of quad faces).
+    Quad,
     /// Halve a square triangle image (`reduceTri`): three texels of the upright
     /// sub-triangle plus the mirrored texel of the inverted one.
     Triangle,
@@ -237,7 +307,7 @@ pub(crate) fn reduce(
         let (du, dv) = match how {
             Reduction::U => (ures / 2, vres),
             Reduction::V => (ures, vres / 2),
-            Reduction::Triangle => (ures / 2, vres / 2),
+            Reduction::Quad | Reduction::Triangle => (ures / 2, vres / 2),
         };
         let mut dst = vec![0u8; du * dv * n * T::SIZE];
         let at = |u: usize, v: usize, c: usize| T::get(src, (v * ures + u) * n + c);
@@ -247,6 +317,12 @@ pub(crate) fn reduce(
                     let value = match how {
                         Reduction::U => T::halve(at(2 * u, v, c), at(2 * u + 1, v, c)),
                         Reduction::V => T::halve(at(u, 2 * v, c), at(u, 2 * v + 1, c)),
+                        Reduction::Quad => T::quarter(
+                            at(2 * u, 2 * v, c),
+                            at(2 * u + 1, 2 * v, c),
+                            at(2 * u, 2 * v + 1, c),
+                            at(2 * u + 1, 2 * v + 1, c),
+                        ),
                         Reduction::Triangle => T::quarter(
                             at(2 * u, 2 * v, c),
                             at(2 * u + 1, 2 * v, c),

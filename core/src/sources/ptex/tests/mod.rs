@@ -10,3 +10,4 @@ mod structure;
 mod texels;
 mod units;
 mod versions;
+mod write;
