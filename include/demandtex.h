@@ -1087,13 +1087,14 @@ DtexStatus dtex_loader_get_stats(struct DtexLoader loader,
                                  struct DtexStats *out);
 
 // Create a texture from an OpenEXR file (best: tiled and mip-mapped, as
-// `demandtex convert` writes). The file is checked to exist and be OpenEXR now; its
+// `demandtex convert` writes), a TIFF (`maketx`'s `.tx`), PNG or JPEG file (recognised
+// by its magic number). The file is checked to exist and be one of those now; its
 // header is read at the first launch that samples it; a file that turns out corrupt then
 // makes the texture sample its fallback colour (see `failed_textures` in the stats).
 // `desc` NULL means `dtex_texture_desc_default`.
 //
 // Errors: INVALID_HANDLE; INVALID_ARGUMENT (NULL `path` or `out_texture`, path not UTF-8,
-// bad `desc`); IO_ERROR (cannot open or read the file); UNSUPPORTED (not OpenEXR);
+// bad `desc`); IO_ERROR (cannot open or read the file); UNSUPPORTED (none of those);
 // OUT_OF_PAGES / INVALID_ARGUMENT when the loader has no room for another texture.
 // Ownership: the path is copied; the texture belongs to the loader. Thread-safety: any
 // thread.

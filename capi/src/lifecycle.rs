@@ -7,11 +7,9 @@ use crate::handles::DtexLoader;
 use crate::loader::{self, LoaderEntry};
 use crate::options::DtexTextureDesc;
 use crate::status::{ApiError, ApiResult, DtexStatus, DTEX_STATUS_UNKNOWN_TEXTURE};
-use crate::textures::check_exr_file;
-use engine::sources::ExrSource;
+use crate::textures::texture_file_source;
 use engine::TextureId;
 use std::ffi::c_char;
-use std::sync::Arc;
 
 /// Drop every tile of `texture` (resident, staged, being filled or waiting to be
 /// published), its mip tail, sampler and base colour: its source's content changed. The
@@ -98,10 +96,10 @@ pub unsafe extern "C" fn dtex_texture_replace_from_file(
         let (path, desc) = unsafe { (c_str(path, "path")?, optional_in(desc)?) };
         let entry = loader::get(loader)?;
         let desc = replacement_desc(desc)?;
-        check_exr_file(path)?;
+        let source = texture_file_source(path)?;
         entry
             .engine
-            .replace_texture(TextureId(texture), Arc::new(ExrSource::new(path)), desc)?;
+            .replace_texture(TextureId(texture), source, desc)?;
         Ok(())
     })
 }

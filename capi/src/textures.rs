@@ -7,9 +7,8 @@ use crate::loader;
 use crate::options::DtexTextureDesc;
 use crate::status::{ApiError, ApiResult, DtexStatus, DTEX_STATUS_IO_ERROR};
 use crate::status::{DTEX_STATUS_INVALID_ARGUMENT, DTEX_STATUS_UNSUPPORTED};
-use engine::sources::{Checkerboard, ExrSource, ImageSource, Mandelbrot, Noise};
+use engine::sources::{Checkerboard, ImageSource, Mandelbrot, Noise};
 use engine::textures::{TexelFormat, TexelType, MAX_TEXTURE_SIZE};
-use std::io::Read;
 use std::sync::Arc;
 
 /// "No texture": never a valid texture id (`0xFFFFFFFF`).
@@ -116,42 +115,35 @@ pub(crate) fn register(
     Ok(entry.engine.create_texture(source, desc)?.0)
 }
 
-/// Check that `path` can be read and starts as an OpenEXR file does.
-pub(crate) fn check_exr_file(path: &str) -> ApiResult<()> {
-    const EXR_MAGIC: [u8; 4] = [0x76, 0x2f, 0x31, 0x01];
+/// The image source for `path` after checking that the file can be read and is a texture
+/// format core serves (OpenEXR, TIFF/`.tx`, PNG, JPEG: core's `sources::detect`).
+pub(crate) fn texture_file_source(path: &str) -> ApiResult<Arc<dyn ImageSource>> {
+    use engine::sources::detect::{detect_format, file_source, FileFormat};
     let io = |e: std::io::Error| ApiError::new(DTEX_STATUS_IO_ERROR, format!("{path}: {e}"));
-    let mut file = std::fs::File::open(path).map_err(io)?;
-    let mut magic = [0u8; 4];
-    file.read_exact(&mut magic).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::UnexpectedEof {
-            ApiError::new(
-                DTEX_STATUS_UNSUPPORTED,
-                format!("{path}: not an OpenEXR file (shorter than its magic number)"),
-            )
-        } else {
-            io(e)
+    match detect_format(std::path::Path::new(path)).map_err(io)? {
+        Some(FileFormat::OpenExr | FileFormat::Tiff | FileFormat::Png | FileFormat::Jpeg) => {
+            Ok(file_source(std::path::Path::new(path)))
         }
-    })?;
-    if magic != EXR_MAGIC {
-        return Err(ApiError::new(
+        Some(FileFormat::Ptex) => Err(ApiError::new(
             DTEX_STATUS_UNSUPPORTED,
-            format!(
-                "{path}: not an OpenEXR file (demandtex pages OpenEXR; convert PNG, JPEG or \
-                 TIFF with `demandtex convert`)"
-            ),
-        ));
+            format!("{path}: a Ptex file (create it with the Ptex entry points)"),
+        )),
+        None => Err(ApiError::new(
+            DTEX_STATUS_UNSUPPORTED,
+            format!("{path}: not a texture file demandtex reads (OpenEXR, TIFF/.tx, PNG, JPEG)"),
+        )),
     }
-    Ok(())
 }
 
 /// Create a texture from an OpenEXR file (best: tiled and mip-mapped, as
-/// `demandtex convert` writes). The file is checked to exist and be OpenEXR now; its
+/// `demandtex convert` writes), a TIFF (`maketx`'s `.tx`), PNG or JPEG file (recognised
+/// by its magic number). The file is checked to exist and be one of those now; its
 /// header is read at the first launch that samples it; a file that turns out corrupt then
 /// makes the texture sample its fallback colour (see `failed_textures` in the stats).
 /// `desc` NULL means `dtex_texture_desc_default`.
 ///
 /// Errors: INVALID_HANDLE; INVALID_ARGUMENT (NULL `path` or `out_texture`, path not UTF-8,
-/// bad `desc`); IO_ERROR (cannot open or read the file); UNSUPPORTED (not OpenEXR);
+/// bad `desc`); IO_ERROR (cannot open or read the file); UNSUPPORTED (none of those);
 /// OUT_OF_PAGES / INVALID_ARGUMENT when the loader has no room for another texture.
 /// Ownership: the path is copied; the texture belongs to the loader. Thread-safety: any
 /// thread.
@@ -176,8 +168,7 @@ pub unsafe extern "C" fn dtex_texture_create_from_file(
             )
         };
         loader::get(loader)?;
-        check_exr_file(path)?;
-        out.write(register(loader, Arc::new(ExrSource::new(path)), desc)?);
+        out.write(register(loader, texture_file_source(path)?, desc)?);
         Ok(())
     })
 }

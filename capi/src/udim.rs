@@ -5,8 +5,8 @@ use crate::handles::DtexLoader;
 use crate::loader;
 use crate::options::DtexTextureDesc;
 use crate::status::{ApiError, DtexStatus};
-use crate::textures::check_exr_file;
-use engine::sources::{ExrSource, ImageSource};
+use crate::textures::texture_file_source;
+use engine::sources::ImageSource;
 use engine::udim::{find_tiles, tile_desc, UdimGrid, UDIM_MAX_GRID_SIDE};
 use std::ffi::{c_char, c_void, CString};
 use std::path::Path;
@@ -40,10 +40,9 @@ pub type DtexUdimTileCallback = Option<
     ) -> i32,
 >;
 
-/// An OpenEXR source for `path`, after checking that the file is there and is OpenEXR.
+/// The source for `path`, after checking that the file is there and is a texture format.
 fn exr(path: &str) -> Result<Arc<dyn ImageSource>, ApiError> {
-    check_exr_file(path)?;
-    Ok(Arc::new(ExrSource::new(path)))
+    texture_file_source(path)
 }
 
 /// Create a UDIM texture from `grid_width x grid_height` OpenEXR tile paths, row-major:
@@ -147,7 +146,7 @@ pub unsafe extern "C" fn dtex_udim_create_from_pattern(
         let entry = loader::get(loader)?;
         let desc = DtexTextureDesc::resolve(desc, tile_desc())?;
         if let Some(b) = base {
-            check_exr_file(b)?;
+            texture_file_source(b)?;
         }
         let id =
             entry

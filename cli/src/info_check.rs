@@ -5,17 +5,18 @@
 //!
 //! The walk is core's [`demandtex::sources::check`]: OpenEXR through
 //! [`ExrSource`] (every tile of every level, generated levels included), Ptex through
-//! [`PtexFile`] (every stored level of every face, tile by tile). PNG, JPEG and TIFF are
-//! decoded whole by the decoder `demandtex convert` uses (the path they take into
-//! demandtex). This module only chooses the reader and formats the report.
+//! [`PtexFile`] (every stored level of every face, tile by tile); TIFF (`maketx`'s `.tx`),
+//! PNG and JPEG through core's source for them ([`file_source`]: every tile of every
+//! level, generated levels included). This module only chooses the reader and formats the
+//! report.
 
-use crate::convert::load::{self, detect_format, InputFormat, LoadOptions};
+use crate::convert::load::{self, detect_format, InputFormat};
 use crate::error::CliError;
 use crate::info::print_stdout;
 use crate::table::format_count;
-use demandtex::sources::check::{channel_stats, check_ptex, check_source, CheckReport};
+use demandtex::sources::check::{check_ptex, check_source, CheckReport};
 use demandtex::sources::ptex::PtexFile;
-use demandtex::sources::ExrSource;
+use demandtex::sources::{file_source, ExrSource};
 use std::fmt::Write as _;
 use std::io::Read;
 use std::path::Path;
@@ -44,16 +45,11 @@ pub fn check(path: &Path, stats: bool) -> Result<(&'static str, CheckReport), Cl
             let report = check_source(&ExrSource::new(path), stats).map_err(|e| damaged(&e))?;
             Ok(("OpenEXR", report))
         }
-        InputFormat::Image(_) => {
-            let loaded = load::load(path, &LoadOptions::default()).map_err(|e| damaged(&e))?;
-            let img = &loaded.image;
-            let report = CheckReport {
-                levels: 1,
-                reads: 1,
-                level0_texels: u64::from(img.width) * u64::from(img.height),
-                stats: stats.then(|| channel_stats(img.channels as usize, &img.data)),
-            };
-            Ok((loaded.format, report))
+        InputFormat::Image(format) => {
+            // TIFF (`.tx`), PNG and JPEG through the engine's own source for them.
+            let source = file_source(path);
+            let report = check_source(&*source, stats).map_err(|e| damaged(&e))?;
+            Ok((load::format_name(format), report))
         }
     }
 }

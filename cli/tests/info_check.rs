@@ -159,3 +159,17 @@ fn png_whole_and_truncated() {
     check_damaged(&cut, &["cannot decode"]);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn maketx_tx_whole_and_truncated() {
+    let tx = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/tx/rgba16_lzw.tx");
+    let v = check_whole(&tx);
+    assert_eq!(v["format"], "TIFF");
+    assert_eq!(v["check"]["level0_texels"], 160 * 96);
+    assert_eq!(v["check"]["stats"].as_array().unwrap().len(), 4);
+    let dir = test_dir("tx");
+    let cut = dir.join("cut.tx");
+    let bytes = std::fs::read(&tx).unwrap();
+    std::fs::write(&cut, &bytes[..bytes.len() - 5000]).unwrap();
+    check_damaged(&cut, &["cut.tx"]);
+}

@@ -57,7 +57,7 @@ use crate::loader::Loader;
 use crate::options::LoaderOptions;
 use crate::requests::Engine;
 use crate::sampling::{self, Sample, SampleOptions};
-use crate::sources::ExrSource;
+use crate::sources::file_source;
 use crate::textures::{TextureDesc, DEFAULT_FALLBACK_COLOR};
 use crate::udim;
 use parking_lot::RwLock;
@@ -118,7 +118,7 @@ impl TextureCache {
         &self.loader
     }
 
-    /// The texture of an OpenEXR file, registered at the first call for `path` (with
+    /// The texture of a file (OpenEXR, TIFF/`.tx`, PNG, JPEG: [`file_source`]), registered at the first call for `path` (with
     /// `desc`; later calls return the same id and ignore `desc`). The file is opened at the
     /// first lookup; a missing or bad file gives its fallback colour and
     /// [`Engine::texture_error`] says why.
@@ -131,9 +131,7 @@ impl TextureCache {
         if let Some(&id) = ids.get(path) {
             return Ok(id);
         }
-        let id = self
-            .loader
-            .create_texture(Arc::new(ExrSource::new(path)), desc)?;
+        let id = self.loader.create_texture(file_source(path), desc)?;
         ids.insert(path.to_path_buf(), id);
         Ok(id)
     }

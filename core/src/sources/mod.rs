@@ -11,12 +11,19 @@
 //! [`fault`] wraps any source to inject I/O errors, short reads, panics, "not yet" answers
 //! and latency by a seeded plan, for reliability tests.
 //!
+//! [`tiff`] serves TIFF files (`maketx`'s `.tx` textures: tiled, mip-mapped) tile by tile;
+//! [`DecodedImageSource`] serves PNG and JPEG (decoded whole, mips generated).
+//! [`detect`] is the one home of format detection: [`file_source`] gives the source for
+//! any texture path.
+//!
 //! [`ptex`] reads Ptex files (per-face textures) with random access to faces, levels and
 //! tiles; [`ptex::PtexPages`] serves its units packed into 64 KiB pages as the tiles of
 //! an [`ImageSource`] (`docs/PTEX.md`), and `crate::sampling::ptex` filters them.
 
 pub mod box_filter;
 pub mod check;
+mod decoded;
+pub mod detect;
 pub mod exr;
 pub mod fault;
 pub mod float_image;
@@ -27,13 +34,17 @@ mod positioned;
 pub mod procedural;
 pub mod ptex;
 mod region;
+pub mod tiff;
 
+pub use decoded::DecodedImageSource;
+pub use detect::{file_source, FileFormat};
 pub use exr::{ChannelSelection, ExrOptions, ExrSource, FileHandles};
 pub use float_image::FloatImage;
 pub use limits::SizeLimits;
 pub use memory::InMemoryImage;
 pub use procedural::{Checkerboard, Mandelbrot, Noise, LEVEL_COLORS};
 pub use region::check_read;
+pub use tiff::{TiffOptions, TiffSource};
 
 use crate::textures::{TexelFormat, TileRegion};
 

@@ -255,9 +255,7 @@ impl UdimGrid {
     /// The grid of the OpenEXR files matching `pattern` ([`expand_pattern`]), with the
     /// OpenEXR file `base`, if given, as the base texture. Files are not opened here.
     pub fn from_pattern(pattern: &Path, base: Option<&Path>) -> Result<UdimGrid> {
-        UdimGrid::from_pattern_with(pattern, base, |path| {
-            Ok(Arc::new(crate::sources::ExrSource::new(path)))
-        })
+        UdimGrid::from_pattern_with(pattern, base, |path| Ok(crate::sources::file_source(path)))
     }
 
     /// The grid of the files matching `pattern` ([`expand_pattern`]) and the base file,

@@ -60,7 +60,7 @@ mod channels;
 mod describe;
 mod file;
 pub(crate) mod handles;
-mod mips;
+pub(crate) mod mips;
 mod serve;
 pub mod writer;
 
@@ -81,7 +81,7 @@ use crate::textures::{TexelFormat, TileRegion};
 use block_cache::BlockCache;
 use channels::{CopyRect, Plan};
 use file::{DecodedBlock, ExrFile, RawFile};
-use handles::{FileIdentity, OpenFile};
+pub(crate) use handles::{FileIdentity, OpenFile};
 use mips::GenLevel;
 use parking_lot::RwLock;
 use serve::Served;

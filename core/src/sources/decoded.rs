@@ -1,0 +1,352 @@
+//! PNG and JPEG images as an [`ImageSource`]: formats with no tiles and no mip levels,
+//! served the way scan-line OpenEXR files are. [`open`](ImageSource::open) reads only the
+//! header (size and channels), checked against [`SizeLimits`] before anything is
+//! allocated — level 0 and the generated levels held whole must fit `max_image_bytes` —
+//! so a PNG whose header declares 100000² pixels is an error naming the file and the
+//! limit. The first read decodes level 0 once (the `image` crate's decoders, under an
+//! allocation limit) and generates the mip levels from it by the box filter of the
+//! generated EXR levels ([`crate::sources::exr`]), on scoped threads; every read after
+//! that is a row copy. A warning says so once: the memory is outside the texture budget.
+//!
+//! Samples are served as stored: 8-bit and 16-bit unsigned (normalised by the sampler),
+//! 1, 2 or 4 channels (RGB widened to RGBA with an opaque alpha); sRGB-encoded values are
+//! not linearised (convert with `demandtex convert --linearize` for that).
+
+use super::exr::mips::{self, GenLevel};
+use super::region::{check_read, full_chain_info};
+use super::{ImageInfo, ImageSource, Readiness, SizeLimits, SourceError};
+use crate::textures::{TexelFormat, TexelType, TileRegion};
+use parking_lot::Mutex;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+/// Decoded levels: level 0 then the generated ones, packed rows of the served format.
+struct Levels {
+    info: ImageInfo,
+    levels: Vec<GenLevel>,
+}
+
+/// A PNG or JPEG file, decoded whole at its first read. See the [module docs](self).
+pub struct DecodedImageSource {
+    path: PathBuf,
+    limits: SizeLimits,
+    /// What the header said at the last `open`.
+    info: Mutex<Option<ImageInfo>>,
+    /// The decoded levels (or why they could not be), replaced at every `open` after the
+    /// first.
+    decoded: Mutex<Arc<OnceLock<Result<Levels, SourceError>>>>,
+}
+
+impl std::fmt::Debug for DecodedImageSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DecodedImageSource")
+            .field("path", &self.path)
+            .field("info", &*self.info.lock())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The served format of a decoder's colour type, and whether RGB is widened to RGBA.
+fn served_format(color: image::ColorType) -> Result<(TexelFormat, bool), String> {
+    use image::ColorType as C;
+    let (texel_type, channels) = match color {
+        C::L8 => (TexelType::U8, 1),
+        C::La8 => (TexelType::U8, 2),
+        C::Rgb8 => (TexelType::U8, 3),
+        C::Rgba8 => (TexelType::U8, 4),
+        C::L16 => (TexelType::U16, 1),
+        C::La16 => (TexelType::U16, 2),
+        C::Rgb16 => (TexelType::U16, 3),
+        C::Rgba16 => (TexelType::U16, 4),
+        C::Rgb32F => (TexelType::F32, 3),
+        C::Rgba32F => (TexelType::F32, 4),
+        other => return Err(format!("colour type {other:?} is not served")),
+    };
+    let format = TexelFormat {
+        texel_type,
+        channels: if channels == 3 { 4 } else { channels },
+    };
+    Ok((format, channels == 3))
+}
+
+impl DecodedImageSource {
+    /// A source for the PNG or JPEG file at `path` with the default [`SizeLimits`]. Lazy:
+    /// the file is not touched until [`ImageSource::open`].
+    pub fn new(path: impl Into<PathBuf>) -> DecodedImageSource {
+        DecodedImageSource::with_limits(path, SizeLimits::default())
+    }
+
+    /// A source for the file at `path` within `limits`.
+    pub fn with_limits(path: impl Into<PathBuf>, limits: SizeLimits) -> DecodedImageSource {
+        DecodedImageSource {
+            path: path.into(),
+            limits,
+            info: Mutex::new(None),
+            decoded: Mutex::new(Arc::new(OnceLock::new())),
+        }
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn error(&self, reason: impl std::fmt::Display) -> SourceError {
+        SourceError(format!("{}: {reason}", self.path.display()))
+    }
+
+    fn reader(&self) -> Result<image::ImageReader<std::io::BufReader<std::fs::File>>, SourceError> {
+        image::ImageReader::open(&self.path)
+            .and_then(|r| r.with_guessed_format())
+            .map_err(|e| self.error(format_args!("cannot open: {e}")))
+    }
+
+    /// The header: size and served format, checked against the limits.
+    fn header(&self) -> Result<(ImageInfo, bool), SourceError> {
+        use image::ImageDecoder;
+        let decoder = self
+            .reader()?
+            .into_decoder()
+            .map_err(|e| self.error(format_args!("cannot read the header: {e}")))?;
+        let (w, h) = decoder.dimensions();
+        let (format, widen) = served_format(decoder.color_type()).map_err(|e| self.error(e))?;
+        // Level 0 and its generated levels (a third more), held whole.
+        let tb = format.texel_bytes() as u64;
+        let bytes = (u128::from(w) * u128::from(h) * u128::from(tb) * 4 / 3) as u64;
+        self.limits
+            .check_image(
+                format_args!(
+                    "{}: the decoded image and its mip levels ({w}×{h}, {tb} bytes per texel)",
+                    self.path.display()
+                ),
+                bytes,
+            )
+            .map_err(SourceError)?;
+        let info = full_chain_info(w, h, format).map_err(|e| self.error(e))?;
+        Ok((info, widen))
+    }
+
+    /// Decode level 0 and generate the other levels.
+    fn decode(&self) -> Result<Levels, SourceError> {
+        let (info, widen) = self.header()?;
+        let mut reader = self.reader()?;
+        let mut limits = image::Limits::no_limits();
+        limits.max_alloc = Some(self.limits.max_image_bytes);
+        reader.limits(limits);
+        let image = reader
+            .decode()
+            .map_err(|e| self.error(format_args!("cannot decode: {e}")))?;
+        if (image.width(), image.height()) != (info.width, info.height) {
+            return Err(self.error("the decoded size differs from the header's"));
+        }
+        let bytes: Vec<u8> = match image {
+            image::DynamicImage::ImageRgb32F(i) => {
+                i.into_raw().iter().flat_map(|v| v.to_le_bytes()).collect()
+            }
+            image::DynamicImage::ImageRgba32F(i) => {
+                i.into_raw().iter().flat_map(|v| v.to_le_bytes()).collect()
+            }
+            other => {
+                let mut b = other.into_bytes();
+                if info.format.texel_type == TexelType::U16 {
+                    // Native-endian u16 from the decoder; served little-endian.
+                    for v in b.chunks_exact_mut(2) {
+                        let x = u16::from_ne_bytes([v[0], v[1]]);
+                        v.copy_from_slice(&x.to_le_bytes());
+                    }
+                }
+                b
+            }
+        };
+        let sb = info.format.texel_type.bytes();
+        let data = if widen {
+            let one: &[u8] = match info.format.texel_type {
+                TexelType::U8 => &[255],
+                TexelType::U16 => &[255, 255],
+                _ => &[0, 0, 0x80, 0x3f],
+            };
+            let mut out = Vec::with_capacity(bytes.len() / 3 * 4);
+            for px in bytes.chunks_exact(3 * sb) {
+                out.extend_from_slice(px);
+                out.extend_from_slice(one);
+            }
+            out
+        } else {
+            bytes
+        };
+        let (w, h) = (info.width as usize, info.height as usize);
+        let row_bytes = w * info.format.texel_bytes();
+        let read = |y: usize, rows: usize, dest: &mut [u8]| {
+            dest.copy_from_slice(&data[y * row_bytes..(y + rows) * row_bytes]);
+            Ok(())
+        };
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        tracing::warn!(
+            "{}: a {} image (no tiles, no mip levels): decoded whole and levels 1..{} \
+             generated in memory (outside the texture budget). Make a tiled, mip-mapped \
+             texture of it with `demandtex convert` or `maketx`.",
+            self.path.display(),
+            info.format.texel_type.bytes() * 8,
+            info.num_levels
+        );
+        let generated = mips::generate(
+            info.format,
+            (w, h),
+            info.num_levels as usize,
+            1,
+            threads,
+            &read,
+        )?;
+        let mut levels = Vec::with_capacity(generated.len() + 1);
+        levels.push(GenLevel {
+            width: w,
+            height: h,
+            data,
+        });
+        levels.extend(generated);
+        Ok(Levels { info, levels })
+    }
+}
+
+impl ImageSource for DecodedImageSource {
+    fn name(&self) -> String {
+        self.path.display().to_string()
+    }
+
+    /// Reads the header only; every `open` after the first drops what was decoded, so
+    /// the next read decodes the file now at the path.
+    fn open(&self) -> Result<ImageInfo, SourceError> {
+        let (info, _) = self.header()?;
+        let mut last = self.info.lock();
+        if last.is_some() {
+            *self.decoded.lock() = Arc::new(OnceLock::new());
+        }
+        *last = Some(info);
+        Ok(info)
+    }
+
+    fn read_region(
+        &self,
+        region: TileRegion,
+        dest: &mut [u8],
+        row_bytes: usize,
+    ) -> Result<Readiness, SourceError> {
+        let cell = self.decoded.lock().clone();
+        let levels = cell
+            .get_or_init(|| self.decode())
+            .as_ref()
+            .map_err(Clone::clone)?;
+        check_read(&levels.info, region, dest.len(), row_bytes).map_err(|e| self.error(e))?;
+        let level = &levels.levels[region.level as usize];
+        let tb = levels.info.format.texel_bytes();
+        let n = region.width as usize * tb;
+        for j in 0..region.height as usize {
+            let src = ((region.y as usize + j) * level.width + region.x as usize) * tb;
+            dest[j * row_bytes..j * row_bytes + n].copy_from_slice(&level.data[src..src + n]);
+        }
+        Ok(Readiness::Ready)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp(name: &str) -> PathBuf {
+        std::env::temp_dir().join(format!("dtex-decoded-{}-{name}", std::process::id()))
+    }
+
+    /// A PNG of `w × h` RGB8 declared in its header, with (too little) data.
+    fn crafted_png(path: &Path, w: u32, h: u32) {
+        let chunk = |out: &mut Vec<u8>, kind: &[u8; 4], data: &[u8]| {
+            out.extend_from_slice(&(data.len() as u32).to_be_bytes());
+            let start = out.len();
+            out.extend_from_slice(kind);
+            out.extend_from_slice(data);
+            let mut crc = flate2::Crc::new();
+            crc.update(&out[start..]);
+            out.extend_from_slice(&crc.sum().to_be_bytes());
+        };
+        let mut out = b"\x89PNG\r\n\x1a\n".to_vec();
+        let mut ihdr = w.to_be_bytes().to_vec();
+        ihdr.extend_from_slice(&h.to_be_bytes());
+        ihdr.extend_from_slice(&[8, 2, 0, 0, 0]);
+        chunk(&mut out, b"IHDR", &ihdr);
+        chunk(
+            &mut out,
+            b"IDAT",
+            &[0x78, 0x9C, 0x03, 0x00, 0x00, 0x00, 0x00, 0x01],
+        );
+        chunk(&mut out, b"IEND", &[]);
+        std::fs::write(path, out).unwrap();
+    }
+
+    #[test]
+    fn a_png_declaring_100000_squared_pixels_is_refused_at_open_naming_file_and_limit() {
+        let path = temp("huge.png");
+        crafted_png(&path, 100_000, 100_000);
+        let e = DecodedImageSource::new(&path).open().unwrap_err().0;
+        assert!(
+            e.contains("huge.png") && e.contains("max_image_bytes"),
+            "{e}"
+        );
+        // Within the limits, the missing data is a decode error at the first read.
+        crafted_png(&path, 64, 64);
+        let src = DecodedImageSource::new(&path);
+        src.open().unwrap();
+        let mut buf = vec![0u8; 4];
+        let region = TileRegion {
+            level: 0,
+            x: 0,
+            y: 0,
+            width: 1,
+            height: 1,
+        };
+        assert!(src.read_region(region, &mut buf, 4).is_err());
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn png_and_jpeg_serve_level_0_as_stored_and_generated_levels() {
+        let path = temp("rgb.png");
+        let img =
+            image::RgbImage::from_fn(6, 4, |x, y| image::Rgb([x as u8 * 40, y as u8 * 60, 7]));
+        img.save(&path).unwrap();
+        let src = DecodedImageSource::new(&path);
+        let info = src.open().unwrap();
+        assert_eq!((info.width, info.height, info.num_levels), (6, 4, 3));
+        assert_eq!(info.format, TexelFormat::RGBA8);
+        let mut l0 = vec![0u8; 6 * 4 * 4];
+        let region = TileRegion {
+            level: 0,
+            x: 0,
+            y: 0,
+            width: 6,
+            height: 4,
+        };
+        src.read_region(region, &mut l0, 24).unwrap();
+        assert_eq!(&l0[4 * 7..4 * 8], &[40, 60, 7, 255]);
+        let mut top = [0u8; 4];
+        let last = TileRegion {
+            level: 2,
+            width: 1,
+            height: 1,
+            ..region
+        };
+        src.read_region(last, &mut top, 4).unwrap();
+        assert_eq!(top[2], 7);
+        assert_eq!(top[3], 255);
+        let jpg = temp("gray.jpg");
+        image::GrayImage::from_pixel(16, 8, image::Luma([128]))
+            .save(&jpg)
+            .unwrap();
+        let src = DecodedImageSource::new(&jpg);
+        let info = src.open().unwrap();
+        assert_eq!(info.format.channels, 1);
+        let mut px = [0u8; 1];
+        src.read_region(last, &mut px, 1).unwrap();
+        assert!((126..=130).contains(&px[0]), "{px:?}");
+        std::fs::remove_file(&path).unwrap();
+        std::fs::remove_file(&jpg).unwrap();
+    }
+}

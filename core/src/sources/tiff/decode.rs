@@ -1,0 +1,295 @@
+//! One TIFF chunk from its compressed bytes to samples, and from samples to texels:
+//! decompression (none, ZIP, LZW, PackBits), the predictors (horizontal differencing,
+//! floating-point byte planes), byte order, and the copy of a rectangle into a
+//! destination of the served format (three samples widened to four, planes interleaved).
+
+use super::layout::{SampleLayout, TiffCompression, TiffPredictor};
+use half::f16;
+
+/// Decompress `input` into exactly `out.len()` bytes. A chunk that decodes to fewer bytes
+/// is an error; extra bytes are ignored.
+pub(crate) fn decompress(
+    compression: TiffCompression,
+    input: &[u8],
+    out: &mut [u8],
+) -> Result<(), String> {
+    let want = out.len();
+    let short = |got: usize| {
+        Err(format!(
+            "a chunk decodes to {got} bytes, {want} expected (truncated or corrupt)"
+        ))
+    };
+    match compression {
+        TiffCompression::None => {
+            if input.len() < out.len() {
+                return short(input.len());
+            }
+            out.copy_from_slice(&input[..out.len()]);
+        }
+        TiffCompression::Zip => {
+            let mut z = flate2::Decompress::new(true);
+            z.decompress(input, out, flate2::FlushDecompress::Finish)
+                .map_err(|e| format!("a ZIP chunk is corrupt: {e}"))?;
+            let got = z.total_out() as usize;
+            if got < want {
+                return short(got);
+            }
+        }
+        TiffCompression::Lzw => {
+            let mut d = weezl::decode::Decoder::with_tiff_size_switch(weezl::BitOrder::Msb, 8);
+            let (mut inp, mut got) = (input, 0usize);
+            while got < out.len() {
+                let r = d.decode_bytes(inp, &mut out[got..]);
+                got += r.consumed_out;
+                inp = &inp[r.consumed_in..];
+                match r.status {
+                    Ok(weezl::LzwStatus::Ok) if r.consumed_in + r.consumed_out > 0 => {}
+                    Ok(_) => break,
+                    Err(e) => return Err(format!("an LZW chunk is corrupt: {e}")),
+                }
+            }
+            if got < out.len() {
+                return short(got);
+            }
+        }
+        TiffCompression::PackBits => {
+            let (mut i, mut o) = (0usize, 0usize);
+            while o < out.len() && i < input.len() {
+                let n = input[i] as i8;
+                i += 1;
+                if n >= 0 {
+                    let len = n as usize + 1;
+                    let len = len.min(out.len() - o);
+                    if i + len > input.len() {
+                        break;
+                    }
+                    out[o..o + len].copy_from_slice(&input[i..i + len]);
+                    (i, o) = (i + len, o + len);
+                } else if n != -128 {
+                    let len = (1 - n as isize) as usize;
+                    let len = len.min(out.len() - o);
+                    let Some(&v) = input.get(i) else { break };
+                    out[o..o + len].fill(v);
+                    (i, o) = (i + 1, o + len);
+                }
+            }
+            if o < out.len() {
+                return short(o);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Turn decompressed chunk bytes (rows of `width` pixels of `per_pixel` samples) into
+/// little-endian samples: undo the predictor and the file's byte order, in place.
+pub(crate) fn unpredict(s: &SampleLayout, data: &mut [u8], width: usize, per_pixel: usize) {
+    let sb = s.sample_bytes();
+    let row = width * per_pixel * sb;
+    if row == 0 {
+        return;
+    }
+    match s.predictor {
+        TiffPredictor::FloatingPoint => {
+            let mut tmp = vec![0u8; row];
+            for r in data.chunks_exact_mut(row) {
+                for i in per_pixel..row {
+                    r[i] = r[i].wrapping_add(r[i - per_pixel]);
+                }
+                tmp.copy_from_slice(r);
+                // Byte plane j holds byte j (most significant first) of every sample.
+                let n = width * per_pixel;
+                for k in 0..n {
+                    for j in 0..sb {
+                        r[k * sb + (sb - 1 - j)] = tmp[j * n + k];
+                    }
+                }
+            }
+        }
+        TiffPredictor::Horizontal | TiffPredictor::None => {
+            if !s.little && sb > 1 {
+                for v in data.chunks_exact_mut(sb) {
+                    v.reverse();
+                }
+            }
+            if s.predictor == TiffPredictor::None {
+                return;
+            }
+            for r in data.chunks_exact_mut(row) {
+                match sb {
+                    1 => {
+                        for i in per_pixel..row {
+                            r[i] = r[i].wrapping_add(r[i - per_pixel]);
+                        }
+                    }
+                    2 => {
+                        for i in per_pixel..width * per_pixel {
+                            let a = u16::from_le_bytes([r[2 * i], r[2 * i + 1]]);
+                            let p = (i - per_pixel) * 2;
+                            let b = u16::from_le_bytes([r[p], r[p + 1]]);
+                            r[2 * i..2 * i + 2].copy_from_slice(&a.wrapping_add(b).to_le_bytes());
+                        }
+                    }
+                    _ => {
+                        for i in per_pixel..width * per_pixel {
+                            let at = |k: usize| {
+                                u32::from_le_bytes([
+                                    r[4 * k],
+                                    r[4 * k + 1],
+                                    r[4 * k + 2],
+                                    r[4 * k + 3],
+                                ])
+                            };
+                            let v = at(i).wrapping_add(at(i - per_pixel));
+                            r[4 * i..4 * i + 4].copy_from_slice(&v.to_le_bytes());
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The value of one (opaque) alpha sample of the served type, little-endian.
+fn one(s: &SampleLayout) -> [u8; 4] {
+    match (s.float, s.bits) {
+        (false, 8) => [255, 0, 0, 0],
+        (false, _) => [0xff, 0xff, 0, 0],
+        (true, 16) => {
+            let b = f16::ONE.to_le_bytes();
+            [b[0], b[1], 0, 0]
+        }
+        (true, _) => 1.0f32.to_le_bytes(),
+    }
+}
+
+/// Where a copy goes: a rectangle of a chunk into the destination.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Rect {
+    /// Chunk width in pixels.
+    pub chunk_w: usize,
+    /// First column and row inside the chunk.
+    pub sx: usize,
+    /// First row inside the chunk.
+    pub sy: usize,
+    /// Width and height of the rectangle.
+    pub w: usize,
+    /// Height of the rectangle.
+    pub h: usize,
+    /// Byte offset of its first texel in the destination.
+    pub dest_at: usize,
+    /// Destination row stride.
+    pub row_bytes: usize,
+}
+
+/// Copy `rect` of a decoded chunk (`planes`: one buffer for interleaved samples, one per
+/// sample for separate planes) into `dest` as texels of the served format.
+pub(crate) fn copy(s: &SampleLayout, planes: &[&[u8]], rect: Rect, dest: &mut [u8]) {
+    let sb = s.sample_bytes();
+    let n = s.samples as usize;
+    let out_c = if n == 3 { 4 } else { n };
+    let tb = out_c * sb;
+    if !s.separate && n != 3 {
+        let src_px = n * sb;
+        for j in 0..rect.h {
+            let src = ((rect.sy + j) * rect.chunk_w + rect.sx) * src_px;
+            let d = rect.dest_at + j * rect.row_bytes;
+            dest[d..d + rect.w * tb].copy_from_slice(&planes[0][src..src + rect.w * src_px]);
+        }
+        return;
+    }
+    let alpha = one(s);
+    for j in 0..rect.h {
+        let d0 = rect.dest_at + j * rect.row_bytes;
+        for i in 0..rect.w {
+            let px = (rect.sy + j) * rect.chunk_w + rect.sx + i;
+            let d = d0 + i * tb;
+            for c in 0..n {
+                let src = if s.separate {
+                    &planes[c][px * sb..px * sb + sb]
+                } else {
+                    &planes[0][(px * n + c) * sb..(px * n + c) * sb + sb]
+                };
+                dest[d + c * sb..d + (c + 1) * sb].copy_from_slice(src);
+            }
+            if n == 3 {
+                dest[d + 3 * sb..d + 4 * sb].copy_from_slice(&alpha[..sb]);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn packbits_runs_and_literals_decode_and_short_input_is_an_error() {
+        // literal 3 bytes, run of 4 × 0xAA, no-op, literal 1.
+        let input = [2, 1, 2, 3, 0xfd, 0xaa, 0x80, 0, 9];
+        let mut out = [0u8; 8];
+        decompress(TiffCompression::PackBits, &input, &mut out).unwrap();
+        assert_eq!(out, [1, 2, 3, 0xaa, 0xaa, 0xaa, 0xaa, 9]);
+        let mut out = [0u8; 9];
+        assert!(decompress(TiffCompression::PackBits, &input, &mut out).is_err());
+        let mut out = [0u8; 4];
+        assert!(decompress(TiffCompression::None, &[1, 2], &mut out).is_err());
+        assert!(decompress(TiffCompression::Zip, &[1, 2, 3], &mut out).is_err());
+        assert!(decompress(TiffCompression::Lzw, &[0xff; 3], &mut out).is_err());
+    }
+
+    #[test]
+    fn horizontal_predictor_on_big_endian_16_bit_samples() {
+        let s = SampleLayout {
+            samples: 1,
+            bits: 16,
+            float: false,
+            separate: false,
+            compression: TiffCompression::None,
+            predictor: TiffPredictor::Horizontal,
+            little: false,
+        };
+        // Values 1000, 1010, 990 stored as differences 1000, 10, -20 big-endian.
+        let mut data = Vec::new();
+        for d in [1000u16, 10, 0u16.wrapping_sub(20)] {
+            data.extend_from_slice(&d.to_be_bytes());
+        }
+        unpredict(&s, &mut data, 3, 1);
+        let v: Vec<u16> = data
+            .chunks_exact(2)
+            .map(|b| u16::from_le_bytes([b[0], b[1]]))
+            .collect();
+        assert_eq!(v, [1000, 1010, 990]);
+    }
+
+    #[test]
+    fn floating_point_predictor_restores_float_samples() {
+        let s = SampleLayout {
+            samples: 1,
+            bits: 32,
+            float: true,
+            separate: false,
+            compression: TiffCompression::None,
+            predictor: TiffPredictor::FloatingPoint,
+            little: true,
+        };
+        let values = [0.5f32, -2.25, 1e-3];
+        // Encode as libtiff does: byte planes (most significant first), then differences.
+        let n = values.len();
+        let mut planes = vec![0u8; n * 4];
+        for (k, v) in values.iter().enumerate() {
+            for (j, b) in v.to_be_bytes().iter().enumerate() {
+                planes[j * n + k] = *b;
+            }
+        }
+        for i in (1..planes.len()).rev() {
+            planes[i] = planes[i].wrapping_sub(planes[i - 1]);
+        }
+        unpredict(&s, &mut planes, 3, 1);
+        let got: Vec<f32> = planes
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect();
+        assert_eq!(got, values);
+    }
+}

@@ -1,0 +1,446 @@
+//! What a TIFF file holds, as a texture: the directories that form its mip chain, each one
+//! a grid of chunks (tiles, or strips as full-width chunks), the sample layout every level
+//! shares, and OIIO's texture metadata. One parse, shared by the source and `describe`.
+//!
+//! The mip chain, as `maketx` writes it: directory 0 is level 0 and each following
+//! directory of the main chain is the next level (OIIO's layout); or, when directory 0
+//! lists SubIFDs, those are the levels after it (libtiff's "reduced resolution" layout).
+//! Directories after level 0 are taken while they keep the sample layout and shrink.
+
+use super::ifd::{Directory, Reader};
+use crate::sources::limits::SizeLimits;
+use crate::textures::{AddressMode, TexelFormat, TexelType};
+
+const NEW_SUBFILE_TYPE: u16 = 254;
+const IMAGE_WIDTH: u16 = 256;
+const IMAGE_LENGTH: u16 = 257;
+const BITS_PER_SAMPLE: u16 = 258;
+const COMPRESSION: u16 = 259;
+const PHOTOMETRIC: u16 = 262;
+const IMAGE_DESCRIPTION: u16 = 270;
+const STRIP_OFFSETS: u16 = 273;
+const SAMPLES_PER_PIXEL: u16 = 277;
+const ROWS_PER_STRIP: u16 = 278;
+const STRIP_BYTE_COUNTS: u16 = 279;
+const PLANAR_CONFIG: u16 = 284;
+const PREDICTOR: u16 = 317;
+const TILE_WIDTH: u16 = 322;
+const TILE_LENGTH: u16 = 323;
+const TILE_OFFSETS: u16 = 324;
+const TILE_BYTE_COUNTS: u16 = 325;
+const SUB_IFDS: u16 = 330;
+const SAMPLE_FORMAT: u16 = 339;
+const IMAGE_DEPTH: u16 = 32997;
+/// OIIO's private tags, as `maketx` writes them.
+const OIIO_TEXTURE_FORMAT: u16 = 33302;
+const OIIO_WRAP_MODES: u16 = 33303;
+
+/// How chunks are compressed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TiffCompression {
+    /// Stored as is.
+    None,
+    /// LZW (TIFF's MSB-first variant).
+    Lzw,
+    /// Deflate in a zlib stream ("Adobe deflate" and the old code 32946).
+    Zip,
+    /// PackBits run lengths.
+    PackBits,
+}
+
+/// The predictor undone after decompression.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TiffPredictor {
+    /// None.
+    None,
+    /// Horizontal differencing of samples.
+    Horizontal,
+    /// Byte planes of floating-point samples, differenced.
+    FloatingPoint,
+}
+
+/// The sample layout every level shares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SampleLayout {
+    /// Samples per pixel, 1 to 4.
+    pub samples: u32,
+    /// Bits per sample: 8 or 16 (unsigned), 16 or 32 (float).
+    pub bits: u32,
+    /// Float samples rather than unsigned integers.
+    pub float: bool,
+    /// One plane per sample (PlanarConfiguration 2) rather than interleaved.
+    pub separate: bool,
+    /// How chunks are compressed.
+    pub compression: TiffCompression,
+    /// The predictor.
+    pub predictor: TiffPredictor,
+    /// Multi-byte samples are little-endian in the file.
+    pub little: bool,
+}
+
+impl SampleLayout {
+    /// Bytes of one sample.
+    pub fn sample_bytes(&self) -> usize {
+        self.bits as usize / 8
+    }
+
+    /// The texel format served: the sample type, three samples widened to four.
+    pub fn format(&self) -> TexelFormat {
+        let texel_type = match (self.float, self.bits) {
+            (false, 8) => TexelType::U8,
+            (false, _) => TexelType::U16,
+            (true, 16) => TexelType::F16,
+            (true, _) => TexelType::F32,
+        };
+        let channels = if self.samples == 3 { 4 } else { self.samples };
+        TexelFormat {
+            texel_type,
+            channels,
+        }
+    }
+}
+
+/// One stored level: its size and its grid of chunks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TiffLevel {
+    /// Width in texels.
+    pub width: u32,
+    /// Height in texels.
+    pub height: u32,
+    /// Width of one chunk (the tile width, or the image width for strips).
+    pub chunk_w: u32,
+    /// Height of one chunk (the tile height, or rows per strip).
+    pub chunk_h: u32,
+    /// Tiles rather than strips.
+    pub tiled: bool,
+    /// Offset of every chunk (plane-major for separate planes).
+    pub offsets: Vec<u64>,
+    /// Compressed bytes of every chunk.
+    pub byte_counts: Vec<u64>,
+}
+
+impl TiffLevel {
+    /// Chunks across and down.
+    pub fn chunks(&self) -> (u32, u32) {
+        (
+            self.width.div_ceil(self.chunk_w),
+            self.height.div_ceil(self.chunk_h),
+        )
+    }
+
+    /// Rows of chunk row `cy` that hold image data (strips end at the image; tiles are
+    /// padded to whole tiles).
+    pub fn chunk_rows(&self, cy: u32) -> u32 {
+        if self.tiled {
+            self.chunk_h
+        } else {
+            self.chunk_h.min(self.height - cy * self.chunk_h)
+        }
+    }
+}
+
+/// OIIO's texture metadata, as `maketx` writes it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TxMetadata {
+    /// `textureformat` (e.g. "Plain Texture").
+    pub texture_format: Option<String>,
+    /// `wrapmodes` for s and t, as address modes (OIIO's "black" is `Border`,
+    /// "periodic" `Wrap`).
+    pub wrap: Option<[AddressMode; 2]>,
+    /// `oiio:ConstantColor`: every texel has this value (per channel).
+    pub constant_color: Option<Vec<f32>>,
+    /// `oiio:AverageColor`: the image's mean (per channel).
+    pub average_color: Option<Vec<f32>>,
+}
+
+impl TxMetadata {
+    /// The base colour these hints give (constant colour first, then the average), as
+    /// RGBA the way the served format decodes `channels` channels.
+    pub fn base_color(&self, channels: u32) -> Option<[f32; 4]> {
+        let c = self
+            .constant_color
+            .as_ref()
+            .or(self.average_color.as_ref())?;
+        if c.len() != channels as usize {
+            return None;
+        }
+        Some(match c.len() {
+            1 => [c[0], c[0], c[0], 1.0],
+            2 => [c[0], c[1], 0.0, 1.0],
+            3 => [c[0], c[1], c[2], 1.0],
+            _ => [c[0], c[1], c[2], c[3]],
+        })
+    }
+}
+
+/// A parsed file: its mip chain, sample layout and metadata.
+#[derive(Clone, Debug)]
+pub struct TiffLayout {
+    /// Sample layout of every level.
+    pub samples: SampleLayout,
+    /// Stored levels, finest first (shrinking).
+    pub levels: Vec<TiffLevel>,
+    /// The texture metadata.
+    pub metadata: TxMetadata,
+}
+
+/// Parse one OIIO wrap mode name.
+fn wrap_mode(name: &str) -> Option<AddressMode> {
+    Some(match name.trim() {
+        "black" => AddressMode::Border,
+        "clamp" => AddressMode::Clamp,
+        "periodic" => AddressMode::Wrap,
+        "mirror" => AddressMode::Mirror,
+        _ => return None,
+    })
+}
+
+/// `a,b` wrap modes (one name stands for both).
+fn wrap_modes(text: &str) -> Option<[AddressMode; 2]> {
+    let mut parts = text.split(',');
+    let s = wrap_mode(parts.next()?)?;
+    let t = match parts.next() {
+        Some(t) => wrap_mode(t)?,
+        None => s,
+    };
+    Some([s, t])
+}
+
+/// Parse OIIO's `key=value` ImageDescription (space-separated, values without spaces).
+fn description_value<'d>(description: &'d str, key: &str) -> Option<&'d str> {
+    description
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix(key)?.strip_prefix('='))
+}
+
+fn floats(text: &str) -> Option<Vec<f32>> {
+    let v: Option<Vec<f32>> = text.split(',').map(|s| s.trim().parse().ok()).collect();
+    v.filter(|v| (1..=4).contains(&v.len()) && v.iter().all(|x| x.is_finite()))
+}
+
+impl TiffLayout {
+    /// Parse the file `r` reads, within `limits` (one decoded chunk within
+    /// `max_decoded_block_bytes`).
+    pub(crate) fn parse(r: &Reader<'_>, limits: &SizeLimits) -> Result<TiffLayout, String> {
+        let chain = r.chain(r.header.first)?;
+        let first = &chain[0];
+        let samples = sample_layout(r, first)?;
+        let mut dirs: Vec<&Directory> = vec![first];
+        let sub: Vec<Directory>;
+        if let Some(offsets) = r.uints(first, SUB_IFDS)? {
+            sub = offsets
+                .iter()
+                .take(super::ifd::MAX_DIRECTORIES)
+                .map(|&o| r.directory(o))
+                .collect::<Result<_, _>>()?;
+            dirs.extend(sub.iter());
+        } else {
+            dirs.extend(chain[1..].iter());
+        }
+        let mut levels: Vec<TiffLevel> = Vec::with_capacity(dirs.len());
+        for (i, d) in dirs.iter().enumerate() {
+            if i > 0 {
+                // A following directory is a level only if it shares the samples and
+                // shrinks (a multi-page TIFF's other pages are not levels).
+                let reduced = r.uint(d, NEW_SUBFILE_TYPE)?.unwrap_or(0) & 1 == 1;
+                let same = sample_layout(r, d).ok() == Some(samples);
+                if !same && !reduced {
+                    break;
+                }
+                if !same {
+                    return Err(format!(
+                        "level {i} stores its samples differently from level 0"
+                    ));
+                }
+            }
+            let level = level(r, d, &samples, limits).map_err(|e| match i {
+                0 => e,
+                _ => format!("level {i}: {e}"),
+            })?;
+            if let Some(prev) = levels.last() {
+                let shrinks = level.width <= prev.width
+                    && level.height <= prev.height
+                    && (level.width, level.height) != (prev.width, prev.height);
+                if !shrinks {
+                    break;
+                }
+            }
+            levels.push(level);
+        }
+        let description = r.ascii(first, IMAGE_DESCRIPTION)?.unwrap_or_default();
+        let wrap_text = r
+            .ascii(first, OIIO_WRAP_MODES)?
+            .or_else(|| description_value(&description, "wrapmodes").map(str::to_owned));
+        let metadata = TxMetadata {
+            texture_format: r.ascii(first, OIIO_TEXTURE_FORMAT)?,
+            wrap: wrap_text.as_deref().and_then(wrap_modes),
+            constant_color: description_value(&description, "oiio:ConstantColor").and_then(floats),
+            average_color: description_value(&description, "oiio:AverageColor").and_then(floats),
+        };
+        Ok(TiffLayout {
+            samples,
+            levels,
+            metadata,
+        })
+    }
+}
+
+/// The sample layout of one directory, or why it is not served.
+fn sample_layout(r: &Reader<'_>, d: &Directory) -> Result<SampleLayout, String> {
+    let samples = r.uint(d, SAMPLES_PER_PIXEL)?.unwrap_or(1);
+    if !(1..=4).contains(&samples) {
+        return Err(format!("{samples} samples per pixel (1 to 4 are served)"));
+    }
+    let bits = r.uints(d, BITS_PER_SAMPLE)?.unwrap_or_else(|| vec![1]);
+    if bits.iter().any(|&b| b != bits[0]) {
+        return Err(format!("samples of different sizes ({bits:?} bits)"));
+    }
+    let formats = r.uints(d, SAMPLE_FORMAT)?.unwrap_or_else(|| vec![1]);
+    if formats.iter().any(|&f| f != formats[0]) {
+        return Err("samples of different types".into());
+    }
+    let float = match formats[0] {
+        1 => false,
+        3 => true,
+        2 => return Err("signed integer samples (unsigned 8/16-bit and float are served)".into()),
+        f => return Err(format!("sample format {f} (unsigned and float are served)")),
+    };
+    let bits = bits[0] as u32;
+    let ok = if float {
+        bits == 16 || bits == 32
+    } else {
+        bits == 8 || bits == 16
+    };
+    if !ok {
+        let kind = if float { "float" } else { "unsigned" };
+        return Err(format!(
+            "{bits}-bit {kind} samples (8/16-bit unsigned, 16/32-bit float are served)"
+        ));
+    }
+    match r.uint(d, PHOTOMETRIC)? {
+        None | Some(1) | Some(2) => {}
+        Some(0) => return Err("white-is-zero photometric interpretation".into()),
+        Some(3) => return Err("palette colour (not served; convert to RGB)".into()),
+        Some(p) => {
+            return Err(format!(
+                "photometric interpretation {p} (grey or RGB are served)"
+            ))
+        }
+    }
+    if r.uint(d, IMAGE_DEPTH)?.unwrap_or(1) > 1 {
+        return Err("a volume texture (ImageDepth > 1)".into());
+    }
+    let compression = match r.uint(d, COMPRESSION)?.unwrap_or(1) {
+        1 => TiffCompression::None,
+        5 => TiffCompression::Lzw,
+        8 | 32946 => TiffCompression::Zip,
+        32773 => TiffCompression::PackBits,
+        c => {
+            return Err(format!(
+                "compression {c} (none, LZW, ZIP and PackBits are served)"
+            ))
+        }
+    };
+    let predictor = match r.uint(d, PREDICTOR)?.unwrap_or(1) {
+        1 => TiffPredictor::None,
+        2 => TiffPredictor::Horizontal,
+        3 if float => TiffPredictor::FloatingPoint,
+        p => return Err(format!("predictor {p} for these samples")),
+    };
+    let separate = match r.uint(d, PLANAR_CONFIG)?.unwrap_or(1) {
+        1 => false,
+        2 => samples > 1,
+        p => return Err(format!("planar configuration {p}")),
+    };
+    Ok(SampleLayout {
+        samples: samples as u32,
+        bits,
+        float,
+        separate,
+        compression,
+        predictor,
+        little: r.header.little,
+    })
+}
+
+/// The chunk grid of one directory.
+fn level(
+    r: &Reader<'_>,
+    d: &Directory,
+    s: &SampleLayout,
+    limits: &SizeLimits,
+) -> Result<TiffLevel, String> {
+    fn need<T>(v: Option<T>, what: &str) -> Result<T, String> {
+        v.ok_or_else(|| format!("no {what} tag"))
+    }
+    let width = need(r.uint(d, IMAGE_WIDTH)?, "ImageWidth")?;
+    let height = need(r.uint(d, IMAGE_LENGTH)?, "ImageLength")?;
+    let max = u64::from(crate::textures::MAX_TEXTURE_SIZE);
+    if width == 0 || height == 0 || width > max || height > max {
+        return Err(format!(
+            "image size {width}×{height} (each side must be 1..={max})"
+        ));
+    }
+    let tiled = d_has(r, d, TILE_WIDTH)?;
+    let (chunk_w, chunk_h, offsets, counts) = if tiled {
+        let tw = need(r.uint(d, TILE_WIDTH)?, "TileWidth")?;
+        let th = need(r.uint(d, TILE_LENGTH)?, "TileLength")?;
+        if tw == 0 || th == 0 || tw > max || th > max {
+            return Err(format!("tile size {tw}×{th}"));
+        }
+        (
+            tw,
+            th,
+            need(r.uints(d, TILE_OFFSETS)?, "TileOffsets")?,
+            need(r.uints(d, TILE_BYTE_COUNTS)?, "TileByteCounts")?,
+        )
+    } else {
+        let rows = r
+            .uint(d, ROWS_PER_STRIP)?
+            .unwrap_or(height)
+            .clamp(1, height);
+        (
+            width,
+            rows,
+            need(r.uints(d, STRIP_OFFSETS)?, "StripOffsets")?,
+            need(r.uints(d, STRIP_BYTE_COUNTS)?, "StripByteCounts")?,
+        )
+    };
+    let planes = if s.separate { u64::from(s.samples) } else { 1 };
+    let chunks = width.div_ceil(chunk_w) * height.div_ceil(chunk_h) * planes;
+    if offsets.len() as u64 != chunks || counts.len() as u64 != chunks {
+        return Err(format!(
+            "{} offsets and {} byte counts for {chunks} chunks",
+            offsets.len(),
+            counts.len()
+        ));
+    }
+    let per_chunk = if s.separate { 1 } else { u64::from(s.samples) };
+    let decoded = chunk_w * chunk_h * per_chunk * s.sample_bytes() as u64;
+    limits.check_block("one decoded TIFF chunk", decoded)?;
+    if let Some(&c) = counts.iter().max() {
+        limits.check_block("one compressed TIFF chunk", c)?;
+    }
+    let file_len = r.file_len();
+    for (o, c) in offsets.iter().zip(&counts) {
+        if o.checked_add(*c).is_none_or(|end| end > file_len) {
+            return Err(format!(
+                "a chunk ({c} bytes at offset {o}) lies past the end of the file ({file_len} \
+                 bytes)"
+            ));
+        }
+    }
+    Ok(TiffLevel {
+        width: width as u32,
+        height: height as u32,
+        chunk_w: chunk_w as u32,
+        chunk_h: chunk_h as u32,
+        tiled,
+        offsets,
+        byte_counts: counts,
+    })
+}
+
+fn d_has(r: &Reader<'_>, d: &Directory, tag: u16) -> Result<bool, String> {
+    Ok(r.uint(d, tag)?.is_some())
+}

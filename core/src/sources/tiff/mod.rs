@@ -1,0 +1,503 @@
+//! TIFF image source, for the `.tx` files OpenImageIO's `maketx` writes (tiled,
+//! mip-mapped TIFF) and plain TIFF images, with random access to tiles.
+//!
+//! The header and the offset tables of every level are read once, at
+//! [`ImageSource::open`] ([`TiffLayout`]); afterwards a read fetches the chunks (tiles, or
+//! strips) its region covers with positioned reads — chunks that lie next to each other in
+//! the file in one read — and decodes them, from any number of threads at once, with no
+//! lock around I/O or decoding. A 64 KiB page of `maketx`'s 64×64 tiles gathers the 2–16
+//! file tiles it covers and nothing else. Open files come from a bounded [`FileHandles`]
+//! set, shared with the OpenEXR sources.
+//!
+//! Served: 8/16-bit unsigned and 16/32-bit float samples, 1–4 channels (three widened to
+//! four with an alpha of 1), interleaved or separate planes, no compression, ZIP, LZW or
+//! PackBits, with the horizontal or floating-point predictor, either byte order, classic
+//! TIFF or BigTIFF. The mip chain is read as `maketx` writes it (see [`layout`]); stored
+//! levels must have demandtex's sizes (rounded down, as `maketx`'s are); the levels after
+//! the last matching one — all but level 0 for a TIFF without mips, or with strips —
+//! are generated in memory from it when first read, as for scan-line OpenEXR files (with
+//! a warning; outside the texture budget, within [`SizeLimits::max_image_bytes`]).
+//!
+//! OIIO's texture metadata ([`TxMetadata`]): `oiio:ConstantColor`, else
+//! `oiio:AverageColor`, is the base colour ([`ImageSource::read_base_color`]) with no read;
+//! the wrap modes are reported ([`TiffSource::metadata`]) for the caller's
+//! [`TextureDesc`](crate::textures::TextureDesc).
+//!
+//! Not served, with an error naming the file: signed, 1/4/32-bit integer or 64-bit float
+//! samples, palette, YCbCr or CMYK images, JPEG or other compressions, volume textures.
+//! A file changed on disk after it was opened fails its reads until the texture is
+//! invalidated, as for OpenEXR ([`crate::sources::exr`]).
+
+mod decode;
+mod ifd;
+pub mod layout;
+
+#[cfg(test)]
+mod tests;
+
+pub use layout::{SampleLayout, TiffCompression, TiffLayout, TiffLevel, TiffPredictor, TxMetadata};
+
+use super::exr::mips::{self, GenLevel};
+use super::exr::{FileIdentity, OpenFile};
+use super::region::{check_read, full_chain_info};
+use super::{FileHandles, ImageInfo, ImageSource, Readiness, SizeLimits, SourceError};
+use crate::textures::{mip_level_size, TileRegion};
+use parking_lot::RwLock;
+use std::cell::Cell;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
+
+/// How a [`TiffSource`] reads its file.
+#[derive(Clone, Debug)]
+pub struct TiffOptions {
+    /// The set of open files this source draws from.
+    pub handles: Arc<FileHandles>,
+    /// Threads that generate missing mip levels (0 = one per core).
+    pub mip_threads: usize,
+    /// What the file may make the source allocate (one decoded chunk, generated levels).
+    pub limits: SizeLimits,
+}
+
+impl Default for TiffOptions {
+    fn default() -> Self {
+        TiffOptions {
+            handles: FileHandles::default_shared(),
+            mip_threads: 0,
+            limits: SizeLimits::default(),
+        }
+    }
+}
+
+/// Counters of one [`TiffSource`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct TiffSourceStats {
+    /// Chunks (tiles or strips, one per plane) read and decoded.
+    pub chunks_decoded: u64,
+    /// Compressed bytes read for them.
+    pub compressed_bytes_read: u64,
+    /// Positioned reads made for them (adjacent chunks share one).
+    pub reads: u64,
+}
+
+/// A TIFF (`.tx`) file as an [`ImageSource`]. See the [module documentation](self).
+pub struct TiffSource {
+    path: PathBuf,
+    options: TiffOptions,
+    opened: RwLock<Option<Arc<Opened>>>,
+    handle: RwLock<Weak<OpenFile>>,
+    chunks_decoded: AtomicU64,
+    compressed_bytes: AtomicU64,
+    reads: AtomicU64,
+}
+
+/// What `open` learnt about the file.
+struct Opened {
+    identity: FileIdentity,
+    claimed: AtomicBool,
+    layout: TiffLayout,
+    info: ImageInfo,
+    /// Levels `0..stored_levels` come from the file; the rest are generated.
+    stored_levels: u32,
+    generated: OnceLock<Result<Vec<GenLevel>, SourceError>>,
+}
+
+thread_local! {
+    /// Each thread's buffers: compressed bytes, decoded planes.
+    static SCRATCH: Cell<(Vec<u8>, Vec<Vec<u8>>)> = const { Cell::new((Vec::new(), Vec::new())) };
+}
+
+impl std::fmt::Debug for TiffSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TiffSource")
+            .field("path", &self.path)
+            .field("opened", &self.opened.read().as_ref().map(|o| o.info))
+            .finish_non_exhaustive()
+    }
+}
+
+impl TiffSource {
+    /// A source for the TIFF file at `path` with default options. Lazy: the file is not
+    /// touched until [`ImageSource::open`].
+    pub fn new(path: impl Into<PathBuf>) -> TiffSource {
+        TiffSource::with_options(path, TiffOptions::default())
+    }
+
+    /// A source for the TIFF file at `path` with `options`. Lazy, as [`TiffSource::new`].
+    pub fn with_options(path: impl Into<PathBuf>, options: TiffOptions) -> TiffSource {
+        TiffSource {
+            path: path.into(),
+            options,
+            opened: RwLock::new(None),
+            handle: RwLock::new(Weak::new()),
+            chunks_decoded: AtomicU64::new(0),
+            compressed_bytes: AtomicU64::new(0),
+            reads: AtomicU64::new(0),
+        }
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The file's structure (opens the file if it was not yet).
+    pub fn layout(&self) -> Result<TiffLayout, SourceError> {
+        Ok(self.opened()?.layout.clone())
+    }
+
+    /// OIIO's texture metadata (opens the file if it was not yet).
+    pub fn metadata(&self) -> Result<TxMetadata, SourceError> {
+        Ok(self.opened()?.layout.metadata.clone())
+    }
+
+    /// How many levels, from the finest, come from the file (the rest are generated).
+    pub fn stored_levels(&self) -> Result<u32, SourceError> {
+        Ok(self.opened()?.stored_levels)
+    }
+
+    /// Chunks decoded, bytes and reads so far.
+    pub fn stats(&self) -> TiffSourceStats {
+        TiffSourceStats {
+            chunks_decoded: self.chunks_decoded.load(Ordering::Relaxed),
+            compressed_bytes_read: self.compressed_bytes.load(Ordering::Relaxed),
+            reads: self.reads.load(Ordering::Relaxed),
+        }
+    }
+
+    fn error(&self, reason: impl std::fmt::Display) -> SourceError {
+        SourceError(format!("{}: {reason}", self.path.display()))
+    }
+
+    fn file(&self) -> Result<Arc<OpenFile>, SourceError> {
+        if let Some(f) = self.handle.read().upgrade() {
+            if !f.is_closed() {
+                self.options.handles.touch(&f);
+                return Ok(f);
+            }
+        }
+        let f = self
+            .options
+            .handles
+            .get(&self.path)
+            .map_err(|e| self.error(format_args!("cannot open: {e}")))?;
+        *self.handle.write() = Arc::downgrade(&f);
+        Ok(f)
+    }
+
+    fn opened(&self) -> Result<Arc<Opened>, SourceError> {
+        if let Some(o) = self.opened.read().as_ref() {
+            return Ok(o.clone());
+        }
+        let parsed = Arc::new(self.parse()?);
+        let mut current = self.opened.write();
+        if let Some(o) = current.as_ref() {
+            return Ok(o.clone());
+        }
+        self.warn_if_slow(&parsed);
+        *current = Some(parsed.clone());
+        Ok(parsed)
+    }
+
+    /// The parse an `open` returns: the current one the first time, else a new parse.
+    fn reopened(&self) -> Result<Arc<Opened>, SourceError> {
+        let o = self.opened()?;
+        if !o.claimed.swap(true, Ordering::AcqRel) {
+            return Ok(o);
+        }
+        let parsed = Arc::new(self.parse()?);
+        parsed.claimed.store(true, Ordering::Release);
+        self.warn_if_slow(&parsed);
+        *self.opened.write() = Some(parsed.clone());
+        Ok(parsed)
+    }
+
+    fn parse(&self) -> Result<Opened, SourceError> {
+        let file = self
+            .options
+            .handles
+            .get_current(&self.path)
+            .map_err(|e| self.error(format_args!("cannot open: {e}")))?;
+        *self.handle.write() = Arc::downgrade(&file);
+        let identity = file
+            .identity()
+            .map_err(|e| self.error(format_args!("cannot read the file's status: {e}")))?;
+        let reader = ifd::Reader::new(&file, identity.len).map_err(|e| self.error(e))?;
+        let layout = TiffLayout::parse(&reader, &self.options.limits).map_err(|e| self.error(e))?;
+        let l0 = &layout.levels[0];
+        let info = full_chain_info(l0.width, l0.height, layout.samples.format())
+            .map_err(|e| self.error(e))?;
+        let stored_levels = layout
+            .levels
+            .iter()
+            .take(info.num_levels as usize)
+            .enumerate()
+            .take_while(|&(l, lv)| {
+                lv.tiled
+                    && mip_level_size(info.width, info.height, l as u32) == (lv.width, lv.height)
+            })
+            .count()
+            .max(1) as u32;
+        let generated: u64 = (stored_levels..info.num_levels)
+            .map(|l| {
+                let (w, h) = mip_level_size(info.width, info.height, l);
+                u64::from(w) * u64::from(h) * info.format.texel_bytes() as u64
+            })
+            .sum();
+        self.options
+            .limits
+            .check_image("the mip levels generated in memory", generated)
+            .map_err(|e| self.error(e))?;
+        Ok(Opened {
+            identity,
+            claimed: AtomicBool::new(false),
+            layout,
+            info,
+            stored_levels,
+            generated: OnceLock::new(),
+        })
+    }
+
+    fn warn_if_slow(&self, o: &Opened) {
+        if o.stored_levels >= o.info.num_levels {
+            return;
+        }
+        let why = if !o.layout.levels[0].tiled {
+            "a TIFF of strips (no tiles, no mip levels)"
+        } else if o.layout.levels.len() == 1 {
+            "a tiled TIFF without mip levels"
+        } else {
+            "a TIFF whose mip levels do not have demandtex's sizes (rounded down)"
+        };
+        tracing::warn!(
+            "{}: {why}: levels {}..{} are generated in memory from level {} when first read \
+             (slow; the memory is outside the texture budget). Make a texture of it with \
+             `maketx` or `demandtex convert`.",
+            self.path.display(),
+            o.stored_levels,
+            o.info.num_levels,
+            o.stored_levels - 1
+        );
+    }
+
+    /// Fail if `file` is no longer the file `o` parsed.
+    fn check_unchanged(&self, o: &Opened, file: &OpenFile) -> Result<(), SourceError> {
+        let now = file
+            .identity()
+            .map_err(|e| self.error(format_args!("cannot read the file's status: {e}")))?;
+        if now == o.identity {
+            return Ok(());
+        }
+        Err(self.error(format_args!(
+            "the file changed on disk since it was opened ({}): invalidate the texture to \
+             read the new contents",
+            o.identity.change(&now)
+        )))
+    }
+
+    /// Copy `region` of stored level `region.level` from every chunk it covers.
+    fn read_stored(
+        &self,
+        o: &Opened,
+        region: TileRegion,
+        dest: &mut [u8],
+        row_bytes: usize,
+    ) -> Result<(), SourceError> {
+        let file = self.file()?;
+        let (mut raw, mut planes) = SCRATCH.take();
+        let result = self.copy_chunks(o, &file, region, dest, row_bytes, &mut raw, &mut planes);
+        SCRATCH.set((raw, planes));
+        let unchanged = self.check_unchanged(o, &file);
+        unchanged.and(result)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn copy_chunks(
+        &self,
+        o: &Opened,
+        file: &OpenFile,
+        region: TileRegion,
+        dest: &mut [u8],
+        row_bytes: usize,
+        raw: &mut Vec<u8>,
+        planes: &mut Vec<Vec<u8>>,
+    ) -> Result<(), SourceError> {
+        let s = &o.layout.samples;
+        let level = &o.layout.levels[region.level as usize];
+        let (across, down) = level.chunks();
+        let (cw, ch) = (level.chunk_w as usize, level.chunk_h as usize);
+        let per_plane = (across * down) as usize;
+        let n_planes = if s.separate { s.samples as usize } else { 1 };
+        let per_pixel = if s.separate { 1 } else { s.samples as usize };
+        let tb = o.info.format.texel_bytes();
+        let (x0, y0) = (region.x as usize, region.y as usize);
+        let (x1, y1) = (x0 + region.width as usize, y0 + region.height as usize);
+        let (cx0, cx1) = (x0 / cw, (x1 - 1) / cw);
+        planes.resize_with(n_planes, Vec::new);
+        for cy in y0 / ch..=(y1 - 1) / ch {
+            let rows = level.chunk_rows(cy as u32) as usize;
+            // Every chunk of this row of chunks, every plane: read runs of adjacent chunks
+            // at once.
+            let ids: Vec<usize> = (0..n_planes)
+                .flat_map(|p| (cx0..=cx1).map(move |cx| p * per_plane + cy * across as usize + cx))
+                .collect();
+            let mut starts = Vec::with_capacity(ids.len());
+            raw.clear();
+            let mut k = 0;
+            while k < ids.len() {
+                let first = ids[k];
+                let mut end = level.offsets[first] + level.byte_counts[first];
+                let mut last = k;
+                while last + 1 < ids.len() && level.offsets[ids[last + 1]] == end {
+                    last += 1;
+                    end += level.byte_counts[ids[last]];
+                }
+                let at = raw.len();
+                let len = (end - level.offsets[first]) as usize;
+                raw.resize(at + len, 0);
+                file.read_exact_at(&mut raw[at..], level.offsets[first])
+                    .map_err(|e| {
+                        self.error(format_args!(
+                            "cannot read level {} chunks: {e}",
+                            region.level
+                        ))
+                    })?;
+                self.reads.fetch_add(1, Ordering::Relaxed);
+                self.compressed_bytes
+                    .fetch_add(len as u64, Ordering::Relaxed);
+                let mut pos = at;
+                for &id in &ids[k..=last] {
+                    starts.push(pos);
+                    pos += level.byte_counts[id] as usize;
+                }
+                k = last + 1;
+            }
+            let chunk_bytes = cw * rows * per_pixel * s.sample_bytes();
+            for (i, cx) in (cx0..=cx1).enumerate() {
+                for (p, buf) in planes.iter_mut().enumerate() {
+                    let slot = p * (cx1 - cx0 + 1) + i;
+                    let id = ids[slot];
+                    let input = &raw[starts[slot]..starts[slot] + level.byte_counts[id] as usize];
+                    buf.resize(chunk_bytes, 0);
+                    decode::decompress(s.compression, input, buf).map_err(|e| {
+                        self.error(format_args!(
+                            "level {} chunk ({cx}, {cy}) plane {p}: {e}",
+                            region.level
+                        ))
+                    })?;
+                    decode::unpredict(s, buf, cw, per_pixel);
+                    self.chunks_decoded.fetch_add(1, Ordering::Relaxed);
+                }
+                let (bx0, by0) = (cx * cw, cy * ch);
+                let (ix0, iy0) = (x0.max(bx0), y0.max(by0));
+                let (ix1, iy1) = (x1.min(bx0 + cw), y1.min(by0 + rows));
+                let rect = decode::Rect {
+                    chunk_w: cw,
+                    sx: ix0 - bx0,
+                    sy: iy0 - by0,
+                    w: ix1 - ix0,
+                    h: iy1 - iy0,
+                    dest_at: (iy0 - y0) * row_bytes + (ix0 - x0) * tb,
+                    row_bytes,
+                };
+                let views: Vec<&[u8]> = planes.iter().map(Vec::as_slice).collect();
+                decode::copy(s, &views, rect, dest);
+            }
+        }
+        Ok(())
+    }
+
+    /// Copy `region` of a generated level, generating the levels on first use.
+    fn read_generated(
+        &self,
+        o: &Opened,
+        region: TileRegion,
+        dest: &mut [u8],
+        row_bytes: usize,
+    ) -> Result<(), SourceError> {
+        let levels = o
+            .generated
+            .get_or_init(|| self.generate(o))
+            .as_ref()
+            .map_err(Clone::clone)?;
+        let level = levels
+            .get((region.level - o.stored_levels) as usize)
+            .ok_or_else(|| self.error(format_args!("level {} was not generated", region.level)))?;
+        let tb = o.info.format.texel_bytes();
+        let n = region.width as usize * tb;
+        for j in 0..region.height as usize {
+            let src = ((region.y as usize + j) * level.width + region.x as usize) * tb;
+            dest[j * row_bytes..j * row_bytes + n].copy_from_slice(&level.data[src..src + n]);
+        }
+        Ok(())
+    }
+
+    /// Generate the levels after the last stored one, from it.
+    fn generate(&self, o: &Opened) -> Result<Vec<GenLevel>, SourceError> {
+        let base = o.stored_levels - 1;
+        let l = &o.layout.levels[base as usize];
+        let (w, h) = (l.width as usize, l.height as usize);
+        let row_bytes = w * o.info.format.texel_bytes();
+        let read_base = |y: usize, rows: usize, dest: &mut [u8]| {
+            let region = TileRegion {
+                level: base,
+                x: 0,
+                y: y as u32,
+                width: w as u32,
+                height: rows as u32,
+            };
+            self.read_stored(o, region, dest, row_bytes)
+        };
+        let threads = match self.options.mip_threads {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            n => n,
+        };
+        let levels = (o.info.num_levels - base) as usize;
+        mips::generate(
+            o.info.format,
+            (w, h),
+            levels,
+            l.chunk_h as usize,
+            threads,
+            &read_base,
+        )
+    }
+}
+
+impl ImageSource for TiffSource {
+    fn name(&self) -> String {
+        self.path.display().to_string()
+    }
+
+    /// The first call describes the file parsed so far (or parses it); every later call
+    /// parses the file now at the path anew.
+    fn open(&self) -> Result<ImageInfo, SourceError> {
+        Ok(self.reopened()?.info)
+    }
+
+    fn read_region(
+        &self,
+        region: TileRegion,
+        dest: &mut [u8],
+        row_bytes: usize,
+    ) -> Result<Readiness, SourceError> {
+        let o = self.opened()?;
+        check_read(&o.info, region, dest.len(), row_bytes).map_err(|e| self.error(e))?;
+        if region.width == 0 || region.height == 0 {
+            return Ok(Readiness::Ready);
+        }
+        if region.level < o.stored_levels {
+            self.read_stored(&o, region, dest, row_bytes)?;
+        } else {
+            self.read_generated(&o, region, dest, row_bytes)?;
+            self.check_unchanged(&o, &*self.file()?)?;
+        }
+        Ok(Readiness::Ready)
+    }
+
+    /// `oiio:ConstantColor`, else `oiio:AverageColor`, when the file has them.
+    fn read_base_color(&self) -> Result<Option<[f32; 4]>, SourceError> {
+        let o = self.opened()?;
+        Ok(o.layout.metadata.base_color(o.layout.samples.samples))
+    }
+}
