@@ -47,6 +47,7 @@ pub mod meta;
 pub mod pack;
 pub mod pages;
 mod read;
+pub mod region;
 pub mod values;
 pub mod write;
 

@@ -8,6 +8,7 @@
 //! units through [`PackLayout::locate`].
 
 use super::pack::{unit_tiling, PackLayout, PlacedUnit, UnitTiling, PAGE_BYTES};
+use super::region::Rect;
 use super::{BlockInfo, PtexFile, Res};
 use crate::sources::{ImageInfo, ImageSource, Readiness, SourceError};
 use crate::textures::{TexelFormat, TileRegion};
@@ -70,7 +71,8 @@ impl PtexPages {
 
     /// The texels of tile `tile` (0 for an untiled unit) of `face` at `res`, every texel
     /// (a constant expanded), v-major: one file tile where the file stores the unit's
-    /// tiles, else cut from the face at `res`.
+    /// tiles, else the tile's region ([`PtexFile::read_region`]: only the file tiles it
+    /// overlaps, or the matching region of the resolution it is reduced from).
     pub fn read_unit(&self, face: u32, res: Res, tile: usize) -> Result<Vec<u8>, SourceError> {
         let err = |e: super::PtexError| SourceError(e.to_string());
         let info = self.file.face_info(face).map_err(err)?;
@@ -103,24 +105,20 @@ impl PtexPages {
                 "face {face} at {res} has no tile {tile}"
             )));
         }
-        let data = self.file.read_face(face, res).map_err(err)?;
         let Some(t) = tiling else {
-            return Ok(data.into_packed());
+            return Ok(self.file.read_face(face, res).map_err(err)?.into_packed());
         };
-        // (The whole face is read for each such tile: correct, not yet economical.)
-        let ps = self.file.pixel_size();
+        // A tile of a face (or reduction) the file does not store in these tiles: only the
+        // file tiles (or the region of the level it is reduced from) that it covers.
         let (tu, tv) = (tile % t.ntiles_u, tile / t.ntiles_u);
         let (tw, th) = (t.tile_res.u(), t.tile_res.v());
-        let mut out = vec![0u8; tw * th * ps];
-        for y in 0..th {
-            for x in 0..tw {
-                if let Some(texel) = data.texel(tu * tw + x, tv * th + y) {
-                    let at = (y * tw + x) * ps;
-                    out[at..at + ps].copy_from_slice(texel);
-                }
-            }
-        }
-        Ok(out)
+        let rect = Rect {
+            x: tu * tw,
+            y: tv * th,
+            w: tw,
+            h: th,
+        };
+        self.file.read_region(face, res, rect).map_err(err)
     }
 
     /// The file.

@@ -26,9 +26,9 @@ pub struct BlockInfo {
 
 /// Decoded data of a face at one resolution, with whether the reference would see it as
 /// uniform when reducing it (a constant, or tiles that are all the same constant).
-struct Data {
-    face: FaceData,
-    uniform: bool,
+pub(super) struct Data {
+    pub(super) face: FaceData,
+    pub(super) uniform: bool,
 }
 
 impl PtexFile {
@@ -138,7 +138,7 @@ impl PtexFile {
     }
 
     /// The block of `face` at stored `level` and the face's resolution there.
-    fn stored(&self, face: u32, level: usize) -> R<(&Block, Res)> {
+    pub(super) fn stored(&self, face: u32, level: usize) -> R<(&Block, Res)> {
         let n = self.levels_of(face)?;
         if level >= n {
             let why = if self.faces[face as usize].has_edits() {
@@ -155,7 +155,7 @@ impl PtexFile {
 
     /// The block of `face` in `level`, which holds it (level 0: by face id; above: by
     /// rfaceid).
-    fn block_at(&self, face: u32, level: usize) -> R<(&Block, Res)> {
+    pub(super) fn block_at(&self, face: u32, level: usize) -> R<(&Block, Res)> {
         let index = if level == 0 {
             face as usize
         } else {
@@ -177,7 +177,7 @@ impl PtexFile {
     }
 
     /// Decode the whole block of `face` in `level` (which holds it).
-    fn block_data(&self, face: u32, level: usize) -> R<Data> {
+    pub(super) fn block_data(&self, face: u32, level: usize) -> R<Data> {
         let info = &self.faces[face as usize];
         if info.is_constant() {
             let texel = self.const_data(face);
@@ -226,14 +226,14 @@ impl PtexFile {
             .map_err(|e| Fail::range(format!("{e}; read it by tiles")))
     }
 
-    fn const_data(&self, face: u32) -> Vec<u8> {
+    pub(super) fn const_data(&self, face: u32) -> Vec<u8> {
         let ps = self.texels.pixel_size;
         self.const_data[face as usize * ps..(face as usize + 1) * ps].to_vec()
     }
 
     /// Where `face` at `res` comes from: `Ok(Some(level))` for a stored level, `Ok(None)`
     /// for its constant, `Err` with the reduction to make on the fly.
-    fn source(&self, face: u32, res: Res) -> R<Result<Option<usize>, (Reduction, Res)>> {
+    pub(super) fn source(&self, face: u32, res: Res) -> R<Result<Option<usize>, (Reduction, Res)>> {
         let info = self.face(face)?;
         if info.is_constant() || res == Res::new(0, 0) {
             if res.ulog2 > info.res.ulog2 || res.vlog2 > info.res.vlog2 || !res.is_valid() {
@@ -284,7 +284,7 @@ impl PtexFile {
         }))
     }
 
-    fn data(&self, face: u32, res: Res) -> R<Data> {
+    pub(super) fn data(&self, face: u32, res: Res) -> R<Data> {
         match self.source(face, res)? {
             Ok(None) => Ok(Data {
                 face: FaceData::constant(res, self.const_data(face)),

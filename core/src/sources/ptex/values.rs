@@ -371,13 +371,40 @@ pub(crate) fn interleave(
     value_size: usize,
 ) -> Vec<u8> {
     let mut out = vec![0u8; planar.len()];
-    let pixel = nchannels * value_size;
-    for c in 0..nchannels {
-        let plane = &planar[c * texels * value_size..(c + 1) * texels * value_size];
-        for (t, value) in plane.chunks_exact(value_size).enumerate() {
-            let at = t * pixel + c * value_size;
-            out[at..at + value_size].copy_from_slice(value);
+    // Fixed-size copies: a `copy_from_slice` of a run-time length is a call to memcpy per
+    // value, which dominated page fills.
+    match value_size {
+        1 => interleave_values::<1>(planar, &mut out, texels, nchannels),
+        2 => interleave_values::<2>(planar, &mut out, texels, nchannels),
+        4 => interleave_values::<4>(planar, &mut out, texels, nchannels),
+        _ => {
+            let pixel = nchannels * value_size;
+            for c in 0..nchannels {
+                let plane = &planar[c * texels * value_size..(c + 1) * texels * value_size];
+                for (t, value) in plane.chunks_exact(value_size).enumerate() {
+                    let at = t * pixel + c * value_size;
+                    out[at..at + value_size].copy_from_slice(value);
+                }
+            }
         }
     }
     out
+}
+
+/// [`interleave`] for values of `N` bytes.
+fn interleave_values<const N: usize>(
+    planar: &[u8],
+    out: &mut [u8],
+    texels: usize,
+    nchannels: usize,
+) {
+    let pixel = nchannels * N;
+    for c in 0..nchannels {
+        let plane = &planar[c * texels * N..(c + 1) * texels * N];
+        let values = plane.chunks_exact(N);
+        for (texel, value) in out.chunks_exact_mut(pixel).zip(values) {
+            let value: &[u8; N] = value.try_into().expect("chunks of N bytes");
+            texel[c * N..c * N + N].copy_from_slice(value);
+        }
+    }
 }

@@ -6,6 +6,7 @@ mod bad_input;
 pub(crate) mod fixtures;
 mod meta;
 mod pack;
+mod region;
 mod structure;
 mod texels;
 mod units;

@@ -338,3 +338,28 @@ fn size_limits_bound_whole_face_reads_and_decoded_blocks() {
         "{e}"
     );
 }
+
+#[test]
+fn interleave_puts_each_plane_in_its_channel() {
+    use crate::sources::ptex::values::interleave;
+    for value_size in [1usize, 2, 3, 4, 8] {
+        for nchannels in 1..=5usize {
+            let texels = 7;
+            let planar: Vec<u8> = (0..texels * nchannels * value_size)
+                .map(|i| (i * 37 % 251) as u8)
+                .collect();
+            let out = interleave(&planar, texels, nchannels, value_size);
+            for t in 0..texels {
+                for c in 0..nchannels {
+                    let from = (c * texels + t) * value_size;
+                    let to = (t * nchannels + c) * value_size;
+                    assert_eq!(
+                        out[to..to + value_size],
+                        planar[from..from + value_size],
+                        "size {value_size}, {nchannels} channels, texel {t}, channel {c}"
+                    );
+                }
+            }
+        }
+    }
+}
