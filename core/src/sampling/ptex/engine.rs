@@ -7,6 +7,7 @@
 use super::{PtexFaces, PtexTextureInfo, Texels, Tiling};
 use crate::ids::{TextureId, TILE_BYTES};
 use crate::sampling::{resolve, CpuView};
+use crate::sources::ptex::pack::UnitLoc;
 use crate::sources::ptex::{FaceInfo, PtexPages, Res};
 use crate::textures::TextureSampler;
 use std::cell::Cell;
@@ -33,6 +34,8 @@ pub struct EnginePtex<'a> {
     info: PtexTextureInfo,
     sampler: Cell<Option<&'a TextureSampler>>,
     failed: Cell<bool>,
+    /// The last unit located: a filter asks for a unit's tiling, then its texels.
+    last: Cell<Option<(u32, Res, Option<UnitLoc>)>>,
 }
 
 impl<'a> EnginePtex<'a> {
@@ -45,7 +48,23 @@ impl<'a> EnginePtex<'a> {
             info: texture_info(pages),
             sampler: Cell::new(None),
             failed: Cell::new(false),
+            last: Cell::new(None),
         }
+    }
+
+    /// Where the unit of `face` at `res` lies ([`PackLayout::locate`], remembered for the
+    /// next call).
+    ///
+    /// [`PackLayout::locate`]: crate::sources::ptex::pack::PackLayout::locate
+    fn locate(&self, face: u32, res: Res) -> Option<UnitLoc> {
+        if let Some((f, r, loc)) = self.last.get() {
+            if (f, r) == (face, res) {
+                return loc;
+            }
+        }
+        let loc = self.pages.layout().locate(face, res);
+        self.last.set(Some((face, res, loc)));
+        loc
     }
 
     /// Whether the pages texture failed to open (its units can never be read).
@@ -86,7 +105,7 @@ impl PtexFaces for EnginePtex<'_> {
     }
 
     fn tiling(&self, face: u32, res: Res) -> Option<Tiling> {
-        let t = self.pages.layout().locate(face, res)?.tiling?;
+        let t = self.locate(face, res)?.tiling?;
         Some(Tiling {
             tile_res: t.tile_res,
             ntiles_u: t.ntiles_u,
@@ -94,7 +113,7 @@ impl PtexFaces for EnginePtex<'_> {
     }
 
     fn texels(&self, face: u32, res: Res, tile: usize, visit: &mut dyn FnMut(Texels<'_>)) -> bool {
-        let Some(loc) = self.pages.layout().locate(face, res) else {
+        let Some(loc) = self.locate(face, res) else {
             return false;
         };
         if tile >= loc.tiling.map_or(1, |t| t.ntiles) {

@@ -133,6 +133,9 @@ pub struct PackLayout {
     cursor: Cursor,
     /// The file's own tiling of stored tiled levels (tiles of at most a page).
     file_tiles: HashMap<(u32, Res), UnitTiling>,
+    /// One bit per face: whether `file_tiles` has an entry for it (most faces have none,
+    /// and `locate` asks for the tiling of every face it walks past).
+    has_file_tiles: Vec<u64>,
 }
 
 impl std::fmt::Debug for PackLayout {
@@ -160,6 +163,12 @@ impl PackLayout {
             .map(|f| f.res.ulog2.max(f.res.vlog2).max(0) as usize)
             .max()
             .unwrap_or(0);
+        let mut has_file_tiles = vec![0u64; faces.len().div_ceil(64)];
+        for &(face, _) in file_tiles.keys() {
+            if let Some(word) = has_file_tiles.get_mut(face as usize / 64) {
+                *word |= 1 << (face % 64);
+            }
+        }
         let mut layout = PackLayout {
             faces: faces.to_vec(),
             mesh,
@@ -171,6 +180,7 @@ impl PackLayout {
             useful: Vec::new(),
             cursor: Cursor::default(),
             file_tiles,
+            has_file_tiles,
         };
         for redu in 0..=max_red as i8 {
             for redv in 0..=max_red as i8 {
@@ -290,6 +300,10 @@ impl PackLayout {
 
     /// How the unit of `face` at `res` is cut into tiles (`None`: one piece).
     pub fn tiling(&self, face: u32, res: Res) -> Option<UnitTiling> {
+        let word = self.has_file_tiles.get(face as usize / 64).copied();
+        if word.unwrap_or(0) & (1 << (face % 64)) == 0 {
+            return unit_tiling(res, self.pixel_size);
+        }
         match self.file_tiles.get(&(face, res)) {
             Some(t) => Some(*t),
             None => unit_tiling(res, self.pixel_size),
