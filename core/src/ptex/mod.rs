@@ -16,7 +16,7 @@ use crate::ids::TextureId;
 use crate::requests::Engine;
 use crate::sampling::ptex::{ptex_sample, EnginePtex, PtexFilterOptions, PtexSampled};
 use crate::sampling::{Sample, SampleOptions};
-use crate::sources::ptex::{PtexErrorKind, PtexFile, PtexOptions, PtexPages};
+use crate::sources::ptex::{PtexErrorKind, PtexFile, PtexOptions, PtexPages, UnitFill};
 use crate::sources::FileHandles;
 use crate::textures::{FilterMode, MipFilter, TextureDesc};
 use crate::{Launch, Loader, TILE_BYTES};
@@ -76,7 +76,17 @@ impl PtexTexture {
         path: impl AsRef<Path>,
         handles: Arc<FileHandles>,
     ) -> Result<PtexTexture> {
-        let path = path.as_ref();
+        Self::create_filled(engine, path.as_ref(), handles, UnitFill::Eager)
+    }
+
+    /// Open `path` through `handles` and register its pages texture, its pages filled as
+    /// `fill` says (lazily for blocking caches, whose lookups decode units in place).
+    pub fn create_filled(
+        engine: &Engine,
+        path: &Path,
+        handles: Arc<FileHandles>,
+        fill: UnitFill,
+    ) -> Result<PtexTexture> {
         let file =
             PtexFile::open_shared(path, PtexOptions::default(), handles).map_err(|e| {
                 match e.kind {
@@ -89,7 +99,7 @@ impl PtexTexture {
                     },
                 }
             })?;
-        let pages = Arc::new(PtexPages::new(Arc::new(file)));
+        let pages = Arc::new(PtexPages::with_fill(Arc::new(file), fill));
         // Point filtering: device code reads the packed bytes back from the pages
         // texture's texels (docs/PTEX.md, "On the device"); a linear filter would blend them.
         let desc = TextureDesc {
@@ -203,19 +213,21 @@ impl Launch {
 }
 
 impl TextureCache {
-    /// Register the Ptex file at `path` (opened now: header, face info, constants).
+    /// Register the Ptex file at `path` (opened now: header, face info, constants). Its
+    /// pages are filled lazily: a page costs only the units lookups decode in it.
     pub fn create_ptex_texture(&self, path: impl AsRef<Path>) -> Result<PtexTexture> {
-        PtexTexture::create(self.loader().engine(), path)
+        self.create_ptex_texture_with_handles(path, FileHandles::default_shared())
     }
 
     /// Register the Ptex file at `path`, read through `handles` (see
-    /// [`PtexTexture::create_with_handles`]).
+    /// [`PtexTexture::create_with_handles`]), its pages filled lazily.
     pub fn create_ptex_texture_with_handles(
         &self,
         path: impl AsRef<Path>,
         handles: Arc<FileHandles>,
     ) -> Result<PtexTexture> {
-        PtexTexture::create_with_handles(self.loader().engine(), path, handles)
+        let engine = self.loader().engine();
+        PtexTexture::create_filled(engine, path.as_ref(), handles, UnitFill::Lazy)
     }
 
     /// Filter `texture` as [`Launch::ptex_sample`], loading missing pages in this thread;

@@ -231,3 +231,129 @@ fn five_thousand_files_through_a_hundred_open_files() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A blocking cache fills pages lazily: lookups from several threads at once, under a
+/// budget that forces evictions, decode the units they meet in place and every value
+/// equals the resident reader's; a few lookups decode far fewer unit bytes than filling
+/// their pages whole (a multi-pass loader's eager fills) would.
+#[test]
+fn lazy_pages_fill_in_place_from_many_threads() {
+    let fx = Fixture::load("quad_uint8_rgb");
+    let ls = lookups(fx.file.num_faces(), 2400);
+    let want = reference(&fx, &ls);
+    let cache = TextureCache::new(options(6)).unwrap();
+    let tex = cache.create_ptex_texture(&fx.path).unwrap();
+    assert_eq!(
+        tex.pages().unit_fill(),
+        crate::sources::ptex::UnitFill::Lazy
+    );
+    let n = fx.file.num_channels();
+    std::thread::scope(|s| {
+        for t in 0..4 {
+            let (cache, tex, ls, want) = (&cache, &tex, &ls, &want);
+            s.spawn(move || {
+                for i in (t..ls.len()).step_by(4) {
+                    let (face, uv, d, o) = &ls[(i * 7) % ls.len()];
+                    let mut out = vec![0f32; n];
+                    let r = cache.ptex_sample(
+                        tex, *face, uv[0], uv[1], d[0], d[1], d[2], d[3], o, &mut out,
+                    );
+                    assert!(r.resident, "lookup {i}");
+                    assert_eq!(out, want[(i * 7) % ls.len()], "lookup {i}");
+                }
+            });
+        }
+    });
+    let stats = cache.loader().engine().stats();
+    assert!(stats.evictions > 0 && stats.peak_resident_bytes <= stats.budget_bytes);
+    assert!(tex.pages().unit_error().is_none());
+
+    // Sparse lookups (a few faces of a file of many small ones) decode a few units, where
+    // filling their pages whole decodes every unit on them.
+    use crate::sources::ptex::write::{synthetic_file_name, write_synthetic_set, SyntheticSet};
+    let dir = std::env::temp_dir().join(format!("demandtex-ptex-sparse-{}", std::process::id()));
+    let set = SyntheticSet {
+        files: 1,
+        faces: 400,
+        seed: 3,
+        max_log2: 5,
+    };
+    write_synthetic_set(&dir, &set).unwrap();
+    let path = dir.join(synthetic_file_name(0));
+    let o = PtexFilterOptions {
+        filter: PtexFilterType::Point,
+        ..Default::default()
+    };
+    let faces = [3u32, 150, 333];
+    let cache = TextureCache::new(options(64)).unwrap();
+    let lazy = cache.create_ptex_texture(&path).unwrap();
+    let loader = Loader::new(options(64)).unwrap();
+    let eager = loader.create_ptex_texture(&path).unwrap();
+    for face in faces {
+        let (mut a, mut b) = ([0f32; 4], [0f32; 4]);
+        assert!(
+            cache
+                .ptex_sample(&lazy, face, 0.5, 0.5, 0.0, 0.0, 0.0, 0.0, &o, &mut a)
+                .resident
+        );
+        for _ in 0..4 {
+            let launch = loader.launch_prepare();
+            let r = launch.ptex_sample(&eager, face, 0.5, 0.5, 0.0, 0.0, 0.0, 0.0, &o, &mut b);
+            loader.process_requests(launch).wait();
+            if r.resident {
+                break;
+            }
+        }
+        assert_eq!(a, b, "face {face}");
+    }
+    let (lazy, eager) = (lazy.pages().read_stats(), eager.pages().read_stats());
+    assert!(lazy.units_decoded <= 3, "{lazy:?}");
+    assert!(
+        lazy.unit_bytes_decoded * 10 < eager.unit_bytes_decoded,
+        "lazy {lazy:?}, eager {eager:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A unit that cannot be decoded in place (the file's data was overwritten after it was
+/// opened) gives the face's constant colour, non-resident, and keeps the error.
+#[test]
+fn a_unit_that_fails_in_place_falls_back_with_its_error() {
+    let fx = Fixture::load("quad_uint8_rgb");
+    let dir = std::env::temp_dir().join(format!("demandtex-ptex-lazy-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("damaged.ptx");
+    let bytes = std::fs::read(&fx.path).unwrap();
+    std::fs::write(&path, &bytes).unwrap();
+    let cache = TextureCache::new(options(16)).unwrap();
+    let tex = cache.create_ptex_texture(&path).unwrap();
+    // Zero the second half of the file: the face data blocks, not the header or tables
+    // already read.
+    let mut damaged = bytes.clone();
+    let half = damaged.len() / 2;
+    damaged[half..].fill(0);
+    std::fs::write(&path, &damaged).unwrap();
+    let o = PtexFilterOptions {
+        filter: PtexFilterType::Point,
+        ..Default::default()
+    };
+    let n = fx.file.num_channels();
+    let mut failed = 0;
+    for face in 0..fx.file.num_faces() as u32 {
+        let mut out = vec![0f32; n];
+        let r = cache.ptex_sample(&tex, face, 0.5, 0.5, 0.0, 0.0, 0.0, 0.0, &o, &mut out);
+        if !r.resident {
+            failed += 1;
+            let constant = fx.file.constant(face).unwrap();
+            let want: Vec<f32> = constant
+                .iter()
+                .map(|&b| f32::from(b) * (1.0 / 255.0))
+                .collect();
+            assert_eq!(out, want, "face {face}");
+        }
+    }
+    assert!(failed > 0, "no lookup met the damage");
+    let e = tex.pages().unit_error().expect("the error is kept");
+    assert!(e.0.contains("damaged.ptx"), "{e:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -95,8 +95,10 @@ impl<'a> CpuView<'a> {
     /// While the view lives: every resident sampler page's entry is 0 or the address of a
     /// valid [`crate::textures::TextureSampler`] whose `mip_tail_data` (if its mip tail page
     /// is resident) addresses the packed tail its levels describe; every resident tile
-    /// page's directory entry addresses [`crate::TILE_BYTES`] readable bytes; and none of
-    /// that memory is written or freed.
+    /// page's directory entry addresses [`crate::TILE_BYTES`] readable bytes of a tile
+    /// buffer (writable memory); and none of that memory is freed, nor written except by
+    /// the Ptex in-place unit fill, whose protocol keeps readers off the bytes it writes
+    /// ([`crate::sources::ptex::PtexPages::fill_in_place`]).
     pub unsafe fn new(pages: &'a PageTable, tiles: &'a TileDirectory) -> Self {
         CpuView {
             pages,

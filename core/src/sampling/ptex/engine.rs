@@ -3,11 +3,19 @@
 //! resident when its page is, and asking for a missing one records a request for its page
 //! (as every sampler does: the reference bit, and the view's miss list in blocking mode).
 //! The per-face constants come from the open file and are always available.
+//!
+//! A page of a lazily filled texture ([`UnitFill::Lazy`], a blocking cache's) is resident
+//! before its units are decoded: a lookup that meets a unit not yet valid decodes it in
+//! place ([`PtexPages::fill_in_place`]) in the calling thread. A unit that cannot be read
+//! is missing (the face's constant colour, non-resident) and its error kept
+//! ([`PtexPages::unit_error`]).
+//!
+//! [`UnitFill::Lazy`]: crate::sources::ptex::UnitFill::Lazy
 
 use super::{PtexFaces, PtexTextureInfo, Texels, Tiling};
 use crate::ids::{TextureId, TILE_BYTES};
 use crate::sampling::{resolve, CpuView};
-use crate::sources::ptex::pack::UnitLoc;
+use crate::sources::ptex::pack::{PlacedUnit, UnitLoc};
 use crate::sources::ptex::{FaceInfo, PtexPages, Res};
 use crate::textures::TextureSampler;
 use std::cell::Cell;
@@ -137,11 +145,30 @@ impl PtexFaces for EnginePtex<'_> {
         if ptr.is_null() {
             return false;
         }
+        let at = offset as usize;
+        // SAFETY: the page is resident and its directory entry non-null: by the contract
+        // of `CpuView::new` it addresses TILE_BYTES of a page of this texture, filled by
+        // `PtexPages::fill_page` and published, alive while the view lives.
+        if !unsafe { PtexPages::unit_valid(ptr, at, bytes) } {
+            // SAFETY: as above; tile memory is the engine's writable tile buffers, which
+            // `fill_in_place` writes only where no reader reads (its contract).
+            let unit = PlacedUnit {
+                face,
+                res,
+                tile,
+                offset: at,
+                bytes,
+            };
+            let filled = unsafe { self.pages.fill_in_place(page, ptr as *mut u8, &unit) };
+            if let Err(e) = filled {
+                self.pages.record_unit_error(e);
+                return false;
+            }
+        }
         // SAFETY: the page is resident and its directory entry is non-null, so by the
         // contract of `CpuView::new` it addresses TILE_BYTES readable bytes that are neither
         // written nor freed while the view lives.
         let data = unsafe { std::slice::from_raw_parts(ptr, TILE_BYTES) };
-        let at = offset as usize;
         match data.get(at..at + bytes) {
             Some(texels) => {
                 visit(Texels::Packed(texels));

@@ -9,6 +9,7 @@ use flate2::{Decompress, FlushDecompress, Status};
 use std::fmt::Display;
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// The most a zlib stream can expand: deflate's limit is 1032:1 (a 258-byte match coded in
@@ -35,6 +36,8 @@ enum Backing {
 pub(crate) struct Input {
     backing: Backing,
     len: u64,
+    /// Bytes read so far (every read counted).
+    bytes_read: AtomicU64,
 }
 
 impl Input {
@@ -50,6 +53,7 @@ impl Input {
         Ok(Input {
             backing: Backing::File(PositionedFile::new(file)),
             len,
+            bytes_read: AtomicU64::new(0),
         })
     }
 
@@ -68,6 +72,7 @@ impl Input {
                 path: path.to_path_buf(),
             },
             len,
+            bytes_read: AtomicU64::new(0),
         })
     }
 
@@ -77,12 +82,18 @@ impl Input {
         Input {
             backing: Backing::Memory(bytes),
             len,
+            bytes_read: AtomicU64::new(0),
         }
     }
 
     /// The file's length in bytes.
     pub fn len(&self) -> u64 {
         self.len
+    }
+
+    /// Bytes read from the file so far.
+    pub fn bytes_read(&self) -> u64 {
+        self.bytes_read.load(Ordering::Relaxed)
     }
 
     /// Check that `len` bytes at `offset` lie inside the file.
@@ -99,6 +110,8 @@ impl Input {
     /// Fill `buf` from `offset`; an error naming `what` if the file ends first.
     pub fn read_into(&self, offset: u64, buf: &mut [u8], what: &dyn Display) -> R<()> {
         self.check_span(offset, buf.len() as u64, what)?;
+        self.bytes_read
+            .fetch_add(buf.len() as u64, Ordering::Relaxed);
         match &self.backing {
             Backing::Memory(bytes) => {
                 // In range: checked above against the same length.

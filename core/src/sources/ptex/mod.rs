@@ -37,6 +37,10 @@
 //! §8), `decode` (§7), [`values`] (§9, §11, §12, §15), [`meta`] (§10), [`edits`] (§14).
 
 mod decode;
+mod decode_cache;
+pub use decode_cache::{
+    decode_cache_bytes, set_decode_cache_bytes, DEFAULT_CAPACITY as DEFAULT_DECODE_CACHE_BYTES,
+};
 pub mod edits;
 mod error;
 pub mod faces;
@@ -61,7 +65,7 @@ pub use faces::{face_flags, Adjacent, FaceInfo, Res};
 pub use header::{BorderMode, DataType, EdgeFilterMode, ExtHeader, Header, MeshType, Sections};
 pub use levels::{BlockSpan, Encoding, FaceDataHeader, LevelInfo, TileLayout};
 pub use meta::{MetaEntry, MetaStorage, MetaType, MetaValue};
-pub use pages::PtexPages;
+pub use pages::{PtexPages, PtexReadStats, UnitFill};
 pub use read::BlockInfo;
 pub use write::{PtexWriteOptions, PtexWriter};
 
@@ -102,6 +106,14 @@ pub struct PtexFile {
     levels: Vec<Level>,
     meta: Meta,
     edits: Vec<EditRecord>,
+    /// This open file's key in the decode cache.
+    cache_id: u64,
+}
+
+impl Drop for PtexFile {
+    fn drop(&mut self) {
+        decode_cache::shared().forget(self.cache_id);
+    }
 }
 
 impl std::fmt::Debug for PtexFile {
@@ -300,12 +312,18 @@ impl PtexFile {
             levels,
             meta,
             edits: edits.records,
+            cache_id: decode_cache::file_id(),
         })
     }
 
     /// The file's path (or the name given to [`PtexFile::from_bytes`]).
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// Bytes read from the file so far (header, tables, blocks; every read counted).
+    pub fn file_bytes_read(&self) -> u64 {
+        self.input.bytes_read()
     }
 
     /// The file's length in bytes.

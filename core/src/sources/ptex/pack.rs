@@ -9,6 +9,13 @@
 //! most one page, one tile per page. Constant faces and 1×1 resolutions have no unit: the
 //! face's constant colour stands for them and is always resident.
 //!
+//! A page holding several units keeps a validity bitmap in its last [`VALID_BYTES`]
+//! bytes: one bit per [`CHUNK_BYTES`] of the page, the bit of the chunk a unit starts in
+//! set once the unit holds its texels. Units on such a page start at multiples of
+//! [`CHUNK_BYTES`] (so no two share a bit) and fill at most [`UNIT_CAPACITY`] bytes of it;
+//! a unit of exactly one page has a page of its own and no bitmap. A blocking cache fills
+//! such pages unit by unit as lookups need them (`docs/PTEX.md`).
+//!
 //! Locating a unit walks at most [`CHECKPOINT`] − 1 faces from a checkpoint kept every
 //! [`CHECKPOINT`] faces of each group; filling a page walks its units from the first one
 //! starting on it, recorded per page.
@@ -21,8 +28,44 @@ use std::collections::HashMap;
 /// Bytes of one page.
 pub const PAGE_BYTES: usize = TILE_BYTES;
 
+/// Bytes at the end of a page of several units that hold its validity bitmap.
+pub const VALID_BYTES: usize = 512;
+
+/// Bytes of a page of several units that units may fill (the rest is the bitmap).
+pub const UNIT_CAPACITY: usize = PAGE_BYTES - VALID_BYTES;
+
+/// Bytes of the page covered by one bit of the validity bitmap (4096 bits cover the
+/// page); units on a page with a bitmap start at multiples of it.
+pub const CHUNK_BYTES: usize = PAGE_BYTES / (VALID_BYTES * 8);
+
+/// The bytes a unit (or tile) of `bytes` may use of its page: a whole page for a unit of
+/// one page, else [`UNIT_CAPACITY`].
+pub fn page_capacity(bytes: u32) -> u32 {
+    if bytes as usize > UNIT_CAPACITY {
+        PAGE_BYTES as u32
+    } else {
+        UNIT_CAPACITY as u32
+    }
+}
+
+/// Whether a page holding a unit (or tile) of `bytes` has a validity bitmap: every page
+/// but one holding a single unit of a whole page.
+pub fn has_bitmap(bytes: u32) -> bool {
+    bytes as usize <= UNIT_CAPACITY
+}
+
+/// The bytes from one unit (or tile) of `bytes` to the next on its page: its size, rounded
+/// up to a chunk on a page with a bitmap.
+pub fn unit_stride(bytes: u32) -> u32 {
+    if has_bitmap(bytes) {
+        bytes.max(1).next_multiple_of(CHUNK_BYTES as u32)
+    } else {
+        bytes.max(1)
+    }
+}
+
 /// Faces between two checkpoints of a group.
-pub const CHECKPOINT: usize = 32;
+pub const CHECKPOINT: usize = 8;
 
 /// How a unit larger than a page is cut: tiles of `tile_res`, `ntiles_u` across.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -74,16 +117,18 @@ impl UnitLoc {
     /// The page and offset of tile `t` (0 for an untiled unit): tiles follow each other
     /// as units do, never straddling a page.
     pub fn tile(&self, t: usize) -> (u32, u32) {
-        let (page, bytes) = (PAGE_BYTES as u32, self.bytes.max(1));
-        let first = ((page - self.offset) / bytes) as usize;
+        let (capacity, stride) = (page_capacity(self.bytes), unit_stride(self.bytes));
+        // Tiles that fit after the first (their last one needs `bytes`, not a stride).
+        let fit = |from: u32| (capacity - from - self.bytes) / stride + 1;
+        let first = fit(self.offset) as usize;
         if t < first {
-            return (self.page, self.offset + t as u32 * bytes);
+            return (self.page, self.offset + t as u32 * stride);
         }
-        let per = (page / bytes) as usize;
+        let per = fit(0) as usize;
         let rest = t - first;
         (
             self.page + 1 + (rest / per) as u32,
-            (rest % per) as u32 * bytes,
+            (rest % per) as u32 * stride,
         )
     }
 }
@@ -240,7 +285,9 @@ impl PackLayout {
         let tiling = self.tiling(face, res);
         let texels = tiling.map_or(res.texels(), |t| t.tile_res.texels());
         let bytes = (texels * self.pixel_size) as u32;
-        if cur.offset + bytes > PAGE_BYTES as u32 {
+        let capacity = page_capacity(bytes);
+        cur.offset = cur.offset.next_multiple_of(CHUNK_BYTES as u32);
+        if cur.offset + bytes > capacity {
             cur.page += 1;
             cur.offset = 0;
         }
@@ -254,7 +301,7 @@ impl PackLayout {
         let (page, offset) = loc.tile(tiling.map_or(0, |t| t.ntiles - 1));
         cur.page = page;
         cur.offset = offset + bytes;
-        if cur.offset + bytes.min(1) > PAGE_BYTES as u32 {
+        if cur.offset + bytes.min(1) > capacity {
             cur.page += 1;
             cur.offset = 0;
         }

@@ -6,13 +6,23 @@
 //! [`PAGES_ACROSS`] tiles across: page `p` is tile (`p % PAGES_ACROSS`, `p /
 //! PAGES_ACROSS`). Its texels mean nothing as colours; the Ptex samplers read the packed
 //! units through [`PackLayout::locate`].
+//!
+//! A page is filled whole ([`UnitFill::Eager`]: every unit decoded, for the multi-pass
+//! loader and the device) or unit by unit ([`UnitFill::Lazy`]: the page fill only clears
+//! its validity bitmap and lookups decode the units they meet, [`PtexPages::fill_in_place`];
+//! for blocking caches, so a page of a thousand small faces costs what the lookups use).
 
-use super::pack::{unit_tiling, PackLayout, PlacedUnit, UnitTiling, PAGE_BYTES};
+use super::pack::{
+    has_bitmap, unit_tiling, PackLayout, PlacedUnit, UnitTiling, CHUNK_BYTES, PAGE_BYTES,
+    UNIT_CAPACITY, VALID_BYTES,
+};
 use super::region::Rect;
 use super::{BlockInfo, PtexFile, Res};
 use crate::sources::{ImageInfo, ImageSource, Readiness, SourceError};
 use crate::textures::{TexelFormat, TileRegion};
+use parking_lot::Mutex;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// Tiles across the virtual image (its width is `64 × PAGES_ACROSS` texels).
@@ -21,10 +31,41 @@ pub const PAGES_ACROSS: u32 = 1024;
 /// Side of one page's tile in texels (float RGBA).
 const TILE_SIDE: u32 = 64;
 
+/// Locks that serialise the in-place fills of one page (a page's lock is `page % N`).
+const FILL_LOCKS: usize = 64;
+
+/// How a page's units are decoded.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum UnitFill {
+    /// The page fill decodes every unit on the page and sets its whole bitmap.
+    #[default]
+    Eager,
+    /// The page fill clears the bitmap; units are decoded where lookups meet them
+    /// ([`PtexPages::fill_in_place`]).
+    Lazy,
+}
+
+/// What a [`PtexPages`] has decoded so far.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct PtexReadStats {
+    /// Units (or tiles of units) decoded, by page fills and in place.
+    pub units_decoded: u64,
+    /// Texel bytes of those units.
+    pub unit_bytes_decoded: u64,
+    /// Bytes read from the file (compressed blocks, headers of tiled blocks).
+    pub file_bytes_read: u64,
+}
+
 /// A Ptex file as a source of packed pages.
 pub struct PtexPages {
     file: Arc<PtexFile>,
     layout: PackLayout,
+    fill: UnitFill,
+    locks: Box<[Mutex<()>]>,
+    units_decoded: AtomicU64,
+    unit_bytes_decoded: AtomicU64,
+    /// The first error of a unit decoded in place.
+    unit_error: Mutex<Option<SourceError>>,
 }
 
 impl std::fmt::Debug for PtexPages {
@@ -66,7 +107,52 @@ impl PtexPages {
             }
         }
         let layout = PackLayout::new(file.faces(), file.mesh_type(), ps, file_tiles);
-        PtexPages { file, layout }
+        PtexPages {
+            file,
+            layout,
+            fill: UnitFill::Eager,
+            locks: (0..FILL_LOCKS).map(|_| Mutex::new(())).collect(),
+            units_decoded: AtomicU64::new(0),
+            unit_bytes_decoded: AtomicU64::new(0),
+            unit_error: Mutex::new(None),
+        }
+    }
+
+    /// The first error met decoding a unit in place (its lookups returned the face's
+    /// constant colour, non-resident); page fills report theirs through the engine.
+    pub fn unit_error(&self) -> Option<SourceError> {
+        self.unit_error.lock().clone()
+    }
+
+    /// Keep `e` if it is the first error of a unit decoded in place.
+    pub fn record_unit_error(&self, e: SourceError) {
+        let mut first = self.unit_error.lock();
+        if first.is_none() {
+            tracing::warn!("{}: {}", self.file.name(), e.0);
+            *first = Some(e);
+        }
+    }
+
+    /// Pack `file` as [`PtexPages::new`], filling pages as `fill` says.
+    pub fn with_fill(file: Arc<PtexFile>, fill: UnitFill) -> PtexPages {
+        PtexPages {
+            fill,
+            ..PtexPages::new(file)
+        }
+    }
+
+    /// How pages are filled.
+    pub fn unit_fill(&self) -> UnitFill {
+        self.fill
+    }
+
+    /// What has been decoded so far.
+    pub fn read_stats(&self) -> PtexReadStats {
+        PtexReadStats {
+            units_decoded: self.units_decoded.load(Ordering::Relaxed),
+            unit_bytes_decoded: self.unit_bytes_decoded.load(Ordering::Relaxed),
+            file_bytes_read: self.file.file_bytes_read(),
+        }
     }
 
     /// The texels of tile `tile` (0 for an untiled unit) of `face` at `res`, every texel
@@ -141,32 +227,125 @@ impl PtexPages {
         (page % PAGES_ACROSS, page / PAGES_ACROSS)
     }
 
-    /// Decode the units of `page` into `out` (`PAGE_BYTES` bytes).
+    /// Fill `page` into `out` (`PAGE_BYTES` bytes) as [`PtexPages::unit_fill`] says: every
+    /// unit decoded and the bitmap all set (eager), or only the bitmap cleared (lazy; a
+    /// page holding one unit of a whole page is always decoded).
     pub fn fill_page(&self, page: u32, out: &mut [u8]) -> Result<(), SourceError> {
-        for PlacedUnit {
+        let units = self.layout.units_on_page(page);
+        let bitmap = units.first().is_some_and(|u| has_bitmap(u.bytes as u32));
+        if out.len() < PAGE_BYTES {
+            return Err(SourceError(format!(
+                "page {page}: a buffer of {} bytes, not {PAGE_BYTES}",
+                out.len()
+            )));
+        }
+        if bitmap && self.fill == UnitFill::Lazy {
+            out[UNIT_CAPACITY..PAGE_BYTES].fill(0);
+            return Ok(());
+        }
+        for unit in &units {
+            let data = self.decode_unit(page, unit)?;
+            out[unit.offset..unit.offset + unit.bytes].copy_from_slice(&data);
+        }
+        if bitmap {
+            out[UNIT_CAPACITY..PAGE_BYTES].fill(0xff);
+        }
+        Ok(())
+    }
+
+    /// The texels of `unit` of `page`, checked against its place (counted as decoded).
+    fn decode_unit(&self, page: u32, unit: &PlacedUnit) -> Result<Vec<u8>, SourceError> {
+        let PlacedUnit {
             face,
             res,
             tile,
             offset,
             bytes,
-        } in self.layout.units_on_page(page)
-        {
-            let data = self.read_unit(face, res, tile)?;
-            let dest = out.get_mut(offset..offset + bytes).ok_or_else(|| {
-                SourceError(format!(
-                    "page {page}: unit of face {face} overruns the page"
-                ))
-            })?;
-            if data.len() != bytes {
-                return Err(SourceError(format!(
-                    "page {page}: face {face} at {res}, tile {tile} is {} bytes, not {bytes}",
-                    data.len()
-                )));
-            }
-            dest.copy_from_slice(&data);
+        } = *unit;
+        let capacity = if has_bitmap(bytes as u32) {
+            UNIT_CAPACITY
+        } else {
+            PAGE_BYTES
+        };
+        if offset + bytes > capacity {
+            return Err(SourceError(format!(
+                "page {page}: unit of face {face} overruns the page"
+            )));
         }
+        let data = self.read_unit(face, res, tile)?;
+        if data.len() != bytes {
+            return Err(SourceError(format!(
+                "page {page}: face {face} at {res}, tile {tile} is {} bytes, not {bytes}",
+                data.len()
+            )));
+        }
+        self.units_decoded.fetch_add(1, Ordering::Relaxed);
+        self.unit_bytes_decoded
+            .fetch_add(bytes as u64, Ordering::Relaxed);
+        Ok(data)
+    }
+
+    /// Whether the bytes `offset..offset + bytes` of the resident page at `base` hold
+    /// their unit's texels (always for a page without a bitmap).
+    ///
+    /// # Safety
+    /// `base` addresses the `PAGE_BYTES` of a page of this texture filled by
+    /// [`PtexPages::fill_page`] and published, alive while this runs.
+    pub unsafe fn unit_valid(base: *const u8, offset: usize, bytes: usize) -> bool {
+        if !has_bitmap(bytes as u32) {
+            return true;
+        }
+        let chunk = offset / CHUNK_BYTES;
+        // SAFETY: the caller's contract; the bitmap words are 8-byte aligned (tile memory
+        // is page-aligned and UNIT_CAPACITY is a multiple of 8) and only accessed
+        // atomically once the page is published.
+        let word = unsafe { bitmap_word(base, chunk / 64) };
+        word.load(Ordering::Acquire) & (1 << (chunk % 64)) != 0
+    }
+
+    /// Decode `unit` of the resident `page` at `base` in place and mark it valid (a lazy
+    /// texture's lookups call this when [`PtexPages::unit_valid`] is false).
+    ///
+    /// # Safety
+    /// As [`PtexPages::unit_valid`], `unit` is a unit of `page` (as
+    /// [`PackLayout::locate`] places it), and `base` is writable tile memory (the
+    /// engine's tile buffers are): readers read a unit's bytes only after seeing its bit
+    /// set (Acquire); this writes a unit only while its bit is clear and sets the bit
+    /// after writing (Release), under the page's lock. Units start on chunks of their own,
+    /// so no two share a bit.
+    pub unsafe fn fill_in_place(
+        &self,
+        page: u32,
+        base: *mut u8,
+        unit: &PlacedUnit,
+    ) -> Result<(), SourceError> {
+        let _guard = self.locks[page as usize % FILL_LOCKS].lock();
+        // SAFETY: the caller's contract.
+        if unsafe { Self::unit_valid(base, unit.offset, unit.bytes) } {
+            return Ok(());
+        }
+        let data = self.decode_unit(page, unit)?;
+        // SAFETY: the unit lies inside UNIT_CAPACITY (checked by decode_unit) of the page
+        // at `base`; no reader reads it while its bit is clear, and the page's lock keeps
+        // other fillers out.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), base.add(unit.offset), data.len()) };
+        let chunk = unit.offset / CHUNK_BYTES;
+        // SAFETY: as in `unit_valid`.
+        let word = unsafe { bitmap_word(base, chunk / 64) };
+        word.fetch_or(1 << (chunk % 64), Ordering::Release);
         Ok(())
     }
+}
+
+/// Word `i` of the validity bitmap of the page at `base`.
+///
+/// # Safety
+/// `base` addresses a live, 8-byte aligned page of `PAGE_BYTES` bytes whose bitmap is
+/// only accessed atomically while this reference lives.
+unsafe fn bitmap_word<'a>(base: *const u8, i: usize) -> &'a AtomicU64 {
+    debug_assert!(i < VALID_BYTES / 8);
+    // SAFETY: the caller's contract: in bounds, aligned, accessed atomically.
+    unsafe { &*(base.add(UNIT_CAPACITY + 8 * i) as *const AtomicU64) }
 }
 
 impl ImageSource for PtexPages {
@@ -206,9 +385,15 @@ impl ImageSource for PtexPages {
             )));
         }
         let page = Self::page_of_tile(region.x / TILE_SIDE, region.y / TILE_SIDE);
+        let row = TILE_SIDE as usize * 16;
+        if row_bytes == row && region.width == TILE_SIDE && region.height == TILE_SIDE {
+            if let Some(out) = dest.get_mut(..PAGE_BYTES) {
+                self.fill_page(page, out)?;
+                return Ok(Readiness::Ready);
+            }
+        }
         let mut packed = vec![0u8; PAGE_BYTES];
         self.fill_page(page, &mut packed)?;
-        let row = TILE_SIDE as usize * 16;
         for (y, src) in packed
             .chunks_exact(row)
             .enumerate()

@@ -284,7 +284,21 @@ impl PtexFile {
         }))
     }
 
+    /// `face` at `res`, from the decode cache or decoded (and then kept there, except a
+    /// constant, which costs nothing to make).
     pub(super) fn data(&self, face: u32, res: Res) -> R<Data> {
+        let cache = super::decode_cache::shared();
+        if let Some((face, uniform)) = cache.get(self.cache_id, face, res) {
+            return Ok(Data { face, uniform });
+        }
+        let data = self.compute_data(face, res)?;
+        if !data.face.is_constant() {
+            cache.insert(self.cache_id, face, res, &data.face, data.uniform);
+        }
+        Ok(data)
+    }
+
+    fn compute_data(&self, face: u32, res: Res) -> R<Data> {
         match self.source(face, res)? {
             Ok(None) => Ok(Data {
                 face: FaceData::constant(res, self.const_data(face)),

@@ -58,6 +58,17 @@ impl PtexFile {
                 rect.w as u64 * rect.h as u64 * ps as u64,
             )
             .map_err(Fail::range)?;
+        if rect
+            == (Rect {
+                x: 0,
+                y: 0,
+                w: res.u(),
+                h: res.v(),
+            })
+        {
+            // The whole face: through the decode cache, as reductions' sources are.
+            return Ok(self.data(face, res)?.face.into_packed());
+        }
         match self.source(face, res)? {
             Ok(None) => Ok(self.const_data(face).repeat(rect.w * rect.h)),
             Ok(Some(level)) => self.stored_region(face, level, res, rect),
@@ -99,7 +110,7 @@ impl PtexFile {
         let ps = self.texels.pixel_size;
         let (block, _) = self.block_at(face, level)?;
         if block.span.header.encoding() != Encoding::Tiled {
-            let Data { face: data, .. } = self.block_data(face, level)?;
+            let Data { face: data, .. } = self.data(face, res)?;
             return Ok(cut(&data, rect, ps));
         }
         let context = |e: Fail| e.context(format!("face {face}, level {level}"));

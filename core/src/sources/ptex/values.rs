@@ -310,6 +310,35 @@ pub(crate) fn reduce(
             Reduction::Quad | Reduction::Triangle => (ures / 2, vres / 2),
         };
         let mut dst = vec![0u8; du * dv * n * T::SIZE];
+        // The one-direction reductions (the anisotropic resolutions a filter asks for),
+        // row by row over slices, so the loops compile without per-value bounds checks.
+        let row = ures * n * T::SIZE;
+        match how {
+            Reduction::V => {
+                for (v, d) in dst.chunks_exact_mut(row).enumerate().take(dv) {
+                    let a = &src[2 * v * row..(2 * v + 1) * row];
+                    let b = &src[(2 * v + 1) * row..(2 * v + 2) * row];
+                    for i in 0..ures * n {
+                        T::halve(T::get(a, i), T::get(b, i)).put(d, i);
+                    }
+                }
+                return dst;
+            }
+            Reduction::U => {
+                let out_row = du * n * T::SIZE;
+                for (v, d) in dst.chunks_exact_mut(out_row.max(1)).enumerate().take(dv) {
+                    let s = &src[v * row..(v + 1) * row];
+                    for u in 0..du {
+                        for c in 0..n {
+                            let (i, j) = ((2 * u) * n + c, (2 * u + 1) * n + c);
+                            T::halve(T::get(s, i), T::get(s, j)).put(d, u * n + c);
+                        }
+                    }
+                }
+                return dst;
+            }
+            Reduction::Quad | Reduction::Triangle => {}
+        }
         let at = |u: usize, v: usize, c: usize| T::get(src, (v * ures + u) * n + c);
         for v in 0..dv {
             for u in 0..du {

@@ -1,0 +1,153 @@
+//! A process-wide, bounded cache of decoded face data: the sources that reductions are
+//! computed from. A unit of an anisotropic resolution is reduced on the fly from the next
+//! larger resolution, recursively down to a stored level (format note §15); the units of
+//! one face at neighbouring resolutions share that chain, and a lookup that needs one
+//! usually needs the others soon. The reference library keeps every resolution it made in
+//! its cache; demandtex keeps the units themselves in the page budget and the chain's
+//! sources here, first in first out, within [`decode_cache_bytes`] for all files together
+//! ([`DEFAULT_CAPACITY`] unless [`set_decode_cache_bytes`] says otherwise; 0 turns it off).
+
+use super::decode::FaceData;
+use super::faces::Res;
+use parking_lot::Mutex;
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::OnceLock;
+
+/// Bytes of decoded data the cache holds at most by default, for all files together.
+pub const DEFAULT_CAPACITY: usize = 64 << 20;
+
+static CAPACITY: AtomicUsize = AtomicUsize::new(DEFAULT_CAPACITY);
+
+/// The most bytes of decoded face data the process-wide decode cache holds.
+pub fn decode_cache_bytes() -> usize {
+    CAPACITY.load(Ordering::Relaxed)
+}
+
+/// Set the most bytes of decoded face data the process-wide decode cache holds (0: keep
+/// nothing); entries beyond it go at the next insertion.
+pub fn set_decode_cache_bytes(bytes: usize) {
+    CAPACITY.store(bytes, Ordering::Relaxed);
+}
+
+/// Largest entry kept (larger faces are read by tiles or regions, not whole).
+const MAX_ENTRY: usize = 1 << 20;
+
+/// An entry's key: the file (a number unique to each open file), the face, the resolution.
+type Key = (u64, u32, Res);
+
+#[derive(Default)]
+struct Entries {
+    map: HashMap<Key, (FaceData, bool)>,
+    order: VecDeque<Key>,
+    bytes: usize,
+}
+
+/// The cache (see the module documentation).
+pub(crate) struct DecodeCache {
+    entries: Mutex<Entries>,
+}
+
+/// A number for a newly opened file, unique in this process.
+pub(crate) fn file_id() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// The process-wide cache.
+pub(crate) fn shared() -> &'static DecodeCache {
+    static CACHE: OnceLock<DecodeCache> = OnceLock::new();
+    CACHE.get_or_init(|| DecodeCache {
+        entries: Mutex::new(Entries::default()),
+    })
+}
+
+impl DecodeCache {
+    /// The data of `face` at `res` of file `file`, and whether it is uniform, if cached.
+    pub fn get(&self, file: u64, face: u32, res: Res) -> Option<(FaceData, bool)> {
+        self.entries.lock().map.get(&(file, face, res)).cloned()
+    }
+
+    /// Keep `data` (dropping the oldest entries beyond [`decode_cache_bytes`]); too large
+    /// an entry is not kept.
+    pub fn insert(&self, file: u64, face: u32, res: Res, data: &FaceData, uniform: bool) {
+        let size = data.bytes().len();
+        let capacity = decode_cache_bytes();
+        if size > MAX_ENTRY.min(capacity) {
+            return;
+        }
+        let mut e = self.entries.lock();
+        let key = (file, face, res);
+        if e.map.contains_key(&key) {
+            return;
+        }
+        while e.bytes + size > capacity {
+            let Some(old) = e.order.pop_front() else {
+                break;
+            };
+            if let Some((d, _)) = e.map.remove(&old) {
+                e.bytes -= d.bytes().len();
+            }
+        }
+        e.map.insert(key, (data.clone(), uniform));
+        e.order.push_back(key);
+        e.bytes += size;
+    }
+
+    /// Bytes held now.
+    #[cfg(test)]
+    pub fn bytes(&self) -> usize {
+        self.entries.lock().bytes
+    }
+
+    /// Drop every entry of `file` (it is closing).
+    pub fn forget(&self, file: u64) {
+        let mut e = self.entries.lock();
+        let Entries { map, order, bytes } = &mut *e;
+        order.retain(|k| {
+            if k.0 != file {
+                return true;
+            }
+            if let Some((d, _)) = map.remove(k) {
+                *bytes -= d.bytes().len();
+            }
+            false
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn holds_at_most_its_capacity_first_in_first_out() {
+        let cache = DecodeCache {
+            entries: Mutex::new(Entries::default()),
+        };
+        let file = file_id();
+        let res = Res::new(9, 9); // 512 × 512 × 3 bytes = 768 KiB
+        let data = FaceData::packed(res, 3, vec![7; res.texels() * 3]);
+        for face in 0..100 {
+            cache.insert(file, face, res, &data, false);
+            assert!(cache.bytes() <= decode_cache_bytes());
+        }
+        assert!(cache.get(file, 0, res).is_none(), "the oldest went first");
+        assert_eq!(cache.get(file, 39, res).unwrap().0, data);
+        let big = Res::new(10, 10);
+        cache.insert(
+            file,
+            99,
+            big,
+            &FaceData::packed(big, 3, vec![0; big.texels() * 3]),
+            false,
+        );
+        assert!(
+            cache.get(file, 99, big).is_none(),
+            "entries over 1 MiB are not kept"
+        );
+        cache.forget(file);
+        assert_eq!(cache.bytes(), 0);
+        assert!(cache.get(file, 39, res).is_none());
+    }
+}
