@@ -1,27 +1,28 @@
-//! Texture query traces (`.dtxq`, version 1): a recorded stream of texture lookups that any
-//! texture system can replay (see `shared/bench/QUERIES.md`).
+//! Query traces (version 1): recorded streams of texture lookups that any texture system
+//! can replay (see `shared/bench/QUERIES.md`). Two kinds share one layout and differ only
+//! in their magic and query record:
 //!
 //! ```text
-//! "DTXQ"  u32 version = 1  u32 num_textures
+//! MAGIC  u32 version = 1  u32 num_textures
 //! num_textures × { u32 len, u8 path[len] (UTF-8, relative to the texture directory) }
 //! u64 num_queries
-//! num_queries × { u32 texture, f32 s, t, dsdx, dtdx, dsdy, dtdy }     28 bytes each
+//! .dtxq ("DTXQ"): num_queries × { u32 texture, f32 s, t, dsdx, dtdx, dsdy, dtdy }    28 bytes
+//! .dtxp ("DTXP"): num_queries × { u32 texture, u32 face, f32 u, v, dudx, dvdx, dudy, dvdy }
+//!                                                                                    32 bytes
 //! ```
 //!
 //! Everything is little-endian and packed. A trace is read with one read of the whole file
 //! and checked completely before anything is replayed: magic, version, truncation, UTF-8
-//! paths, texture indices in range, and no bytes after the last query.
+//! paths, texture indices in range, and no bytes after the last query ([`Trace<Q>`] over a
+//! [`Record`]: [`Query`] or [`PtexQuery`]). Face ids of a `.dtxp` are checked by the
+//! replayer against the files.
 
 use std::fmt;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-/// The first four bytes of every trace.
-pub const MAGIC: [u8; 4] = *b"DTXQ";
-/// The format version this code reads and writes.
+/// The format version this code reads and writes (both kinds).
 pub const VERSION: u32 = 1;
-/// Bytes of one query record.
-pub const QUERY_BYTES: usize = 28;
 /// Most textures a trace may name (a sanity bound that keeps a corrupt count from
 /// allocating gigabytes before the truncation is noticed).
 pub const MAX_TEXTURES: u32 = 1 << 20;
@@ -43,13 +44,116 @@ pub struct Query {
     pub ddy: [f32; 2],
 }
 
+/// One recorded Ptex lookup (a `.dtxp` query).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct PtexQuery {
+    /// Index into [`Trace::textures`].
+    pub texture: u32,
+    /// Face id within that file.
+    pub face: u32,
+    /// Face coordinates in [0, 1].
+    pub uv: [f32; 2],
+    /// First footprint vector (Ptex's `uw1`, `vw1`).
+    pub d1: [f32; 2],
+    /// Second footprint vector (Ptex's `uw2`, `vw2`).
+    pub d2: [f32; 2],
+}
+
+/// A query record of one kind of trace: its magic, size and byte layout.
+pub trait Record: Copy {
+    /// The first four bytes of a trace of this kind.
+    const MAGIC: [u8; 4];
+    /// Bytes of one record.
+    const BYTES: usize;
+    /// The texture index the record holds.
+    fn texture(&self) -> u32;
+    /// Decode one record from exactly [`Record::BYTES`] bytes.
+    fn decode(b: &[u8]) -> Self;
+    /// Append the record's bytes to `out`.
+    fn encode(&self, out: &mut Vec<u8>);
+}
+
+impl Record for Query {
+    const MAGIC: [u8; 4] = *b"DTXQ";
+    const BYTES: usize = 28;
+    fn texture(&self) -> u32 {
+        self.texture
+    }
+    fn decode(b: &[u8]) -> Query {
+        Query {
+            texture: u32_at(b, 0),
+            s: f32_at(b, 4),
+            t: f32_at(b, 8),
+            ddx: [f32_at(b, 12), f32_at(b, 16)],
+            ddy: [f32_at(b, 20), f32_at(b, 24)],
+        }
+    }
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.texture.to_le_bytes());
+        for v in [
+            self.s,
+            self.t,
+            self.ddx[0],
+            self.ddx[1],
+            self.ddy[0],
+            self.ddy[1],
+        ] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+    }
+}
+
+impl Record for PtexQuery {
+    const MAGIC: [u8; 4] = *b"DTXP";
+    const BYTES: usize = 32;
+    fn texture(&self) -> u32 {
+        self.texture
+    }
+    fn decode(b: &[u8]) -> PtexQuery {
+        PtexQuery {
+            texture: u32_at(b, 0),
+            face: u32_at(b, 4),
+            uv: [f32_at(b, 8), f32_at(b, 12)],
+            d1: [f32_at(b, 16), f32_at(b, 20)],
+            d2: [f32_at(b, 24), f32_at(b, 28)],
+        }
+    }
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.texture.to_le_bytes());
+        out.extend_from_slice(&self.face.to_le_bytes());
+        for v in [self.uv, self.d1, self.d2].concat() {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+    }
+}
+
 /// A whole trace: the textures it names and its queries, in replay order.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Trace {
+pub struct Trace<Q = Query> {
     /// Texture paths, relative to the directory given to the replayer.
     pub textures: Vec<String>,
     /// The lookups, in order.
-    pub queries: Vec<Query>,
+    pub queries: Vec<Q>,
+}
+
+/// A `.dtxp` trace.
+pub type PtexTrace = Trace<PtexQuery>;
+
+/// The first four bytes of the file at `path` (to tell the kinds of trace apart).
+pub fn magic_of(path: &Path) -> Result<[u8; 4], TraceError> {
+    use std::io::Read;
+    let io = |error| TraceError::Io {
+        path: path.to_owned(),
+        error,
+    };
+    let mut magic = [0u8; 4];
+    let mut f = std::fs::File::open(path).map_err(io)?;
+    let n = f.read(&mut magic).map_err(io)?;
+    if n < 4 {
+        // A short file: the full parse reports the truncation.
+        return Ok([0; 4]);
+    }
+    Ok(magic)
 }
 
 /// Why a trace could not be read or written.
@@ -62,8 +166,13 @@ pub enum TraceError {
         /// What the OS said.
         error: std::io::Error,
     },
-    /// The file does not start with `DTXQ`.
-    BadMagic([u8; 4]),
+    /// The file does not start with the kind's magic.
+    BadMagic {
+        /// The file's first four bytes.
+        found: [u8; 4],
+        /// The magic the kind needs.
+        expected: [u8; 4],
+    },
     /// A version this code does not read.
     UnsupportedVersion(u32),
     /// The file ends inside a record.
@@ -103,10 +212,11 @@ impl fmt::Display for TraceError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             TraceError::Io { path, error } => write!(f, "{}: {error}", path.display()),
-            TraceError::BadMagic(m) => write!(
+            TraceError::BadMagic { found, expected } => write!(
                 f,
-                "not a query trace: the file starts with {:?}, not \"DTXQ\"",
-                String::from_utf8_lossy(m)
+                "not a query trace: the file starts with {:?}, not {:?}",
+                String::from_utf8_lossy(found),
+                String::from_utf8_lossy(expected)
             ),
             TraceError::UnsupportedVersion(v) => {
                 write!(
@@ -187,15 +297,20 @@ fn f32_at(b: &[u8], i: usize) -> f32 {
     f32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]])
 }
 
-impl Trace {
+fn u32_at(b: &[u8], i: usize) -> u32 {
+    u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]])
+}
+
+impl<Q: Record> Trace<Q> {
     /// Parse a whole trace held in memory, checking everything (see the module docs).
-    pub fn parse(bytes: &[u8]) -> Result<Trace, TraceError> {
+    pub fn parse(bytes: &[u8]) -> Result<Trace<Q>, TraceError> {
         let mut r = Reader { bytes, pos: 0 };
         let magic = r.take(4, || "the magic number".into())?;
-        if magic != MAGIC {
-            return Err(TraceError::BadMagic([
-                magic[0], magic[1], magic[2], magic[3],
-            ]));
+        if magic != Q::MAGIC {
+            return Err(TraceError::BadMagic {
+                found: [magic[0], magic[1], magic[2], magic[3]],
+                expected: Q::MAGIC,
+            });
         }
         let version = r.u32(|| "the version".into())?;
         if version != VERSION {
@@ -232,7 +347,8 @@ impl Trace {
         let num_queries = u64::from_le_bytes(count_bytes.try_into().expect("8 bytes"));
         let start = r.pos as u64;
         let available = bytes.len() as u64 - start;
-        let needed = num_queries.checked_mul(QUERY_BYTES as u64);
+        let record = Q::BYTES as u64;
+        let needed = num_queries.checked_mul(record);
         match needed {
             Some(n) if n <= available => {
                 if n < available {
@@ -240,21 +356,22 @@ impl Trace {
                 }
             }
             _ => {
-                let whole = available / QUERY_BYTES as u64;
+                let whole = available / record;
                 return Err(TraceError::Truncated {
                     what: format!(
                         "{num_queries} queries ({whole} whole ones present; query {whole})"
                     ),
-                    offset: start + whole * QUERY_BYTES as u64,
-                    needed: QUERY_BYTES as u64,
-                    available: available - whole * QUERY_BYTES as u64,
+                    offset: start + whole * record,
+                    needed: record,
+                    available: available - whole * record,
                 });
             }
         }
         let body = &bytes[r.pos..];
         let mut queries = Vec::with_capacity(num_queries as usize);
-        for (i, b) in body.chunks_exact(QUERY_BYTES).enumerate() {
-            let texture = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+        for (i, b) in body.chunks_exact(Q::BYTES).enumerate() {
+            let query = Q::decode(b);
+            let texture = query.texture();
             if texture >= num_textures {
                 return Err(TraceError::TextureOutOfRange {
                     query: i as u64,
@@ -262,19 +379,13 @@ impl Trace {
                     num_textures,
                 });
             }
-            queries.push(Query {
-                texture,
-                s: f32_at(b, 4),
-                t: f32_at(b, 8),
-                ddx: [f32_at(b, 12), f32_at(b, 16)],
-                ddy: [f32_at(b, 20), f32_at(b, 24)],
-            });
+            queries.push(query);
         }
         Ok(Trace { textures, queries })
     }
 
     /// Read and parse a trace file (one read of the whole file).
-    pub fn read(path: &Path) -> Result<Trace, TraceError> {
+    pub fn read(path: &Path) -> Result<Trace<Q>, TraceError> {
         let bytes = std::fs::read(path).map_err(|error| TraceError::Io {
             path: path.to_owned(),
             error,
@@ -286,8 +397,8 @@ impl Trace {
     /// written as they are (a writer bug shows up when the trace is read back).
     pub fn to_bytes(&self) -> Vec<u8> {
         let paths: usize = self.textures.iter().map(|p| 4 + p.len()).sum();
-        let mut out = Vec::with_capacity(20 + paths + self.queries.len() * QUERY_BYTES);
-        out.extend_from_slice(&MAGIC);
+        let mut out = Vec::with_capacity(20 + paths + self.queries.len() * Q::BYTES);
+        out.extend_from_slice(&Q::MAGIC);
         out.extend_from_slice(&VERSION.to_le_bytes());
         out.extend_from_slice(&(self.textures.len() as u32).to_le_bytes());
         for p in &self.textures {
@@ -296,10 +407,7 @@ impl Trace {
         }
         out.extend_from_slice(&(self.queries.len() as u64).to_le_bytes());
         for q in &self.queries {
-            out.extend_from_slice(&q.texture.to_le_bytes());
-            for v in [q.s, q.t, q.ddx[0], q.ddx[1], q.ddy[0], q.ddy[1]] {
-                out.extend_from_slice(&v.to_le_bytes());
-            }
+            q.encode(&mut out);
         }
         out
     }
@@ -327,11 +435,11 @@ impl Trace {
             .queries
             .iter()
             .enumerate()
-            .find(|(_, q)| q.texture >= n)
+            .find(|(_, q)| q.texture() >= n)
         {
             return Err(TraceError::TextureOutOfRange {
                 query: i as u64,
-                texture: q.texture,
+                texture: q.texture(),
                 num_textures: n,
             });
         }
@@ -348,6 +456,8 @@ impl Trace {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const QUERY_BYTES: usize = <Query as Record>::BYTES;
 
     fn sample() -> Trace {
         Trace {
@@ -383,7 +493,7 @@ mod tests {
     #[test]
     fn every_kind_of_damage_is_reported() {
         let good = sample().to_bytes();
-        let err = |b: &[u8]| Trace::parse(b).unwrap_err().to_string();
+        let err = |b: &[u8]| Trace::<Query>::parse(b).unwrap_err().to_string();
 
         let mut b = good.clone();
         b[0] = b'X';
@@ -439,10 +549,39 @@ mod tests {
         assert!(t.write(&path).is_err());
         t.textures[0].clear();
         assert!(t.write(&path).is_err());
-        let missing = Trace::read(&dir.join("missing.dtxq"))
+        let missing = Trace::<Query>::read(&dir.join("missing.dtxq"))
             .unwrap_err()
             .to_string();
         assert!(missing.contains("missing.dtxq"), "{missing}");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn ptex_traces_round_trip_and_are_told_apart_by_magic() {
+        let t = PtexTrace {
+            textures: vec!["a.ptx".into()],
+            queries: vec![PtexQuery {
+                texture: 0,
+                face: 77,
+                uv: [0.25, 0.75],
+                d1: [0.01, -0.02],
+                d2: [0.0, 1e-6],
+            }],
+        };
+        let b = t.to_bytes();
+        assert_eq!(&b[..4], b"DTXP");
+        assert_eq!(b.len(), 12 + 4 + 5 + 8 + 32);
+        let q0 = 12 + 4 + 5 + 8;
+        assert_eq!(b[q0 + 4..q0 + 8], 77u32.to_le_bytes());
+        assert_eq!(b[q0 + 28..q0 + 32], 1e-6f32.to_le_bytes());
+        assert_eq!(PtexTrace::parse(&b).unwrap(), t);
+        let e = Trace::<Query>::parse(&b).unwrap_err().to_string();
+        assert!(e.contains("\"DTXP\", not \"DTXQ\""), "{e}");
+        let e = PtexTrace::parse(&sample().to_bytes())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not \"DTXP\""), "{e}");
+        let e = PtexTrace::parse(&b[..b.len() - 4]).unwrap_err().to_string();
+        assert!(e.contains("truncated") && e.contains("query 0"), "{e}");
     }
 }

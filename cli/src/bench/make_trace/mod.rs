@@ -14,9 +14,13 @@
 //! otherwise (`--tile 64` writes OIIO maketx's layout); an existing texture file of the
 //! right size, seed and tile is reused (`--force` rewrites it). Paths in the trace are
 //! relative to DIR.
+//!
+//! With `--ptex DIR` it writes a `.dtxp` Ptex trace over the `.ptx` files of DIR instead
+//! ([`ptex`]).
 
 mod coherent;
 mod incoherent;
+mod ptex;
 
 use super::trace::Trace;
 use crate::convert::{FloatImage, WriteOptions};
@@ -52,9 +56,15 @@ impl Kind {
 /// Arguments of `demandtex bench make-trace`.
 #[derive(clap::Args, Clone, Debug)]
 pub struct MakeTraceArgs {
-    /// Directory for the textures and the trace (created if missing).
-    #[arg(long)]
-    pub out: PathBuf,
+    /// Directory for the textures and the trace (created if missing). With `--ptex`: where
+    /// the trace goes (default: the Ptex directory; its paths are relative to that).
+    #[arg(long, required_unless_present = "ptex")]
+    pub out: Option<PathBuf>,
+    /// Write a `.dtxp` Ptex trace (`coherent.dtxp` or `incoherent.dtxp`) over the `.ptx`
+    /// files of this directory (`demandtex ptex gen` writes synthetic sets) instead of
+    /// textures and a `.dtxq`.
+    #[arg(long, value_name = "DIR")]
+    pub ptex: Option<PathBuf>,
     /// Coherent (camera) or incoherent (random bounces).
     #[arg(long, value_enum, default_value = "coherent")]
     pub kind: Kind,
@@ -218,11 +228,16 @@ fn decoded_bytes(size: u32) -> u64 {
 
 /// Write the textures and the trace, and print what was written.
 pub fn run(args: &MakeTraceArgs) -> Result<(), CliError> {
-    std::fs::create_dir_all(&args.out)
-        .map_err(|e| CliError::Io(format!("{}: {e}", args.out.display())))?;
+    if let Some(dir) = &args.ptex {
+        return ptex::run(args, dir);
+    }
+    let Some(out) = &args.out else {
+        return Err(CliError::Usage("--out DIR is required".into()));
+    };
+    std::fs::create_dir_all(out).map_err(|e| CliError::Io(format!("{}: {e}", out.display())))?;
     let set = texture_set(args.textures, args.size, args.seed);
     let start = Instant::now();
-    let (decoded, on_disk) = write_textures(&args.out, &set, args.seed, args.tile, args.force)?;
+    let (decoded, on_disk) = write_textures(out, &set, args.seed, args.tile, args.force)?;
     let texture_seconds = start.elapsed().as_secs_f64();
 
     let start = Instant::now();
@@ -237,7 +252,7 @@ pub fn run(args: &MakeTraceArgs) -> Result<(), CliError> {
         textures: set.iter().map(|t| t.name.clone()).collect(),
         queries,
     };
-    let trace_path: PathBuf = args.out.join(format!("{}.dtxq", args.kind.name()));
+    let trace_path: PathBuf = out.join(format!("{}.dtxq", args.kind.name()));
     trace.write(&trace_path)?;
     println!(
         "{}",

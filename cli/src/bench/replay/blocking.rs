@@ -6,17 +6,43 @@ use crate::error::CliError;
 use demandtex::{LoaderOptions, SampleOptions, TextureCache, TextureDesc, TextureId};
 use std::time::Instant;
 
+/// The cache a blocking replay runs on: `budget` bytes, `threads` fill threads.
+pub(crate) fn cache(threads: usize, budget: u64) -> Result<TextureCache, CliError> {
+    Ok(TextureCache::new(LoaderOptions {
+        max_texture_memory: budget,
+        fill_threads: threads,
+        ..Default::default()
+    })?)
+}
+
+/// Look up `n` queries on `threads` threads (`sample(i)` is query `i`'s result and whether
+/// it was resident), storing the results; returns how many were not resident.
+pub(crate) fn run_lookups(
+    n: usize,
+    threads: usize,
+    results: &Results,
+    sample: impl Fn(usize) -> ([f32; 4], bool) + Sync,
+) -> u64 {
+    for_each_chunk(n, threads, |first, end| {
+        let mut misses = 0u64;
+        for i in first..end {
+            let (value, resident) = sample(i);
+            misses += u64::from(!resident);
+            results.set(i, value);
+        }
+        misses
+    })
+    .into_iter()
+    .sum()
+}
+
 /// Replay `prepared` on `threads` threads through a cache of `budget` bytes.
 pub(crate) fn replay(
     prepared: &Prepared,
     threads: usize,
     budget: u64,
 ) -> Result<Replayed, CliError> {
-    let cache = TextureCache::new(LoaderOptions {
-        max_texture_memory: budget,
-        fill_threads: threads,
-        ..Default::default()
-    })?;
+    let cache = cache(threads, budget)?;
     let queries = &prepared.queries;
     let results = Results::new(queries.len());
     let options = SampleOptions::default();
@@ -27,41 +53,15 @@ pub(crate) fn replay(
         .iter()
         .map(|p| cache.texture_for_path(p, TextureDesc::default()))
         .collect::<Result<Vec<TextureId>, _>>()?;
-    let non_resident: u64 = for_each_chunk(queries.len(), threads, |first, end| {
-        let mut misses = 0u64;
-        for (i, q) in queries[first..end].iter().enumerate() {
-            let s = cache.tex2d_grad(ids[q.texture as usize], q.s, q.t, q.ddx, q.ddy, &options);
-            misses += u64::from(!s.resident);
-            results.set(first + i, s.value);
-        }
-        misses
-    })
-    .into_iter()
-    .sum();
+    let non_resident = run_lookups(queries.len(), threads, &results, |i| {
+        let q = &queries[i];
+        let s = cache.tex2d_grad(ids[q.texture as usize], q.s, q.t, q.ddx, q.ddy, &options);
+        (s.value, s.resident)
+    });
     let seconds = start.elapsed().as_secs_f64();
 
-    let stats = cache.stats();
-    let report = Report {
-        lookups: queries.len() as u64,
-        seconds,
-        tiles_read: stats.tiles_filled,
-        mip_tails_read: stats.mip_tails_filled,
-        bytes_read: stats.bytes_read,
-        peak_resident_bytes: stats.peak_resident_bytes,
-        checksum: 0.0,
-        failed_textures: stats.failed_textures,
-        evictions: stats.evictions,
-        non_resident,
-        passes: 1,
-    };
-    for (i, id) in ids.iter().enumerate() {
-        if let Some(e) = cache.texture_error(*id) {
-            eprintln!(
-                "bench replay: texture {i} ({}): {e}",
-                prepared.paths[i].display()
-            );
-        }
-    }
+    let report = Report::from_stats(queries.len(), seconds, &cache.stats(), non_resident, 1);
+    super::report_texture_errors(cache.loader(), &ids, &prepared.paths);
     let two = super::two_channel(cache.loader(), &ids);
     Ok((report, results.into_floats(), two))
 }

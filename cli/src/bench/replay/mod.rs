@@ -1,7 +1,8 @@
 //! `demandtex bench replay TRACE`: replay a `.dtxq` query trace exactly as
 //! `shared/bench/QUERIES.md` specifies — trilinear, periodic wrap, RGBA results, chunks of
 //! 4096 queries taken in order by T threads, each query looked up once — and report the
-//! figures it names.
+//! figures it names. A `.dtxp` (Ptex) trace, recognised by its magic, is replayed the same
+//! way with the Ptex filters ([`ptex`]).
 //!
 //! - `blocking` (the default): [`demandtex::TextureCache`]; a miss loads its tiles in the
 //!   calling thread, as OpenImageIO's TextureSystem does.
@@ -21,8 +22,9 @@
 
 mod blocking;
 mod multipass;
+mod ptex;
 
-use super::trace::{Query, Trace};
+use super::trace::{magic_of, PtexQuery, Query, Record, Trace};
 use crate::error::CliError;
 use crate::table::format_bytes;
 use std::path::{Path, PathBuf};
@@ -75,6 +77,10 @@ pub struct ReplayArgs {
     /// Multipass: most passes before giving up.
     #[arg(long, default_value_t = 10_000)]
     pub max_passes: u32,
+    /// Ptex (`.dtxp`) traces: the filter (QUERIES.md: `PtexFilter` with lerp on, sharpness
+    /// 0, edge blending on). Default: box.
+    #[arg(long, value_enum)]
+    pub filter: Option<ptex::PtexTraceFilter>,
 }
 
 /// What a replay measured.
@@ -103,12 +109,16 @@ pub struct Report {
     pub non_resident: u64,
     /// Multipass: launches used (1 for the blocking mode).
     pub passes: u64,
+    /// Ptex: compressed bytes read from the files (every read counted).
+    pub file_bytes_read: Option<u64>,
+    /// Ptex: units (faces at one resolution, or tiles of them) decoded.
+    pub units_decoded: Option<u64>,
 }
 
 /// The replay's inputs, resolved and checked, ready to be timed.
-pub(crate) struct Prepared {
+pub(crate) struct Prepared<Q = Query> {
     /// The queries.
-    pub queries: Vec<Query>,
+    pub queries: Vec<Q>,
     /// Absolute (or working-directory-relative) path of each texture.
     pub paths: Vec<PathBuf>,
 }
@@ -202,9 +212,22 @@ pub(crate) fn for_each_chunk<R: Send>(
     out.into_iter().map(|(_, r)| r).collect()
 }
 
+/// Print each texture's error (it sampled as its fallback colour).
+pub(crate) fn report_texture_errors(
+    loader: &demandtex::Loader,
+    ids: &[demandtex::TextureId],
+    paths: &[PathBuf],
+) {
+    for (i, id) in ids.iter().enumerate() {
+        if let Some(e) = loader.texture_error(*id) {
+            eprintln!("bench replay: texture {i} ({}): {e}", paths[i].display());
+        }
+    }
+}
+
 /// Read the trace and check that its textures exist.
-fn prepare(args: &ReplayArgs) -> Result<Prepared, CliError> {
-    let trace = Trace::read(&args.trace)?;
+fn prepare<Q: Record>(args: &ReplayArgs) -> Result<Prepared<Q>, CliError> {
+    let trace = Trace::<Q>::read(&args.trace)?;
     let dir = match &args.textures {
         Some(d) => d.clone(),
         None => args
@@ -258,6 +281,32 @@ pub fn write_results(path: &Path, results: &[[f32; 4]]) -> Result<(), CliError> 
 }
 
 impl Report {
+    /// The figures of a replay of `lookups` queries that took `seconds`, from the engine's
+    /// statistics (the checksum is set later).
+    pub(crate) fn from_stats(
+        lookups: usize,
+        seconds: f64,
+        stats: &demandtex::Stats,
+        non_resident: u64,
+        passes: u32,
+    ) -> Report {
+        Report {
+            lookups: lookups as u64,
+            seconds,
+            tiles_read: stats.tiles_filled,
+            mip_tails_read: stats.mip_tails_filled,
+            bytes_read: stats.bytes_read,
+            peak_resident_bytes: stats.peak_resident_bytes,
+            checksum: 0.0,
+            failed_textures: stats.failed_textures,
+            evictions: stats.evictions,
+            non_resident,
+            passes: passes.into(),
+            file_bytes_read: None,
+            units_decoded: None,
+        }
+    }
+
     /// Lookups per second.
     pub fn lookups_per_s(&self) -> f64 {
         if self.seconds > 0.0 {
@@ -272,6 +321,7 @@ impl Report {
         serde_json::json!({
             "system": "demandtex",
             "mode": args.mode.name(),
+            "filter": args.filter.map(ptex::PtexTraceFilter::name),
             "threads": args.threads,
             "cache_mb": args.cache_mb,
             "lookups": self.lookups,
@@ -285,6 +335,8 @@ impl Report {
             "failed_textures": self.failed_textures,
             "non_resident": self.non_resident,
             "passes": self.passes,
+            "file_bytes_read": self.file_bytes_read,
+            "units_decoded": self.units_decoded,
             "checksum": self.checksum,
         })
     }
@@ -315,6 +367,12 @@ impl Report {
             format_bytes(self.bytes_read),
             format_bytes(self.peak_resident_bytes)
         );
+        if let (Some(file), Some(units)) = (self.file_bytes_read, self.units_decoded) {
+            println!(
+                "  Ptex: {units} units decoded, {} read from the files",
+                format_bytes(file)
+            );
+        }
         println!(
             "  evictions {}, non-resident results {}, checksum {}",
             self.evictions, self.non_resident, self.checksum
@@ -322,16 +380,31 @@ impl Report {
     }
 }
 
-/// Replay the trace and print the figures (and write the results with `--out`).
+/// Replay the trace (`.dtxq` or, by its magic, `.dtxp`) and print the figures (and write
+/// the results with `--out`).
 pub fn run(args: &ReplayArgs) -> Result<(), CliError> {
-    let prepared = prepare(args)?;
     let budget = args.cache_mb << 20;
     let threads = args.threads as usize;
-    let (mut report, mut results, two) = match args.mode {
-        Mode::Blocking => blocking::replay(&prepared, threads, budget)?,
-        Mode::Multipass => multipass::replay(&prepared, threads, budget, args.max_passes)?,
+    let (mut report, results) = if magic_of(&args.trace)? == PtexQuery::MAGIC {
+        let prepared = prepare::<PtexQuery>(args)?;
+        let filter = args.filter.unwrap_or(ptex::PtexTraceFilter::Box);
+        ptex::replay(&prepared, args, threads, budget, filter)?
+    } else {
+        if args.filter.is_some() {
+            return Err(CliError::Usage(format!(
+                "--filter applies to Ptex (.dtxp) traces; {} is a texture query trace \
+                 (trilinear)",
+                args.trace.display()
+            )));
+        }
+        let prepared = prepare::<Query>(args)?;
+        let (report, mut results, two) = match args.mode {
+            Mode::Blocking => blocking::replay(&prepared, threads, budget)?,
+            Mode::Multipass => multipass::replay(&prepared, threads, budget, args.max_passes)?,
+        };
+        apply_channel_rule(&mut results, &prepared.queries, &two);
+        (report, results)
     };
-    apply_channel_rule(&mut results, &prepared.queries, &two);
     report.checksum = checksum(&results);
     if let Some(out) = &args.out {
         write_results(out, &results)?;

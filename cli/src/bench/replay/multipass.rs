@@ -5,7 +5,7 @@
 use super::{for_each_chunk, Prepared, Replayed, Report, Results};
 use crate::error::CliError;
 use demandtex::sources::ExrSource;
-use demandtex::{Loader, LoaderOptions, SampleOptions, TextureDesc, TextureId};
+use demandtex::{Launch, Loader, LoaderOptions, SampleOptions, TextureDesc, TextureId};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -13,36 +13,34 @@ use std::time::Instant;
 /// hold what the pending queries need at once).
 const STALLED_PASSES: u32 = 8;
 
-/// Replay `prepared` on `threads` sampling threads (and as many fill threads) with a budget
-/// of `budget` bytes, in at most `max_passes` passes.
-pub(crate) fn replay(
-    prepared: &Prepared,
-    threads: usize,
-    budget: u64,
-    max_passes: u32,
-) -> Result<Replayed, CliError> {
-    let loader = Loader::new(LoaderOptions {
+/// The loader a multi-pass replay runs on: `budget` bytes, `threads` fill threads.
+pub(crate) fn loader(threads: usize, budget: u64) -> Result<Loader, CliError> {
+    Ok(Loader::new(LoaderOptions {
         max_texture_memory: budget,
         fill_threads: threads,
         ..Default::default()
-    })?;
-    let queries = &prepared.queries;
-    let results = Results::new(queries.len());
-    let options = SampleOptions::default();
+    })?)
+}
 
-    let start = Instant::now();
-    let ids = prepared
-        .paths
-        .iter()
-        .map(|p| loader.create_texture(Arc::new(ExrSource::new(p)), TextureDesc::default()))
-        .collect::<Result<Vec<TextureId>, _>>()?;
+/// Run passes over `n` queries until every one has a resident result: each pass samples
+/// the pending queries through one launch on `threads` threads (`sample(launch, i)` is
+/// query `i`'s result, or `None` when it was not resident), then fills the launch's
+/// requests. Returns the passes used.
+pub(crate) fn run_passes(
+    loader: &Loader,
+    n: usize,
+    threads: usize,
+    max_passes: u32,
+    results: &Results,
+    sample: impl Fn(&Launch, usize) -> Option<[f32; 4]> + Sync,
+) -> Result<u32, CliError> {
     // None: every query (the first pass); then the indices still pending, in order.
     let mut pending: Option<Vec<u32>> = None;
     let (mut passes, mut stalled) = (0u32, 0u32);
     loop {
-        let n = pending.as_ref().map_or(queries.len(), Vec::len);
+        let n = pending.as_ref().map_or(n, Vec::len);
         if n == 0 {
-            break;
+            return Ok(passes);
         }
         if passes == max_passes {
             return Err(CliError::Demandtex(format!(
@@ -56,13 +54,9 @@ pub(crate) fn replay(
             let mut missed = Vec::new();
             for k in first..end {
                 let i = index(k);
-                let q = &queries[i];
-                let s =
-                    launch.tex2d_grad(ids[q.texture as usize], q.s, q.t, q.ddx, q.ddy, &options);
-                if s.resident {
-                    results.set(i, s.value);
-                } else {
-                    missed.push(i as u32);
+                match sample(&launch, i) {
+                    Some(v) => results.set(i, v),
+                    None => missed.push(i as u32),
                 }
             }
             missed
@@ -79,30 +73,43 @@ pub(crate) fn replay(
         }
         pending = Some(next);
     }
+}
+
+/// Replay `prepared` on `threads` sampling threads (and as many fill threads) with a budget
+/// of `budget` bytes, in at most `max_passes` passes.
+pub(crate) fn replay(
+    prepared: &Prepared,
+    threads: usize,
+    budget: u64,
+    max_passes: u32,
+) -> Result<Replayed, CliError> {
+    let loader = loader(threads, budget)?;
+    let queries = &prepared.queries;
+    let results = Results::new(queries.len());
+    let options = SampleOptions::default();
+
+    let start = Instant::now();
+    let ids = prepared
+        .paths
+        .iter()
+        .map(|p| loader.create_texture(Arc::new(ExrSource::new(p)), TextureDesc::default()))
+        .collect::<Result<Vec<TextureId>, _>>()?;
+    let passes = run_passes(
+        &loader,
+        queries.len(),
+        threads,
+        max_passes,
+        &results,
+        |l, i| {
+            let q = &queries[i];
+            let s = l.tex2d_grad(ids[q.texture as usize], q.s, q.t, q.ddx, q.ddy, &options);
+            s.resident.then_some(s.value)
+        },
+    )?;
     let seconds = start.elapsed().as_secs_f64();
 
-    let stats = loader.stats();
-    for (i, id) in ids.iter().enumerate() {
-        if let Some(e) = loader.texture_error(*id) {
-            eprintln!(
-                "bench replay: texture {i} ({}): {e}",
-                prepared.paths[i].display()
-            );
-        }
-    }
-    let report = Report {
-        lookups: queries.len() as u64,
-        seconds,
-        tiles_read: stats.tiles_filled,
-        mip_tails_read: stats.mip_tails_filled,
-        bytes_read: stats.bytes_read,
-        peak_resident_bytes: stats.peak_resident_bytes,
-        checksum: 0.0,
-        failed_textures: stats.failed_textures,
-        evictions: stats.evictions,
-        non_resident: 0,
-        passes: passes as u64,
-    };
+    super::report_texture_errors(&loader, &ids, &prepared.paths);
+    let report = Report::from_stats(queries.len(), seconds, &loader.stats(), 0, passes);
     let two = super::two_channel(&loader, &ids);
     Ok((report, results.into_floats(), two))
 }
