@@ -1,13 +1,16 @@
 //! `demandtex info file.ptx`: what a Ptex file holds, from its headers and level
 //! headers (no texel is decoded): faces, a histogram of face resolutions, levels, tiled
-//! faces, data type, bytes on disk against decoded bytes, meta data keys.
+//! faces, data type, bytes on disk against decoded bytes, meta data keys, and how the
+//! engine packs its units into pages (the tile headers of tiled faces are read for it).
 
 use crate::error::CliError;
 use crate::info::{print_stdout, InfoArgs};
 use crate::table::format_bytes;
-use demandtex::sources::ptex::PtexFile;
+use demandtex::ptex::PtexPacking;
+use demandtex::sources::ptex::{PtexFile, PtexPages};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::sync::Arc;
 
 /// Describe the Ptex file of `args` (text or JSON).
 pub fn print_ptex(args: &InfoArgs) -> Result<(), CliError> {
@@ -39,31 +42,32 @@ pub fn print_ptex(args: &InfoArgs) -> Result<(), CliError> {
             }
         }
     }
-    let keys: Vec<&str> = file.meta().iter().map(|m| m.key.as_str()).collect();
+    let keys: Vec<String> = file.meta().iter().map(|m| m.key.clone()).collect();
     let on_disk = file.file_size();
+    let (mesh, data_type, channels) = (file.mesh_type(), file.data_type(), file.num_channels());
+    let (alpha, levels, faces) = (file.alpha_channel(), file.num_levels(), file.num_faces());
+    let edits = file.edits().len();
+    let packing = PtexPacking::of_pages(&PtexPages::new(Arc::new(file)));
     if args.json {
         let value = serde_json::json!({
-            "file": args.file, "format": "Ptex", "mesh": format!("{:?}", file.mesh_type()),
-            "faces": file.num_faces(), "constant_faces": constant, "levels": file.num_levels(),
-            "data_type": format!("{:?}", file.data_type()), "channels": file.num_channels(),
-            "alpha_channel": file.alpha_channel(), "resolutions": histogram,
+            "file": args.file, "format": "Ptex", "mesh": format!("{mesh:?}"),
+            "faces": faces, "constant_faces": constant, "levels": levels,
+            "data_type": format!("{data_type:?}"), "channels": channels,
+            "alpha_channel": alpha, "resolutions": histogram,
             "tiled_faces": tiled, "tiles": tiles, "bytes_on_disk": on_disk,
-            "bytes_decoded": decoded, "meta_keys": keys, "edits": file.edits().len(),
+            "bytes_decoded": decoded, "meta_keys": keys, "edits": edits,
+            "pages": packing.pages, "unit_bytes": packing.unit_bytes,
+            "packing_efficiency": packing.efficiency,
         });
         return print_stdout(&format!("{value:#}\n"));
     }
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{}: Ptex, {} {:?} faces ({constant} constant), {} x {:?}{}, {} levels",
+        "{}: Ptex, {faces} {mesh:?} faces ({constant} constant), {channels} x {data_type:?}{}, \
+         {levels} levels",
         args.file.display(),
-        file.num_faces(),
-        file.mesh_type(),
-        file.num_channels(),
-        file.data_type(),
-        file.alpha_channel()
-            .map_or(String::new(), |a| format!(" (alpha {a})")),
-        file.num_levels()
+        alpha.map_or(String::new(), |a| format!(" (alpha {a})")),
     );
     let _ = writeln!(
         out,
@@ -74,6 +78,14 @@ pub fn print_ptex(args: &InfoArgs) -> Result<(), CliError> {
     let _ = writeln!(
         out,
         "  tiled faces: {tiled} (level 0), {tiles} tiles in all levels"
+    );
+    let _ = writeln!(
+        out,
+        "  served as:   {} pages of 64 KiB holding {} of units (every resolution a filter \
+         can ask for): packing efficiency {:.3}",
+        packing.pages,
+        format_bytes(packing.unit_bytes),
+        packing.efficiency
     );
     let _ = writeln!(out, "  resolutions:");
     let mut sorted: Vec<_> = histogram.into_iter().collect();
@@ -94,8 +106,8 @@ pub fn print_ptex(args: &InfoArgs) -> Result<(), CliError> {
             keys.join(", ")
         }
     );
-    if file.has_edits() {
-        let _ = writeln!(out, "  edits:       {}", file.edits().len());
+    if edits > 0 {
+        let _ = writeln!(out, "  edits:       {edits}");
     }
     print_stdout(&out)
 }

@@ -44,6 +44,13 @@ pub struct PtexPacking {
 }
 
 impl PtexPacking {
+    /// The packing of every unit of `pages` (without registering it anywhere: what a
+    /// texture of that file would take).
+    pub fn of_pages(pages: &PtexPages) -> PtexPacking {
+        let layout = pages.layout();
+        PtexPacking::new(layout.num_pages().into(), layout.unit_bytes())
+    }
+
     fn new(pages: u64, unit_bytes: u64) -> PtexPacking {
         let efficiency = if pages == 0 {
             1.0
@@ -123,8 +130,7 @@ impl PtexTexture {
 
     /// The packing of every unit of the file (all pages).
     pub fn packing(&self) -> PtexPacking {
-        let layout = self.pages.layout();
-        PtexPacking::new(layout.num_pages().into(), layout.unit_bytes())
+        PtexPacking::of_pages(&self.pages)
     }
 
     /// The packing of the pages resident in `engine` now: the useful share of the budget
