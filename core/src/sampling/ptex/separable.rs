@@ -12,6 +12,48 @@ use crate::sources::ptex::{BorderMode, EdgeFilterMode, FaceInfo, Res};
 const MAX_DEPTH: u32 = 8;
 
 /// The state of one evaluation.
+/// Per-channel sums: on the stack for up to 16 channels (every file in practice; a lookup
+/// allocates nothing then), on the heap beyond.
+enum Sums {
+    Small([f32; 16], usize),
+    Big(Vec<f32>),
+}
+
+impl Sums {
+    fn new(n: usize) -> Sums {
+        if n <= 16 {
+            Sums::Small([0.0; 16], n)
+        } else {
+            Sums::Big(vec![0.0; n])
+        }
+    }
+}
+
+impl Default for Sums {
+    fn default() -> Self {
+        Sums::Small([0.0; 16], 0)
+    }
+}
+
+impl std::ops::Deref for Sums {
+    type Target = [f32];
+    fn deref(&self) -> &[f32] {
+        match self {
+            Sums::Small(a, n) => &a[..*n],
+            Sums::Big(v) => v,
+        }
+    }
+}
+
+impl std::ops::DerefMut for Sums {
+    fn deref_mut(&mut self) -> &mut [f32] {
+        match self {
+            Sums::Small(a, n) => &mut a[..*n],
+            Sums::Big(v) => v,
+        }
+    }
+}
+
 struct Eval<'a, F: PtexFaces + ?Sized> {
     src: &'a F,
     ch: &'a Channels,
@@ -19,7 +61,7 @@ struct Eval<'a, F: PtexFaces + ?Sized> {
     u_mode: BorderMode,
     v_mode: BorderMode,
     tanvec: bool,
-    result: Vec<f32>,
+    result: Sums,
     weight: f32,
     resident: bool,
 }
@@ -81,13 +123,13 @@ pub(crate) fn eval<F: PtexFaces + ?Sized>(
         u_mode: tex.u_border,
         v_mode: tex.v_border,
         tanvec: tex.edge_filter == EdgeFilterMode::TanVec,
-        result: vec![0.0; ch.count],
+        result: Sums::new(ch.count),
         weight: k.weight(),
         resident: true,
     };
     e.split_and_apply(&mut k, l.face, &f, 0);
     let scale = 1.0 / (e.weight * ch.data_type.one_value());
-    for (o, r) in out.iter_mut().zip(&e.result) {
+    for (o, r) in out.iter_mut().zip(e.result.iter()) {
         *o = r * scale;
     }
     e.resident
@@ -324,14 +366,14 @@ impl<F: PtexFaces + ?Sized> Eval<'_, F> {
             return;
         }
         let tanvec = self.tanvec && self.ch.count >= 2 && k.rot > 0;
-        let mut local = vec![0f32; if tanvec { self.ch.count } else { 0 }];
+        let mut local = Sums::new(if tanvec { self.ch.count } else { 0 });
         let mut acc = std::mem::take(&mut self.result);
         let res = if f.is_constant() {
             Res::new(0, 0)
         } else {
             k.res
         };
-        self.apply_data(k, face, res, &mut acc, tanvec.then_some(&mut local[..]));
+        self.apply_data(k, face, res, &mut acc[..], tanvec.then_some(&mut local[..]));
         if tanvec {
             let (r0, r1) = (local[0], local[1]);
             match k.rot {
