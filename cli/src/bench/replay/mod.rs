@@ -113,6 +113,9 @@ pub struct Report {
     pub file_bytes_read: Option<u64>,
     /// Ptex: units (faces at one resolution, or tiles of them) decoded.
     pub units_decoded: Option<u64>,
+    /// Ptex: the most the process-wide decode cache (sources of reductions, outside the
+    /// budget) may hold.
+    pub decode_cache_bytes: Option<u64>,
 }
 
 /// The replay's inputs, resolved and checked, ready to be timed.
@@ -304,6 +307,7 @@ impl Report {
             passes: passes.into(),
             file_bytes_read: None,
             units_decoded: None,
+            decode_cache_bytes: None,
         }
     }
 
@@ -337,6 +341,7 @@ impl Report {
             "passes": self.passes,
             "file_bytes_read": self.file_bytes_read,
             "units_decoded": self.units_decoded,
+            "decode_cache_bytes": self.decode_cache_bytes,
             "checksum": self.checksum,
         })
     }

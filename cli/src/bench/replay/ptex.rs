@@ -115,6 +115,7 @@ fn with_read_stats(report: Report, textures: &[PtexTexture]) -> Report {
         bytes_read: bytes,
         file_bytes_read: Some(file),
         units_decoded: Some(units),
+        decode_cache_bytes: Some(demandtex::sources::ptex::decode_cache_bytes() as u64),
         ..report
     }
 }
