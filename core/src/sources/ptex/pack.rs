@@ -17,7 +17,7 @@
 //! such pages unit by unit as lookups need them (`docs/PTEX.md`).
 //!
 //! Locating a unit walks at most [`CHECKPOINT`] − 1 faces from a checkpoint kept every
-//! [`CHECKPOINT`] faces of each group; filling a page walks its units from the first one
+//! [`CHECKPOINT`] faces of each group (every face of the full-resolution group); filling a page walks its units from the first one
 //! starting on it, recorded per page.
 
 use super::faces::{FaceInfo, Res};
@@ -66,6 +66,19 @@ pub fn unit_stride(bytes: u32) -> u32 {
 
 /// Faces between two checkpoints of a group.
 pub const CHECKPOINT: usize = 8;
+
+/// Faces between two checkpoints of the full-resolution group (0, 0): every face, so the
+/// point filter's units are found without a walk (8 bytes a face).
+pub const CHECKPOINT_FULL_RES: usize = 1;
+
+/// Faces between two checkpoints of group `red`.
+fn checkpoint_stride(red: (i8, i8)) -> usize {
+    if red == (0, 0) {
+        CHECKPOINT_FULL_RES
+    } else {
+        CHECKPOINT
+    }
+}
 
 /// How a unit larger than a page is cut: tiles of `tile_res`, `ntiles_u` across.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -157,7 +170,7 @@ struct Cursor {
 
 struct Group {
     red: (i8, i8),
-    /// The cursor before face `CHECKPOINT * i`.
+    /// The cursor before face `stride * i` (`checkpoint_stride`).
     checkpoints: Vec<Cursor>,
 }
 
@@ -236,11 +249,12 @@ impl PackLayout {
     }
 
     fn add_group(&mut self, red: (i8, i8)) {
-        let mut checkpoints = Vec::with_capacity(self.faces.len() / CHECKPOINT + 1);
+        let stride = checkpoint_stride(red);
+        let mut checkpoints = Vec::with_capacity(self.faces.len() / stride + 1);
         let group = self.groups.len() as u32;
         let mut any = false;
         for face in 0..self.faces.len() {
-            if face % CHECKPOINT == 0 {
+            if face % stride == 0 {
                 checkpoints.push(self.cursor);
             }
             let Some(res) = self.unit_res(face as u32, red) else {
@@ -335,8 +349,9 @@ impl PackLayout {
         let n = self.max_red + 1;
         let g = self.group_of[red.0 as usize * n + red.1 as usize]?;
         let group = &self.groups[g as usize];
-        let first = face as usize / CHECKPOINT * CHECKPOINT;
-        let mut cur = group.checkpoints[face as usize / CHECKPOINT];
+        let stride = checkpoint_stride(red);
+        let first = face as usize / stride * stride;
+        let mut cur = group.checkpoints[face as usize / stride];
         for prior in first as u32..face {
             if let Some(r) = self.unit_res(prior, red) {
                 self.place(&mut cur, prior, r);
