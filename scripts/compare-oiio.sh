@@ -38,22 +38,8 @@ TILE=${TILE:-page}
 DTX=target/release/demandtex
 OIIO=target/oiio-replay/oiio-replay
 
-run() {
-  echo "+ $*" >&2
-  "$@"
-}
-
-# The value of a numeric or string key in a one-line JSON object.
-json_get() {
-  local key=$1 line=$2
-  printf '%s\n' "$line" | sed -n "s/.*\"$key\":\"\\{0,1\\}\\([^,\"}]*\\).*/\\1/p"
-}
-
-median() {
-  sort -g | awk '{ v[NR] = $1 } END {
-    if (NR == 0) { print "nan"; exit }
-    if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
+# shellcheck source=scripts/bench-lib.sh
+. scripts/bench-lib.sh
 
 mkdir -p "$OUT"
 run cargo build --release -q -p demandtex-cli

@@ -53,27 +53,13 @@ if ! command -v python3 >/dev/null 2>&1; then
   exit 1
 fi
 
-run() {
-  echo "+ $*" >&2
-  "$@"
-}
-
-# The value of a numeric or string key in a one-line JSON object.
-json_get() {
-  local key=$1 line=$2
-  printf '%s\n' "$line" | sed -n "s/.*\"$key\":\"\\{0,1\\}\\([^,\"}]*\\).*/\\1/p"
-}
+# shellcheck source=scripts/bench-lib.sh
+. scripts/bench-lib.sh
 
 # The median of a key over the JSON lines of a file.
 col() {
   local l
   while read -r l; do json_get "$1" "$l"; done <"$2" | median
-}
-
-median() {
-  sort -g | awk '{ v[NR] = $1 } END {
-    if (NR == 0) { print "nan"; exit }
-    if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
 # Largest absolute difference and PSNR (peak 1, over R, G, B and A) between two result files of

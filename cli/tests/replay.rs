@@ -4,27 +4,14 @@
 //! clear errors; and, where OpenImageIO is installed, its replayer agrees to PSNR ≥ 40 dB.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
-fn demandtex() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_demandtex"))
-}
+mod common;
+
+use common::{demandtex, ok};
 
 fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("demandtex-replay-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn ok(out: Output, what: &str) -> String {
-    assert!(
-        out.status.success(),
-        "{what} failed: {}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    common::temp_dir(&format!("replay-{name}"))
 }
 
 /// One query record, as QUERIES.md lays it out.
