@@ -79,7 +79,11 @@ for t in "$@"; do
   printf 'fuzz %-5s %4ss x%s: %10d execs  %7s execs/s  coverage %-7s corpus %5d  crashes %d  hangs %d\n' \
     "$t" "$seconds" "$jobs" "$execs" "$speed" "$cvg" "$corpus" "$crashes" "$hangs"
   if [ "$crashes" -gt 0 ] || [ "$hangs" -gt 0 ]; then
-    ls "$out"/*/crashes/id* "$out"/*/hangs/id* 2>/dev/null | sed 's/^/  finding: /' >&2
+    # (not ls: a glob that matches nothing would fail the pipeline and, under set -e,
+    # end the script before the remaining targets)
+    for f in "$out"/*/crashes/id* "$out"/*/hangs/id*; do
+      if [ -e "$f" ]; then echo "  finding: $f" >&2; fi
+    done
     status=1
   fi
 done
