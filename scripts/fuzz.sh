@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Coverage-guided fuzzing of demandtex's readers and C ABI with afl.rs (stable toolchain).
 #
-#   scripts/fuzz.sh TARGET SECONDS [JOBS]    # one target: exr, ptex or capi
+#   scripts/fuzz.sh TARGET SECONDS [JOBS]    # one target: exr, ptex, tiff, image or capi
 #   scripts/fuzz.sh all SECONDS              # every target, SECONDS each
 #
 # Installs cargo-afl (pinned) and builds AFL++ on first use, builds the targets in
@@ -21,7 +21,7 @@ CARGO_AFL_VERSION=0.18.2
 target=${1:?usage: scripts/fuzz.sh TARGET|all SECONDS [JOBS]}
 seconds=${2:?usage: scripts/fuzz.sh TARGET|all SECONDS [JOBS]}
 jobs=${3:-1}
-targets=(exr ptex capi)
+targets=(exr ptex tiff image capi)
 if [ "$target" = all ]; then
   set -- "${targets[@]}"
 else

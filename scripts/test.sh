@@ -46,4 +46,4 @@ echo "== Hydra render delegate (skipped, saying so, without an OpenUSD install)"
 echo "== demo smoke run (small frame, verified against the fully resident render)"
 cargo run --release -q -p demandtex-cli -- demo --width 160 --height 90 --out target/demo-smoke --verify
 echo "== fuzzing: a short afl.rs run of every target (seed and regression inputs must pass)"
-scripts/fuzz.sh all 20
+scripts/fuzz.sh all 12

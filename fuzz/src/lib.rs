@@ -1,6 +1,8 @@
 //! What each fuzz target does with one input. The binaries in `src/bin/` hand afl.rs's
-//! inputs to these functions; `tests/corpus.rs` runs every checked-in seed and regression
-//! input through them without afl, so a fixed crash stays fixed in a plain `cargo test`.
+//! inputs to these functions; afl's dry run replays every checked-in seed and regression
+//! input (`scripts/fuzz.sh`), and `core/tests/fuzz_regressions.rs` reads the regression
+//! inputs through the same checks without afl, so a fixed crash stays fixed in a plain
+//! `cargo test`.
 //!
 //! Every target drives the engine's own code for the format (the readers the fills use,
 //! the whole-file walk of `demandtex info --check`, the filters, the C ABI), never a copy.
@@ -46,7 +48,8 @@ pub fn abort_on_panic() {
 use demandtex::sampling::ptex::{ptex_sample, PtexFilterOptions, PtexFilterType, ResidentPtex};
 use demandtex::sources::check::{check_ptex, check_source};
 use demandtex::sources::ptex::{PtexFile, PtexOptions};
-use demandtex::sources::{ExrOptions, ExrSource, FileHandles, SizeLimits};
+use demandtex::sources::tiff::{TiffOptions, TiffSource};
+use demandtex::sources::{DecodedImageSource, ExrOptions, ExrSource, FileHandles, SizeLimits};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -126,5 +129,36 @@ pub fn exr(data: &[u8]) {
     let source = ExrSource::with_options(&path, options);
     let _ = check_source(&source, true);
     let _ = source.describe();
+    let _ = std::fs::remove_file(&path);
+}
+
+/// A TIFF file (maketx `.tx`, tiled or strips, mip chains or SubIFDs): write it where the
+/// source reads it, read its texture metadata, then walk every tile of every level and
+/// the mip tail through `TiffSource`.
+pub fn tiff(data: &[u8]) {
+    let path = scratch("tx");
+    if std::fs::write(&path, data).is_err() {
+        return;
+    }
+    let options = TiffOptions {
+        handles: Arc::new(FileHandles::new(4)),
+        mip_threads: 1,
+        limits: fuzz_limits(),
+    };
+    let source = TiffSource::with_options(&path, options);
+    let _ = source.metadata();
+    let _ = check_source(&source, true);
+    let _ = std::fs::remove_file(&path);
+}
+
+/// A PNG or JPEG file: level 0 decoded once, mips generated, every tile walked through
+/// `DecodedImageSource` (the header's size checked against the limits first).
+pub fn image(data: &[u8]) {
+    let path = scratch("img");
+    if std::fs::write(&path, data).is_err() {
+        return;
+    }
+    let source = DecodedImageSource::with_limits(&path, fuzz_limits());
+    let _ = check_source(&source, true);
     let _ = std::fs::remove_file(&path);
 }
