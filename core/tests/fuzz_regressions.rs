@@ -6,6 +6,7 @@
 
 use demandtex::sources::check::{check_ptex, check_source};
 use demandtex::sources::ptex::{PtexFile, PtexOptions};
+use demandtex::sources::tiff::TiffSource;
 use demandtex::sources::ExrSource;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -46,6 +47,15 @@ fn fuzz_findings_read_without_a_panic() {
         }
         let after = panics.load(Ordering::SeqCst);
         assert_eq!(before, after, "{}: panicked", path.display());
+        read += 1;
+    }
+    for path in inputs("tiff") {
+        let before = panics.load(Ordering::SeqCst);
+        let source = TiffSource::new(&path);
+        let _ = source.metadata();
+        let result = check_source(&source, true);
+        let after = panics.load(Ordering::SeqCst);
+        assert_eq!(before, after, "{}: panicked ({result:?})", path.display());
         read += 1;
     }
     let _ = std::panic::take_hook();

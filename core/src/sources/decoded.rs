@@ -182,7 +182,7 @@ impl DecodedImageSource {
         };
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
         tracing::warn!(
-            "{}: a {} image (no tiles, no mip levels): decoded whole and levels 1..{} \
+            "{}: a {}-bit image (no tiles, no mip levels): decoded whole and levels 1..{} \
              generated in memory (outside the texture budget). Make a tiled, mip-mapped \
              texture of it with `demandtex convert` or `maketx`.",
             self.path.display(),

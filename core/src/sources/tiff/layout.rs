@@ -292,10 +292,16 @@ fn sample_layout(r: &Reader<'_>, d: &Directory) -> Result<SampleLayout, String> 
         return Err(format!("{samples} samples per pixel (1 to 4 are served)"));
     }
     let bits = r.uints(d, BITS_PER_SAMPLE)?.unwrap_or_else(|| vec![1]);
+    if bits.is_empty() {
+        return Err("a BitsPerSample tag with no value".into());
+    }
     if bits.iter().any(|&b| b != bits[0]) {
         return Err(format!("samples of different sizes ({bits:?} bits)"));
     }
     let formats = r.uints(d, SAMPLE_FORMAT)?.unwrap_or_else(|| vec![1]);
+    if formats.is_empty() {
+        return Err("a SampleFormat tag with no value".into());
+    }
     if formats.iter().any(|&f| f != formats[0]) {
         return Err("samples of different types".into());
     }
@@ -305,7 +311,7 @@ fn sample_layout(r: &Reader<'_>, d: &Directory) -> Result<SampleLayout, String> 
         2 => return Err("signed integer samples (unsigned 8/16-bit and float are served)".into()),
         f => return Err(format!("sample format {f} (unsigned and float are served)")),
     };
-    let bits = bits[0] as u32;
+    let bits = u32::try_from(bits[0]).unwrap_or(u32::MAX);
     let ok = if float {
         bits == 16 || bits == 32
     } else {
