@@ -296,9 +296,7 @@ impl PackLayout {
     /// Place a unit of `res` (or its tiles, one after the other) at `cur`, advancing it;
     /// where it went.
     fn place(&self, cur: &mut Cursor, face: u32, res: Res) -> UnitLoc {
-        let tiling = self.tiling(face, res);
-        let texels = tiling.map_or(res.texels(), |t| t.tile_res.texels());
-        let bytes = (texels * self.pixel_size) as u32;
+        let (tiling, bytes) = self.unit_bytes_of(face, res);
         let capacity = page_capacity(bytes);
         cur.offset = cur.offset.next_multiple_of(CHUNK_BYTES as u32);
         if cur.offset + bytes > capacity {
@@ -320,6 +318,23 @@ impl PackLayout {
             cur.offset = 0;
         }
         loc
+    }
+
+    /// How the unit of `face` at `res` is tiled, and the bytes of the unit (or of one tile).
+    fn unit_bytes_of(&self, face: u32, res: Res) -> (Option<UnitTiling>, u32) {
+        let tiling = self.tiling(face, res);
+        let texels = tiling.map_or(res.texels(), |t| t.tile_res.texels());
+        (tiling, (texels * self.pixel_size) as u32)
+    }
+
+    /// Whether `page` keeps a validity bitmap (it holds units of less than a page).
+    pub fn page_has_bitmap(&self, page: u32) -> bool {
+        let Some(&(group, face, _)) = self.page_first.get(page as usize) else {
+            return false;
+        };
+        let red = self.groups[group as usize].red;
+        self.unit_res(face, red)
+            .is_some_and(|res| has_bitmap(self.unit_bytes_of(face, res).1))
     }
 
     /// Pages in all.

@@ -231,8 +231,7 @@ impl PtexPages {
     /// unit decoded and the bitmap all set (eager), or only the bitmap cleared (lazy; a
     /// page holding one unit of a whole page is always decoded).
     pub fn fill_page(&self, page: u32, out: &mut [u8]) -> Result<(), SourceError> {
-        let units = self.layout.units_on_page(page);
-        let bitmap = units.first().is_some_and(|u| has_bitmap(u.bytes as u32));
+        let bitmap = self.layout.page_has_bitmap(page);
         if out.len() < PAGE_BYTES {
             return Err(SourceError(format!(
                 "page {page}: a buffer of {} bytes, not {PAGE_BYTES}",
@@ -243,7 +242,7 @@ impl PtexPages {
             out[UNIT_CAPACITY..PAGE_BYTES].fill(0);
             return Ok(());
         }
-        for unit in &units {
+        for unit in &self.layout.units_on_page(page) {
             let data = self.decode_unit(page, unit)?;
             out[unit.offset..unit.offset + unit.bytes].copy_from_slice(&data);
         }

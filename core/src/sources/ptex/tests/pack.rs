@@ -89,3 +89,25 @@ fn filled_pages_hold_the_units_texels() {
         }
     }
 }
+
+#[test]
+fn a_page_has_a_bitmap_unless_it_holds_one_unit_of_a_whole_page() {
+    use crate::sources::ptex::pack::has_bitmap;
+    use crate::sources::ptex::PtexFile;
+    for fx in fixtures::all() {
+        let pages = PtexPages::new(Arc::new(PtexFile::open(&fx.path).unwrap()));
+        let layout = pages.layout();
+        for page in 0..layout.num_pages() {
+            let units = layout.units_on_page(page);
+            let whole = units.len() == 1 && units[0].bytes == PAGE_BYTES;
+            assert_eq!(
+                layout.page_has_bitmap(page),
+                !whole,
+                "{} page {page}",
+                fx.name
+            );
+            assert!(units.iter().all(|u| has_bitmap(u.bytes as u32) != whole));
+        }
+        assert!(!layout.page_has_bitmap(layout.num_pages()));
+    }
+}
