@@ -146,12 +146,13 @@ impl PtexFaces for EnginePtex<'_> {
             return false;
         }
         let at = offset as usize;
+        if at.checked_add(bytes).is_none_or(|end| end > TILE_BYTES) {
+            return false;
+        }
         // SAFETY: the page is resident and its directory entry non-null: by the contract
         // of `CpuView::new` it addresses TILE_BYTES of a page of this texture, filled by
         // `PtexPages::fill_page` and published, alive while the view lives.
         if !unsafe { PtexPages::unit_valid(ptr, at, bytes) } {
-            // SAFETY: as above; tile memory is the engine's writable tile buffers, which
-            // `fill_in_place` writes only where no reader reads (its contract).
             let unit = PlacedUnit {
                 face,
                 res,
@@ -159,22 +160,20 @@ impl PtexFaces for EnginePtex<'_> {
                 offset: at,
                 bytes,
             };
+            // SAFETY: as above; `unit` is where `locate` puts this unit on `page`, and
+            // tile memory is the engine's writable tile buffers, which `fill_in_place`
+            // writes only where no reader reads (its contract).
             let filled = unsafe { self.pages.fill_in_place(page, ptr as *mut u8, &unit) };
             if let Err(e) = filled {
                 self.pages.record_unit_error(e);
                 return false;
             }
         }
-        // SAFETY: the page is resident and its directory entry is non-null, so by the
-        // contract of `CpuView::new` it addresses TILE_BYTES readable bytes that are neither
-        // written nor freed while the view lives.
-        let data = unsafe { std::slice::from_raw_parts(ptr, TILE_BYTES) };
-        match data.get(at..at + bytes) {
-            Some(texels) => {
-                visit(Texels::Packed(texels));
-                true
-            }
-            None => false,
-        }
+        // SAFETY: as above, and `at + bytes` is within the page. Only this unit's bytes are
+        // borrowed: other units of a lazily filled page may be written in place meanwhile
+        // (never this one, whose bit is set), and the bitmap is accessed atomically.
+        let texels = unsafe { std::slice::from_raw_parts(ptr.add(at), bytes) };
+        visit(Texels::Packed(texels));
+        true
     }
 }
