@@ -365,33 +365,28 @@ mod tests {
         assert!((u - 0.4).abs() < 1e-6 && (v - 0.8).abs() < 1e-6);
     }
 
+    /// A walker at the centre of `face`, the view turned `turns` quarters.
+    fn centre_of(face: u32, turns: u8) -> Walker {
+        Walker {
+            face,
+            u: 0.5,
+            v: 0.5,
+            frame: Frame::turned(turns),
+        }
+    }
+
     #[test]
     fn walks_cross_faces_in_a_grid_and_mirror_at_its_boundary() {
         let faces = grid(4, 16);
-        let mut w = Walker {
-            face: 5,
-            u: 0.5,
-            v: 0.5,
-            frame: Frame::turned(0),
-        };
+        let mut w = centre_of(5, 0);
         w.step(&faces, 0.75, 0.0);
         assert_eq!((w.face, (w.u * 4.0).round()), (6, 1.0));
         // Turned a quarter: a step across the view goes up in v (to the face above).
-        let mut w = Walker {
-            face: 5,
-            u: 0.5,
-            v: 0.5,
-            frame: Frame::turned(1),
-        };
+        let mut w = centre_of(5, 1);
         w.step(&faces, 0.75, 0.0);
         assert_eq!(w.face, 9);
         // Walking right along row 0 reaches face 3, then mirrors back.
-        let mut w = Walker {
-            face: 0,
-            u: 0.5,
-            v: 0.5,
-            frame: Frame::turned(0),
-        };
+        let mut w = centre_of(0, 0);
         let mut seen = Vec::new();
         for _ in 0..12 {
             w.step(&faces, 0.5, 0.0);

@@ -13,8 +13,8 @@
 //! for blocking caches, so a page of a thousand small faces costs what the lookups use).
 
 use super::pack::{
-    has_bitmap, unit_tiling, PackLayout, PlacedUnit, UnitTiling, CHUNK_BYTES, PAGE_BYTES,
-    UNIT_CAPACITY, VALID_BYTES,
+    has_bitmap, page_capacity, unit_tiling, PackLayout, PlacedUnit, UnitTiling, CHUNK_BYTES,
+    PAGE_BYTES, UNIT_CAPACITY, VALID_BYTES,
 };
 use super::region::Rect;
 use super::{BlockInfo, PtexFile, Res};
@@ -261,12 +261,7 @@ impl PtexPages {
             offset,
             bytes,
         } = *unit;
-        let capacity = if has_bitmap(bytes as u32) {
-            UNIT_CAPACITY
-        } else {
-            PAGE_BYTES
-        };
-        if offset + bytes > capacity {
+        if offset + bytes > page_capacity(bytes as u32) as usize {
             return Err(SourceError(format!(
                 "page {page}: unit of face {face} overruns the page"
             )));

@@ -138,7 +138,7 @@ impl PtexFile {
     }
 
     /// The block of `face` at stored `level` and the face's resolution there.
-    pub(super) fn stored(&self, face: u32, level: usize) -> R<(&Block, Res)> {
+    fn stored(&self, face: u32, level: usize) -> R<(&Block, Res)> {
         let n = self.levels_of(face)?;
         if level >= n {
             let why = if self.faces[face as usize].has_edits() {
@@ -177,7 +177,7 @@ impl PtexFile {
     }
 
     /// Decode the whole block of `face` in `level` (which holds it).
-    pub(super) fn block_data(&self, face: u32, level: usize) -> R<Data> {
+    fn block_data(&self, face: u32, level: usize) -> R<Data> {
         let info = &self.faces[face as usize];
         if info.is_constant() {
             let texel = self.const_data(face);

@@ -127,17 +127,7 @@ impl PtexFile {
                     .texels
                     .decode(&self.input, span, layout.tile_res, level)
                     .map_err(|e| context(e.context(format!("tile {k}"))))?;
-                // The part of `rect` this tile covers, in face texels.
-                let (x0, x1) = (rect.x.max(tu * tw), (rect.x + rect.w).min((tu + 1) * tw));
-                let (y0, y1) = (rect.y.max(tv * th), (rect.y + rect.h).min((tv + 1) * th));
-                for y in y0..y1 {
-                    for x in x0..x1 {
-                        if let Some(texel) = tile.texel(x - tu * tw, y - tv * th) {
-                            let at = ((y - rect.y) * rect.w + (x - rect.x)) * ps;
-                            out[at..at + ps].copy_from_slice(texel);
-                        }
-                    }
-                }
+                copy_overlap(&tile, (tu * tw, tv * th), rect, &mut out, ps);
             }
         }
         Ok(out)
@@ -147,13 +137,22 @@ impl PtexFile {
 /// `rect` of `data` (which holds it), packed.
 fn cut(data: &FaceData, rect: Rect, ps: usize) -> Vec<u8> {
     let mut out = vec![0u8; rect.w * rect.h * ps];
-    for y in 0..rect.h {
-        for x in 0..rect.w {
-            if let Some(texel) = data.texel(rect.x + x, rect.y + y) {
-                let at = (y * rect.w + x) * ps;
+    copy_overlap(data, (0, 0), rect, &mut out, ps);
+    out
+}
+
+/// Copy the texels of `src`, whose first texel is at `origin` in face texels, that lie in
+/// `rect` into `out` (`rect`'s texels, packed).
+fn copy_overlap(src: &FaceData, origin: (usize, usize), rect: Rect, out: &mut [u8], ps: usize) {
+    let (sw, sh) = (src.res().u(), src.res().v());
+    let (x0, x1) = (rect.x.max(origin.0), (rect.x + rect.w).min(origin.0 + sw));
+    let (y0, y1) = (rect.y.max(origin.1), (rect.y + rect.h).min(origin.1 + sh));
+    for y in y0..y1 {
+        for x in x0..x1 {
+            if let Some(texel) = src.texel(x - origin.0, y - origin.1) {
+                let at = ((y - rect.y) * rect.w + (x - rect.x)) * ps;
                 out[at..at + ps].copy_from_slice(texel);
             }
         }
     }
-    out
 }
