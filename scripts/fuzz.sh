@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Coverage-guided fuzzing of demandtex's readers and C ABI with afl.rs (stable toolchain).
 #
-#   scripts/fuzz.sh TARGET SECONDS [JOBS]    # one target: exr, ptex, tiff, image or capi
+#   scripts/fuzz.sh TARGET SECONDS [JOBS]    # one target: exr, ptex, tiff, dds, image or capi
 #   scripts/fuzz.sh all SECONDS              # every target, SECONDS each
 #
 # Installs cargo-afl (pinned) and builds AFL++ on first use, builds the targets in
@@ -14,6 +14,14 @@
 #
 # Prints one line per target: executions, executions/s, edges covered (afl's bitmap
 # coverage), corpus size, crashes and hangs found. Exit 1 when any crash or hang was found.
+#
+# Environment:
+#   EXECS     stop each target after about this many executions (afl-fuzz -E), SECONDS
+#             still caps the time: a campaign is `EXECS=10000000 scripts/fuzz.sh exr 86400`
+#   FUZZ_OUT  where findings and statistics go (default target/fuzz-out; a campaign keeps
+#             its own so that the test command's short runs do not wipe it)
+# Each run fuzzes a copy of the target binary kept beside its output folder, so a rebuild of
+# the targets (another run, the test command) does not disturb a campaign under way.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,7 +29,7 @@ CARGO_AFL_VERSION=0.18.2
 target=${1:?usage: scripts/fuzz.sh TARGET|all SECONDS [JOBS]}
 seconds=${2:?usage: scripts/fuzz.sh TARGET|all SECONDS [JOBS]}
 jobs=${3:-1}
-targets=(exr ptex tiff image capi)
+targets=(exr ptex tiff dds image capi)
 if [ "$target" = all ]; then
   set -- "${targets[@]}"
 else
@@ -44,8 +52,8 @@ export AFL_NO_UI=1 AFL_SKIP_CPUFREQ=1 AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES=1
 export AFL_NO_AFFINITY=1 AFL_SKIP_CRASHES=0 AFL_QUIET=1
 status=0
 for t in "$@"; do
-  input=target/fuzz-in/$t
-  out=target/fuzz-out/$t
+  out=${FUZZ_OUT:-target/fuzz-out}/$t
+  input=$out.in
   rm -rf "$input" "$out" && mkdir -p "$input" "$out"
   cp fuzz/seeds/"$t"/* "$input"/
   if [ -d fuzz/regressions/"$t" ]; then
@@ -53,7 +61,9 @@ for t in "$@"; do
   fi
   # -t: a run past 10 s is a hang (a ticket that never ends, an unbounded loop).
   args=(-i "$input" -o "$out" -x fuzz/dict/"$t".dict -t 10000 -m none -V "$seconds")
-  bin=$CARGO_TARGET_DIR/release/$t
+  if [ -n "${EXECS:-}" ]; then args+=(-E "$EXECS"); fi
+  bin=$out.bin
+  cp "$CARGO_TARGET_DIR/release/$t" "$bin"
   pids=()
   for ((j = 1; j < jobs; j++)); do
     cargo afl fuzz "${args[@]}" -S "s$j" "$bin" >"$out/s$j.log" 2>&1 &
@@ -65,7 +75,7 @@ for t in "$@"; do
     status=1
   fi
   for p in ${pids[@]+"${pids[@]}"}; do wait "$p" || true; done
-  execs=0 crashes=0 hangs=0 corpus=0 cvg=? speed=0
+  execs=0 crashes=0 hangs=0 corpus=0 cvg=? speed=0 ran=?
   for stats in "$out"/*/fuzzer_stats; do
     [ -f "$stats" ] || continue
     v() { awk -F' *: *' -v k="$1" '$1 == k { print $2 }' "$stats"; }
@@ -74,10 +84,10 @@ for t in "$@"; do
     hangs=$((hangs + $(v saved_hangs)))
     corpus=$((corpus + $(v corpus_count)))
     speed=$(awk -v a="$speed" -v b="$(v execs_per_sec)" 'BEGIN { printf "%.0f", a + b }')
-    [ "$(basename "$(dirname "$stats")")" = main ] && cvg=$(v bitmap_cvg)
+    if [ "$(basename "$(dirname "$stats")")" = main ]; then cvg=$(v bitmap_cvg) ran=$(v run_time); fi
   done
-  printf 'fuzz %-5s %4ss x%s: %10d execs  %7s execs/s  coverage %-7s corpus %5d  crashes %d  hangs %d\n' \
-    "$t" "$seconds" "$jobs" "$execs" "$speed" "$cvg" "$corpus" "$crashes" "$hangs"
+  printf 'fuzz %-5s %6ss x%s: %10d execs  %7s execs/s  coverage %-7s corpus %5d  crashes %d  hangs %d\n' \
+    "$t" "$ran" "$jobs" "$execs" "$speed" "$cvg" "$corpus" "$crashes" "$hangs"
   if [ "$crashes" -gt 0 ] || [ "$hangs" -gt 0 ]; then
     # (not ls: a glob that matches nothing would fail the pipeline and, under set -e,
     # end the script before the remaining targets)

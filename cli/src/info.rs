@@ -8,8 +8,8 @@
 //! attributes that are not structure (owner, comments, software, wrap modes, custom ones);
 //! then what the loader serves (part, channels, texel format, levels from the file or
 //! generated, pages against file tiles) or the error it gives. This module only formats it
-//! (text, `--json`). Ptex files get their faces, data type and levels; other image formats
-//! their kind and size. `--check` and `--stats` read every texel (`info_check`).
+//! (text, `--json`). Ptex files get their faces, data type and levels (`info_ptex`); DDS
+//! files their encoding and levels (`info_dds`); other image formats their kind and size. `--check` and `--stats` read every texel (`info_check`).
 
 use crate::convert::load::{detect_format, format_name, guarded, InputFormat};
 use crate::error::CliError;
@@ -17,7 +17,7 @@ use crate::table::{format_bytes, format_count};
 use demandtex::sources::exr::{
     describe, ExrDescription, ExrLevelMode, ExrStorage, LevelDescription, ServedAs,
 };
-use demandtex::sources::ChannelSelection;
+use demandtex::sources::{ChannelSelection, FileFormat};
 use demandtex::textures::TexelType;
 use serde::Serialize;
 use std::fmt::Write as _;
@@ -26,14 +26,14 @@ use std::path::PathBuf;
 /// Arguments of `demandtex info`.
 #[derive(clap::Args, Debug)]
 pub struct InfoArgs {
-    /// The file to describe (OpenEXR; other images get their format and size).
+    /// The file to describe (OpenEXR, Ptex, DDS; other images get their format and size).
     pub file: PathBuf,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
     /// Read every tile (Ptex: face) of every level through the engine's reader: exit code
-    /// 0 when the file is whole, 1 with the first error otherwise (OpenEXR, Ptex, PNG,
-    /// JPEG, TIFF).
+    /// 0 when the file is whole, 1 with the first error otherwise (OpenEXR, Ptex, DDS,
+    /// PNG, JPEG, TIFF).
     #[arg(long)]
     pub check: bool,
     /// With --check (implied): min, max and mean per channel of level 0.
@@ -70,8 +70,10 @@ pub fn run(args: &InfoArgs) -> Result<(), CliError> {
     if args.check || args.stats {
         return crate::info_check::run(&args.file, args.stats, args.json);
     }
-    if crate::info_check::is_ptex(&args.file) {
-        return crate::info_ptex::print_ptex(args);
+    match crate::info_check::core_format(&args.file) {
+        Some(FileFormat::Ptex) => return crate::info_ptex::print_ptex(args),
+        Some(FileFormat::Dds) => return crate::info_dds::print_dds(args),
+        _ => {}
     }
     match detect_format(&args.file)? {
         InputFormat::Exr => {

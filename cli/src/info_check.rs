@@ -5,7 +5,8 @@
 //!
 //! The walk is core's [`demandtex::sources::check`]: OpenEXR through
 //! [`ExrSource`] (every tile of every level, generated levels included), Ptex through
-//! [`PtexFile`] (every stored level of every face, tile by tile); TIFF (`maketx`'s `.tx`),
+//! [`PtexFile`] (every stored level of every face, tile by tile), DDS through [`DdsSource`]
+//! (every block of every level, generated levels included); TIFF (`maketx`'s `.tx`),
 //! PNG and JPEG through core's source for them ([`file_source`]: every tile of every
 //! level, generated levels included). This module only chooses the reader and formats the
 //! report.
@@ -16,29 +17,37 @@ use crate::info::print_stdout;
 use crate::table::format_count;
 use demandtex::sources::check::{check_ptex, check_source, CheckReport};
 use demandtex::sources::ptex::PtexFile;
-use demandtex::sources::{file_source, ExrSource};
+use demandtex::sources::{file_source, DdsSource, ExrSource, FileFormat};
 use std::fmt::Write as _;
-use std::io::Read;
 use std::path::Path;
 
-/// The first bytes of every Ptex file.
-pub const PTEX_MAGIC: [u8; 4] = *b"Ptex";
+/// The format of `path` by its magic number, as core detects it (`None` when unreadable
+/// or unknown).
+pub fn core_format(path: &Path) -> Option<FileFormat> {
+    demandtex::sources::detect::detect_format(path)
+        .ok()
+        .flatten()
+}
 
 /// Whether `path` starts with the Ptex magic number.
 pub fn is_ptex(path: &Path) -> bool {
-    let mut head = [0u8; 4];
-    std::fs::File::open(path)
-        .and_then(|mut f| f.read_exact(&mut head))
-        .is_ok_and(|()| head == PTEX_MAGIC)
+    core_format(path) == Some(FileFormat::Ptex)
 }
 
 /// The format's name and what the check read, or the first error.
 pub fn check(path: &Path, stats: bool) -> Result<(&'static str, CheckReport), CliError> {
     let damaged = |e: &dyn std::fmt::Display| CliError::Demandtex(format!("damaged: {e}"));
-    if is_ptex(path) {
-        let file = PtexFile::open(path).map_err(|e| damaged(&e))?;
-        let report = check_ptex(&file, stats).map_err(|e| damaged(&e))?;
-        return Ok(("Ptex", report));
+    match core_format(path) {
+        Some(FileFormat::Ptex) => {
+            let file = PtexFile::open(path).map_err(|e| damaged(&e))?;
+            let report = check_ptex(&file, stats).map_err(|e| damaged(&e))?;
+            return Ok(("Ptex", report));
+        }
+        Some(FileFormat::Dds) => {
+            let report = check_source(&DdsSource::new(path), stats).map_err(|e| damaged(&e))?;
+            return Ok(("DDS", report));
+        }
+        _ => {}
     }
     match detect_format(path)? {
         InputFormat::Exr => {

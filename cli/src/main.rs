@@ -21,6 +21,7 @@ mod demo;
 mod error;
 mod info;
 mod info_check;
+mod info_dds;
 mod info_ptex;
 mod progress;
 mod ptex;

@@ -49,7 +49,9 @@ use demandtex::sampling::ptex::{ptex_sample, PtexFilterOptions, PtexFilterType, 
 use demandtex::sources::check::{check_ptex, check_source};
 use demandtex::sources::ptex::{PtexFile, PtexOptions};
 use demandtex::sources::tiff::{TiffOptions, TiffSource};
-use demandtex::sources::{DecodedImageSource, ExrOptions, ExrSource, FileHandles, SizeLimits};
+use demandtex::sources::{
+    DdsOptions, DdsSource, DecodedImageSource, ExrOptions, ExrSource, FileHandles, SizeLimits,
+};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -147,6 +149,25 @@ pub fn tiff(data: &[u8]) {
     };
     let source = TiffSource::with_options(&path, options);
     let _ = source.metadata();
+    let _ = check_source(&source, true);
+    let _ = std::fs::remove_file(&path);
+}
+
+/// A DDS file (legacy or DX10 header, BC1–BC7 blocks or plain texels): write it where
+/// the source reads it, then walk every block of every level (generated levels included)
+/// and the mip tail through `DdsSource`.
+pub fn dds(data: &[u8]) {
+    let path = scratch("dds");
+    if std::fs::write(&path, data).is_err() {
+        return;
+    }
+    let options = DdsOptions {
+        handles: Arc::new(FileHandles::new(4)),
+        mip_threads: 1,
+        limits: fuzz_limits(),
+    };
+    let source = DdsSource::with_options(&path, options);
+    let _ = source.layout();
     let _ = check_source(&source, true);
     let _ = std::fs::remove_file(&path);
 }

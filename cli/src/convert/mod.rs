@@ -1,13 +1,16 @@
 //! `demandtex convert`: any EXR, PNG, JPEG or TIFF to a tiled, mip-mapped OpenEXR file
-//! (the maketx equivalent).
+//! (the maketx equivalent), or to a mip-mapped DDS of BC1–BC7 blocks (`--format dds-…`,
+//! [`dds::write_dds`], with the PSNR of level 0 in the summary).
 //!
 //! - `load`: decoding the input to a `FloatImage` (channel selection, sRGB linearisation).
 //! - the mip chain (`demandtex::sources::mips`: box / triangle / lanczos3) and the tiled
 //!   mip EXR writer (`demandtex::sources::exr::write_mip_exr`) are core's; [`write`] calls
 //!   the writer with the CLI's errors.
 
+pub mod dds;
 pub mod load;
 
+pub use dds::{DdsCompression, DdsWriteOptions, WrittenDds};
 pub use demandtex::sources::exr::{Compression, SampleType, WriteOptions, WrittenFile};
 pub use demandtex::sources::mips::DownsampleFilter;
 pub use demandtex::sources::FloatImage;
@@ -76,9 +79,78 @@ pub struct ConvertArgs {
     /// straight alpha). Off by default: samples are kept as stored.
     #[arg(long)]
     pub premultiply: bool,
+    /// What to write: `exr` (tiled, mip-mapped OpenEXR) or a DDS encoding, `dds-bc7`,
+    /// `dds-bc1`, `dds-bc3`, `dds-bc4`, `dds-bc5`, `dds-bc6h` or `dds-rgba8`. Default:
+    /// `dds-bc7` when OUT ends in `.dds`, else `exr`. DDS ignores --tile, --compression and
+    /// --type.
+    #[arg(long, value_name = "FORMAT", value_parser = output_formats())]
+    pub format: Option<OutputFormat>,
     /// No progress bar and no summary line.
     #[arg(short, long)]
     pub quiet: bool,
+}
+
+/// The file `convert` writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutputFormat {
+    /// Tiled, mip-mapped OpenEXR.
+    Exr,
+    /// DDS with this encoding.
+    Dds(DdsCompression),
+}
+
+impl OutputFormat {
+    /// The format `--format` asks for, else the one the output's extension suggests.
+    pub fn resolve(asked: Option<OutputFormat>, output: &Path) -> OutputFormat {
+        asked.unwrap_or_else(|| {
+            let dds = output
+                .extension()
+                .is_some_and(|e| e.eq_ignore_ascii_case("dds"));
+            if dds {
+                OutputFormat::Dds(DdsCompression::Bc7)
+            } else {
+                OutputFormat::Exr
+            }
+        })
+    }
+}
+
+impl OutputFormat {
+    /// Every choice: `exr`, then `dds-NAME` for each DDS encoding.
+    pub fn all() -> Vec<OutputFormat> {
+        std::iter::once(OutputFormat::Exr)
+            .chain(DdsCompression::ALL.into_iter().map(OutputFormat::Dds))
+            .collect()
+    }
+
+    /// The name `--format` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            OutputFormat::Exr => "exr",
+            OutputFormat::Dds(c) => c.format_name(),
+        }
+    }
+
+    /// One line of help.
+    pub fn description(self) -> &'static str {
+        match self {
+            OutputFormat::Exr => "tiled, mip-mapped OpenEXR",
+            OutputFormat::Dds(c) => c.description(),
+        }
+    }
+}
+
+/// A clap parser for `--format`: the names of [`OutputFormat::all`], each with its help.
+fn output_formats() -> impl TypedValueParser<Value = OutputFormat> {
+    let values = OutputFormat::all()
+        .into_iter()
+        .map(|f| PossibleValue::new(f.name()).help(f.description()));
+    PossibleValuesParser::new(values).map(|text: String| {
+        OutputFormat::all()
+            .into_iter()
+            .find(|f| f.name() == text)
+            .expect("clap accepts only the possible values")
+    })
 }
 
 impl ConvertArgs {
@@ -198,6 +270,22 @@ pub fn run(args: &ConvertArgs) -> Result<(), CliError> {
         },
     )?;
     let image = &loaded.image;
+    if let OutputFormat::Dds(compression) = OutputFormat::resolve(args.format, &args.output) {
+        let options = DdsWriteOptions {
+            compression,
+            filter: args.filter,
+            mips: !args.no_mips,
+        };
+        let written = dds::write_dds(&args.output, image, &options).map_err(|e| match e {
+            demandtex::Error::InvalidArgument(m) => CliError::Usage(m),
+            other => CliError::Io(other.to_string()),
+        })?;
+        if !args.quiet {
+            let line = dds_summary(&written, &options, &loaded, start.elapsed().as_secs_f64());
+            crate::info::print_stdout(&format!("{line}\n"))?;
+        }
+        return Ok(());
+    }
     let options = args.write_options(image.channels);
     let show_progress =
         !args.quiet && std::io::stdout().is_terminal() && std::io::stderr().is_terminal();
@@ -292,6 +380,42 @@ fn summary(
         if options.compression.is_lossless() { "" } else { " (lossy)" },
         format_bytes(written.bytes_on_disk),
         format_bytes(written.decoded_bytes),
+        format_seconds(secs),
+    )
+}
+
+/// The one-line summary of a conversion to DDS, with its quality.
+fn dds_summary(
+    written: &WrittenDds,
+    options: &DdsWriteOptions,
+    loaded: &load::Loaded,
+    secs: f64,
+) -> String {
+    let texels: u64 = u64::from(written.width) * u64::from(written.height);
+    let psnr = if written.psnr_db.is_finite() {
+        format!("{:.2} dB", written.psnr_db)
+    } else {
+        "exact".to_string()
+    };
+    format!(
+        "wrote {}: {}x{} DDS {} from {} {}{}, {} level{}{}, {} on disk ({:.2} bits a level-0 texel with mips), PSNR {psnr} (max error {:.4}), {}",
+        written.path.display(),
+        written.width,
+        written.height,
+        options.compression.name().to_uppercase(),
+        loaded.format,
+        loaded.source_channels.join(","),
+        if loaded.linearized { ", linearized" } else { "" },
+        written.levels,
+        if written.levels == 1 { "" } else { "s" },
+        if written.levels > 1 {
+            format!(" ({})", options.filter.name())
+        } else {
+            String::new()
+        },
+        format_bytes(written.bytes_on_disk),
+        written.bytes_on_disk as f64 * 8.0 / texels as f64,
+        written.max_error,
         format_seconds(secs),
     )
 }

@@ -3,6 +3,7 @@
 //! accepts a texture path (the texture cache, UDIM patterns, the C ABI, `demandtex info`)
 //! asks here.
 
+use super::dds::{DdsSource, DDS_MAGIC};
 use super::decoded::DecodedImageSource;
 use super::tiff::TiffSource;
 use super::{ExrSource, ImageSource};
@@ -28,10 +29,12 @@ pub enum FileFormat {
     Jpeg,
     /// Ptex (per-face textures: `crate::sources::ptex`, not an image source).
     Ptex,
+    /// DDS: BC1–BC7 blocks or plain texels (served by [`DdsSource`]).
+    Dds,
 }
 
 impl FileFormat {
-    /// The format's name: "OpenEXR", "TIFF", "PNG", "JPEG", "Ptex".
+    /// The format's name: "OpenEXR", "TIFF", "PNG", "JPEG", "Ptex", "DDS".
     pub fn name(self) -> &'static str {
         match self {
             FileFormat::OpenExr => "OpenEXR",
@@ -39,6 +42,7 @@ impl FileFormat {
             FileFormat::Png => "PNG",
             FileFormat::Jpeg => "JPEG",
             FileFormat::Ptex => "Ptex",
+            FileFormat::Dds => "DDS",
         }
     }
 
@@ -48,6 +52,8 @@ impl FileFormat {
             FileFormat::OpenExr
         } else if head.starts_with(&PTEX_MAGIC) {
             FileFormat::Ptex
+        } else if head.starts_with(&DDS_MAGIC) {
+            FileFormat::Dds
         } else if head.starts_with(b"II*\0")
             || head.starts_with(b"MM\0*")
             || head.starts_with(b"II+\0")
@@ -64,7 +70,7 @@ impl FileFormat {
     }
 
     /// The format a file name's extension suggests (`.exr`, `.tx`/`.tif`/`.tiff`, `.png`,
-    /// `.jpg`/`.jpeg`, `.ptx`).
+    /// `.jpg`/`.jpeg`, `.ptx`, `.dds`).
     pub fn from_extension(path: &Path) -> Option<FileFormat> {
         let ext = path.extension()?.to_str()?.to_ascii_lowercase();
         Some(match ext.as_str() {
@@ -73,6 +79,7 @@ impl FileFormat {
             "png" => FileFormat::Png,
             "jpg" | "jpeg" => FileFormat::Jpeg,
             "ptx" | "ptex" => FileFormat::Ptex,
+            "dds" => FileFormat::Dds,
             _ => return None,
         })
     }
@@ -109,6 +116,7 @@ pub fn file_source(path: &Path) -> Arc<dyn ImageSource> {
     match format {
         Some(FileFormat::Tiff) => Arc::new(TiffSource::new(path)),
         Some(FileFormat::Png | FileFormat::Jpeg) => Arc::new(DecodedImageSource::new(path)),
+        Some(FileFormat::Dds) => Arc::new(DdsSource::new(path)),
         _ => Arc::new(ExrSource::new(path)),
     }
 }
@@ -137,6 +145,11 @@ mod tests {
             Some(FileFormat::Jpeg)
         );
         assert_eq!(FileFormat::from_magic(b"Ptex"), Some(FileFormat::Ptex));
+        assert_eq!(FileFormat::from_magic(b"DDS \x7c"), Some(FileFormat::Dds));
+        assert_eq!(
+            FileFormat::from_extension(Path::new("t.DDS")),
+            Some(FileFormat::Dds)
+        );
         assert_eq!(FileFormat::from_magic(b"hello"), None);
         assert_eq!(FileFormat::from_magic(b""), None);
         assert_eq!(

@@ -12,6 +12,7 @@
 //! and latency by a seeded plan, for reliability tests.
 //!
 //! [`tiff`] serves TIFF files (`maketx`'s `.tx` textures: tiled, mip-mapped) tile by tile;
+//! [`dds`] serves DDS files (BC1–BC7 blocks or plain texels) tile by tile and writes them;
 //! [`DecodedImageSource`] serves PNG and JPEG (decoded whole, mips generated).
 //! [`detect`] is the one home of format detection: [`file_source`] gives the source for
 //! any texture path.
@@ -22,10 +23,12 @@
 
 pub mod box_filter;
 pub mod check;
+pub mod dds;
 mod decoded;
 pub mod detect;
 pub mod exr;
 pub mod fault;
+mod file_backed;
 pub mod float_image;
 pub mod limits;
 pub mod memory;
@@ -36,6 +39,7 @@ pub mod ptex;
 mod region;
 pub mod tiff;
 
+pub use dds::{DdsOptions, DdsSource};
 pub use decoded::DecodedImageSource;
 pub use detect::{file_source, FileFormat};
 pub use exr::{ChannelSelection, ExrOptions, ExrSource, FileHandles};

@@ -28,6 +28,60 @@ pub(crate) struct GenLevel {
     pub data: Vec<u8>,
 }
 
+/// The levels a source generates past its last stored one (`first` onwards), made on
+/// first use from that level's rows and kept (or the error that stopped them): what the
+/// TIFF and DDS sources serve for levels their file lacks.
+pub(crate) struct GeneratedLevels {
+    first: u32,
+    levels: std::sync::OnceLock<Result<Vec<GenLevel>, SourceError>>,
+}
+
+impl GeneratedLevels {
+    /// Levels `first..` to be generated from level `first - 1` (`first` ≥ 1).
+    pub fn new(first: u32) -> GeneratedLevels {
+        GeneratedLevels {
+            first,
+            levels: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Copy `region` (of a level `first` or past) into `dest` (rows `row_bytes` apart),
+    /// generating the levels first if no read has: `make` returns levels `first..`.
+    pub fn copy(
+        &self,
+        region: crate::textures::TileRegion,
+        dest: &mut [u8],
+        row_bytes: usize,
+        texel_bytes: usize,
+        make: impl FnOnce() -> Result<Vec<GenLevel>, SourceError>,
+    ) -> Result<(), SourceError> {
+        let levels = self
+            .levels
+            .get_or_init(make)
+            .as_ref()
+            .map_err(Clone::clone)?;
+        let level = region
+            .level
+            .checked_sub(self.first)
+            .and_then(|i| levels.get(i as usize))
+            .ok_or_else(|| SourceError(format!("level {} was not generated", region.level)))?;
+        let n = region.width as usize * texel_bytes;
+        for j in 0..region.height as usize {
+            let src = ((region.y as usize + j) * level.width + region.x as usize) * texel_bytes;
+            dest[j * row_bytes..j * row_bytes + n].copy_from_slice(&level.data[src..src + n]);
+        }
+        Ok(())
+    }
+}
+
+/// Threads for generation: `asked`, or one per core when 0.
+pub(crate) fn threads(asked: usize) -> usize {
+    match asked {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    }
+}
+
 /// Rows `[y, y + rows)` of a level, packed, into the buffer given.
 pub(crate) type ReadRows<'a> =
     dyn Fn(usize, usize, &mut [u8]) -> Result<(), SourceError> + Sync + 'a;

@@ -37,16 +37,16 @@ mod tests;
 
 pub use layout::{SampleLayout, TiffCompression, TiffLayout, TiffLevel, TiffPredictor, TxMetadata};
 
-use super::exr::mips::{self, GenLevel};
-use super::exr::{FileIdentity, OpenFile};
+use super::exr::mips::{self, GenLevel, GeneratedLevels};
+use super::exr::OpenFile;
+use super::file_backed::{FileBacked, Parsed};
 use super::region::{check_read, full_chain_info};
 use super::{FileHandles, ImageInfo, ImageSource, Readiness, SizeLimits, SourceError};
 use crate::textures::{mip_level_size, TileRegion};
-use parking_lot::RwLock;
 use std::cell::Cell;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// How a [`TiffSource`] reads its file.
 #[derive(Clone, Debug)]
@@ -82,10 +82,8 @@ pub struct TiffSourceStats {
 
 /// A TIFF (`.tx`) file as an [`ImageSource`]. See the [module documentation](self).
 pub struct TiffSource {
-    path: PathBuf,
+    file: FileBacked<Opened>,
     options: TiffOptions,
-    opened: RwLock<Option<Arc<Opened>>>,
-    handle: RwLock<Weak<OpenFile>>,
     chunks_decoded: AtomicU64,
     compressed_bytes: AtomicU64,
     reads: AtomicU64,
@@ -93,13 +91,11 @@ pub struct TiffSource {
 
 /// What `open` learnt about the file.
 struct Opened {
-    identity: FileIdentity,
-    claimed: AtomicBool,
     layout: TiffLayout,
     info: ImageInfo,
     /// Levels `0..stored_levels` come from the file; the rest are generated.
     stored_levels: u32,
-    generated: OnceLock<Result<Vec<GenLevel>, SourceError>>,
+    generated: GeneratedLevels,
 }
 
 thread_local! {
@@ -110,8 +106,8 @@ thread_local! {
 impl std::fmt::Debug for TiffSource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TiffSource")
-            .field("path", &self.path)
-            .field("opened", &self.opened.read().as_ref().map(|o| o.info))
+            .field("path", &self.file.path())
+            .field("opened", &self.file.current().map(|o| o.value.info))
             .finish_non_exhaustive()
     }
 }
@@ -126,10 +122,8 @@ impl TiffSource {
     /// A source for the TIFF file at `path` with `options`. Lazy, as [`TiffSource::new`].
     pub fn with_options(path: impl Into<PathBuf>, options: TiffOptions) -> TiffSource {
         TiffSource {
-            path: path.into(),
+            file: FileBacked::new(path.into(), options.handles.clone()),
             options,
-            opened: RwLock::new(None),
-            handle: RwLock::new(Weak::new()),
             chunks_decoded: AtomicU64::new(0),
             compressed_bytes: AtomicU64::new(0),
             reads: AtomicU64::new(0),
@@ -138,22 +132,22 @@ impl TiffSource {
 
     /// The file's path.
     pub fn path(&self) -> &Path {
-        &self.path
+        self.file.path()
     }
 
     /// The file's structure (opens the file if it was not yet).
     pub fn layout(&self) -> Result<TiffLayout, SourceError> {
-        Ok(self.opened()?.layout.clone())
+        Ok(self.opened()?.value.layout.clone())
     }
 
     /// OIIO's texture metadata (opens the file if it was not yet).
     pub fn metadata(&self) -> Result<TxMetadata, SourceError> {
-        Ok(self.opened()?.layout.metadata.clone())
+        Ok(self.opened()?.value.layout.metadata.clone())
     }
 
     /// How many levels, from the finest, come from the file (the rest are generated).
     pub fn stored_levels(&self) -> Result<u32, SourceError> {
-        Ok(self.opened()?.stored_levels)
+        Ok(self.opened()?.value.stored_levels)
     }
 
     /// Chunks decoded, bytes and reads so far.
@@ -165,68 +159,17 @@ impl TiffSource {
         }
     }
 
-    fn error(&self, reason: impl std::fmt::Display) -> SourceError {
-        SourceError(format!("{}: {reason}", self.path.display()))
+    fn opened(&self) -> Result<Arc<Parsed<Opened>>, SourceError> {
+        self.file
+            .parsed(&|f, len| self.parse(f, len), &|o| self.warn_if_slow(o))
     }
 
-    fn file(&self) -> Result<Arc<OpenFile>, SourceError> {
-        if let Some(f) = self.handle.read().upgrade() {
-            if !f.is_closed() {
-                self.options.handles.touch(&f);
-                return Ok(f);
-            }
-        }
-        let f = self
-            .options
-            .handles
-            .get(&self.path)
-            .map_err(|e| self.error(format_args!("cannot open: {e}")))?;
-        *self.handle.write() = Arc::downgrade(&f);
-        Ok(f)
-    }
-
-    fn opened(&self) -> Result<Arc<Opened>, SourceError> {
-        if let Some(o) = self.opened.read().as_ref() {
-            return Ok(o.clone());
-        }
-        let parsed = Arc::new(self.parse()?);
-        let mut current = self.opened.write();
-        if let Some(o) = current.as_ref() {
-            return Ok(o.clone());
-        }
-        self.warn_if_slow(&parsed);
-        *current = Some(parsed.clone());
-        Ok(parsed)
-    }
-
-    /// The parse an `open` returns: the current one the first time, else a new parse.
-    fn reopened(&self) -> Result<Arc<Opened>, SourceError> {
-        let o = self.opened()?;
-        if !o.claimed.swap(true, Ordering::AcqRel) {
-            return Ok(o);
-        }
-        let parsed = Arc::new(self.parse()?);
-        parsed.claimed.store(true, Ordering::Release);
-        self.warn_if_slow(&parsed);
-        *self.opened.write() = Some(parsed.clone());
-        Ok(parsed)
-    }
-
-    fn parse(&self) -> Result<Opened, SourceError> {
-        let file = self
-            .options
-            .handles
-            .get_current(&self.path)
-            .map_err(|e| self.error(format_args!("cannot open: {e}")))?;
-        *self.handle.write() = Arc::downgrade(&file);
-        let identity = file
-            .identity()
-            .map_err(|e| self.error(format_args!("cannot read the file's status: {e}")))?;
-        let reader = ifd::Reader::new(&file, identity.len).map_err(|e| self.error(e))?;
-        let layout = TiffLayout::parse(&reader, &self.options.limits).map_err(|e| self.error(e))?;
+    fn parse(&self, file: &OpenFile, len: u64) -> Result<Opened, String> {
+        let reader = ifd::Reader::new(file, len)?;
+        let layout = TiffLayout::parse(&reader, &self.options.limits)?;
         let l0 = &layout.levels[0];
-        let info = full_chain_info(l0.width, l0.height, layout.samples.format())
-            .map_err(|e| self.error(e))?;
+        let info =
+            full_chain_info(l0.width, l0.height, layout.samples.format()).map_err(|e| e.0)?;
         let stored_levels = layout
             .levels
             .iter()
@@ -246,15 +189,12 @@ impl TiffSource {
             .sum();
         self.options
             .limits
-            .check_image("the mip levels generated in memory", generated)
-            .map_err(|e| self.error(e))?;
+            .check_image("the mip levels generated in memory", generated)?;
         Ok(Opened {
-            identity,
-            claimed: AtomicBool::new(false),
             layout,
             info,
             stored_levels,
-            generated: OnceLock::new(),
+            generated: GeneratedLevels::new(stored_levels),
         })
     }
 
@@ -273,41 +213,34 @@ impl TiffSource {
             "{}: {why}: levels {}..{} are generated in memory from level {} when first read \
              (slow; the memory is outside the texture budget). Make a texture of it with \
              `maketx` or `demandtex convert`.",
-            self.path.display(),
+            self.path().display(),
             o.stored_levels,
             o.info.num_levels,
             o.stored_levels - 1
         );
     }
 
-    /// Fail if `file` is no longer the file `o` parsed.
-    fn check_unchanged(&self, o: &Opened, file: &OpenFile) -> Result<(), SourceError> {
-        let now = file
-            .identity()
-            .map_err(|e| self.error(format_args!("cannot read the file's status: {e}")))?;
-        if now == o.identity {
-            return Ok(());
-        }
-        Err(self.error(format_args!(
-            "the file changed on disk since it was opened ({}): invalidate the texture to \
-             read the new contents",
-            o.identity.change(&now)
-        )))
-    }
-
     /// Copy `region` of stored level `region.level` from every chunk it covers.
     fn read_stored(
         &self,
-        o: &Opened,
+        o: &Parsed<Opened>,
         region: TileRegion,
         dest: &mut [u8],
         row_bytes: usize,
     ) -> Result<(), SourceError> {
-        let file = self.file()?;
+        let file = self.file.file()?;
         let (mut raw, mut planes) = SCRATCH.take();
-        let result = self.copy_chunks(o, &file, region, dest, row_bytes, &mut raw, &mut planes);
+        let result = self.copy_chunks(
+            &o.value,
+            &file,
+            region,
+            dest,
+            row_bytes,
+            &mut raw,
+            &mut planes,
+        );
         SCRATCH.set((raw, planes));
-        let unchanged = self.check_unchanged(o, &file);
+        let unchanged = self.file.check_unchanged(o, &file);
         unchanged.and(result)
     }
 
@@ -357,7 +290,7 @@ impl TiffSource {
                 raw.resize(at + len, 0);
                 file.read_exact_at(&mut raw[at..], level.offsets[first])
                     .map_err(|e| {
-                        self.error(format_args!(
+                        self.file.error(format_args!(
                             "cannot read level {} chunks: {e}",
                             region.level
                         ))
@@ -380,7 +313,7 @@ impl TiffSource {
                     let input = &raw[starts[slot]..starts[slot] + level.byte_counts[id] as usize];
                     buf.resize(chunk_bytes, 0);
                     decode::decompress(s.compression, input, buf).map_err(|e| {
-                        self.error(format_args!(
+                        self.file.error(format_args!(
                             "level {} chunk ({cx}, {cy}) plane {p}: {e}",
                             region.level
                         ))
@@ -407,37 +340,12 @@ impl TiffSource {
         Ok(())
     }
 
-    /// Copy `region` of a generated level, generating the levels on first use.
-    fn read_generated(
-        &self,
-        o: &Opened,
-        region: TileRegion,
-        dest: &mut [u8],
-        row_bytes: usize,
-    ) -> Result<(), SourceError> {
-        let levels = o
-            .generated
-            .get_or_init(|| self.generate(o))
-            .as_ref()
-            .map_err(Clone::clone)?;
-        let level = levels
-            .get((region.level - o.stored_levels) as usize)
-            .ok_or_else(|| self.error(format_args!("level {} was not generated", region.level)))?;
-        let tb = o.info.format.texel_bytes();
-        let n = region.width as usize * tb;
-        for j in 0..region.height as usize {
-            let src = ((region.y as usize + j) * level.width + region.x as usize) * tb;
-            dest[j * row_bytes..j * row_bytes + n].copy_from_slice(&level.data[src..src + n]);
-        }
-        Ok(())
-    }
-
     /// Generate the levels after the last stored one, from it.
-    fn generate(&self, o: &Opened) -> Result<Vec<GenLevel>, SourceError> {
-        let base = o.stored_levels - 1;
-        let l = &o.layout.levels[base as usize];
+    fn generate(&self, o: &Parsed<Opened>) -> Result<Vec<GenLevel>, SourceError> {
+        let base = o.value.stored_levels - 1;
+        let l = &o.value.layout.levels[base as usize];
         let (w, h) = (l.width as usize, l.height as usize);
-        let row_bytes = w * o.info.format.texel_bytes();
+        let row_bytes = w * o.value.info.format.texel_bytes();
         let read_base = |y: usize, rows: usize, dest: &mut [u8]| {
             let region = TileRegion {
                 level: base,
@@ -448,17 +356,13 @@ impl TiffSource {
             };
             self.read_stored(o, region, dest, row_bytes)
         };
-        let threads = match self.options.mip_threads {
-            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
-            n => n,
-        };
-        let levels = (o.info.num_levels - base) as usize;
+        let levels = (o.value.info.num_levels - base) as usize;
         mips::generate(
-            o.info.format,
+            o.value.info.format,
             (w, h),
             levels,
             l.chunk_h as usize,
-            threads,
+            mips::threads(self.options.mip_threads),
             &read_base,
         )
     }
@@ -466,13 +370,16 @@ impl TiffSource {
 
 impl ImageSource for TiffSource {
     fn name(&self) -> String {
-        self.path.display().to_string()
+        self.path().display().to_string()
     }
 
     /// The first call describes the file parsed so far (or parses it); every later call
     /// parses the file now at the path anew.
     fn open(&self) -> Result<ImageInfo, SourceError> {
-        Ok(self.reopened()?.info)
+        let o = self
+            .file
+            .reopened(&|f, len| self.parse(f, len), &|o| self.warn_if_slow(o))?;
+        Ok(o.value.info)
     }
 
     fn read_region(
@@ -482,15 +389,19 @@ impl ImageSource for TiffSource {
         row_bytes: usize,
     ) -> Result<Readiness, SourceError> {
         let o = self.opened()?;
-        check_read(&o.info, region, dest.len(), row_bytes).map_err(|e| self.error(e))?;
+        let v = &o.value;
+        check_read(&v.info, region, dest.len(), row_bytes).map_err(|e| self.file.error(e))?;
         if region.width == 0 || region.height == 0 {
             return Ok(Readiness::Ready);
         }
-        if region.level < o.stored_levels {
+        if region.level < v.stored_levels {
             self.read_stored(&o, region, dest, row_bytes)?;
         } else {
-            self.read_generated(&o, region, dest, row_bytes)?;
-            self.check_unchanged(&o, &*self.file()?)?;
+            let tb = v.info.format.texel_bytes();
+            v.generated
+                .copy(region, dest, row_bytes, tb, || self.generate(&o))
+                .map_err(|e| self.file.error(e))?;
+            self.file.check_unchanged(&o, &*self.file.file()?)?;
         }
         Ok(Readiness::Ready)
     }
@@ -498,6 +409,7 @@ impl ImageSource for TiffSource {
     /// `oiio:ConstantColor`, else `oiio:AverageColor`, when the file has them.
     fn read_base_color(&self) -> Result<Option<[f32; 4]>, SourceError> {
         let o = self.opened()?;
-        Ok(o.layout.metadata.base_color(o.layout.samples.samples))
+        let layout = &o.value.layout;
+        Ok(layout.metadata.base_color(layout.samples.samples))
     }
 }

@@ -92,7 +92,7 @@ pub fn write_mip_exr(
 }
 
 /// `path` with `.tmp` appended to its file name.
-fn tmp_path(path: &Path) -> Result<PathBuf> {
+pub fn tmp_path(path: &Path) -> Result<PathBuf> {
     let name = path.file_name().ok_or_else(|| {
         Error::InvalidArgument(format!("output {} is not a file name", path.display()))
     })?;

@@ -1,0 +1,388 @@
+//! The DDS writer behind `demandtex convert --format dds-…`: a mip chain encoded as BC1,
+//! BC3, BC4, BC5, BC6H or BC7 blocks (Intel's ISPC texture compressor, through the
+//! `intel_tex_2` crate) or plain 8-bit RGBA, with a DX10 header, and the quality of level
+//! 0 against the source (PSNR) decoded with the reader's own decoder (core's
+//! [`BlockCodec`]).
+//!
+//! The encoder lives in the CLI, not in core: its prebuilt kernels need the C++ runtime,
+//! which the library (and the C ABI built from it) does not otherwise link.
+
+use demandtex::sources::dds::BlockCodec;
+use demandtex::sources::exr::writer::tmp_path;
+use demandtex::sources::mips::{build_mips, DownsampleFilter};
+use demandtex::sources::FloatImage;
+use demandtex::{Error, Result};
+use half::f16;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// What the texels are encoded as.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DdsCompression {
+    /// BC1: RGB (alpha dropped), 4 bits a texel.
+    Bc1,
+    /// BC3: RGBA, 8 bits a texel.
+    Bc3,
+    /// BC4: the first channel, 4 bits a texel.
+    Bc4,
+    /// BC5: the first two channels, 8 bits a texel.
+    Bc5,
+    /// BC6H (unsigned half): HDR RGB, 8 bits a texel.
+    Bc6h,
+    /// BC7: RGBA, 8 bits a texel, the best quality of the 8-bit codecs.
+    Bc7,
+    /// Uncompressed 8-bit RGBA, 32 bits a texel.
+    Rgba8,
+}
+
+impl DdsCompression {
+    /// Every choice, in the order help lists them.
+    pub const ALL: [DdsCompression; 7] = [
+        DdsCompression::Bc7,
+        DdsCompression::Bc1,
+        DdsCompression::Bc3,
+        DdsCompression::Bc4,
+        DdsCompression::Bc5,
+        DdsCompression::Bc6h,
+        DdsCompression::Rgba8,
+    ];
+
+    /// The choice's name: `bc7`, `bc1`, ..., `rgba8`.
+    pub fn name(self) -> &'static str {
+        &self.format_name()["dds-".len()..]
+    }
+
+    /// The name `convert --format` takes: `dds-bc7`, `dds-bc1`, ..., `dds-rgba8`.
+    pub fn format_name(self) -> &'static str {
+        match self {
+            DdsCompression::Bc1 => "dds-bc1",
+            DdsCompression::Bc3 => "dds-bc3",
+            DdsCompression::Bc4 => "dds-bc4",
+            DdsCompression::Bc5 => "dds-bc5",
+            DdsCompression::Bc6h => "dds-bc6h",
+            DdsCompression::Bc7 => "dds-bc7",
+            DdsCompression::Rgba8 => "dds-rgba8",
+        }
+    }
+
+    /// One line on what it is for.
+    pub fn description(self) -> &'static str {
+        match self {
+            DdsCompression::Bc1 => "BC1: RGB, 4 bits a texel (alpha dropped)",
+            DdsCompression::Bc3 => "BC3: RGBA, 8 bits a texel",
+            DdsCompression::Bc4 => "BC4: one channel (the first), 4 bits a texel",
+            DdsCompression::Bc5 => "BC5: two channels (the first two; normal maps), 8 bits a texel",
+            DdsCompression::Bc6h => "BC6H: HDR RGB (unsigned half), 8 bits a texel",
+            DdsCompression::Bc7 => "BC7: RGBA, 8 bits a texel, best 8-bit quality",
+            DdsCompression::Rgba8 => "uncompressed 8-bit RGBA, 32 bits a texel",
+        }
+    }
+
+    /// The block codec, or `None` for plain texels.
+    pub fn codec(self) -> Option<BlockCodec> {
+        Some(match self {
+            DdsCompression::Bc1 => BlockCodec::Bc1,
+            DdsCompression::Bc3 => BlockCodec::Bc3,
+            DdsCompression::Bc4 => BlockCodec::Bc4 { signed: false },
+            DdsCompression::Bc5 => BlockCodec::Bc5 { signed: false },
+            DdsCompression::Bc6h => BlockCodec::Bc6h { signed: false },
+            DdsCompression::Bc7 => BlockCodec::Bc7,
+            DdsCompression::Rgba8 => return None,
+        })
+    }
+
+    fn dxgi(self) -> ddsfile::DxgiFormat {
+        use ddsfile::DxgiFormat as D;
+        match self {
+            DdsCompression::Bc1 => D::BC1_UNorm,
+            DdsCompression::Bc3 => D::BC3_UNorm,
+            DdsCompression::Bc4 => D::BC4_UNorm,
+            DdsCompression::Bc5 => D::BC5_UNorm,
+            DdsCompression::Bc6h => D::BC6H_UF16,
+            DdsCompression::Bc7 => D::BC7_UNorm,
+            DdsCompression::Rgba8 => D::R8G8B8A8_UNorm,
+        }
+    }
+
+    /// The channels of an RGBA texel the encoding keeps: 1, 2, 3 (RGB) or 4.
+    fn kept_channels(self, source_channels: u32) -> usize {
+        match self {
+            DdsCompression::Bc4 => 1,
+            DdsCompression::Bc5 => 2,
+            DdsCompression::Bc1 | DdsCompression::Bc6h => 3,
+            _ if source_channels == 2 || source_channels == 4 => 4,
+            _ => 3,
+        }
+    }
+}
+
+/// How [`write_dds`] writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DdsWriteOptions {
+    /// The encoding.
+    pub compression: DdsCompression,
+    /// The filter of the mip chain.
+    pub filter: DownsampleFilter,
+    /// Write the whole mip chain (else level 0 only).
+    pub mips: bool,
+}
+
+impl Default for DdsWriteOptions {
+    fn default() -> Self {
+        DdsWriteOptions {
+            compression: DdsCompression::Bc7,
+            filter: DownsampleFilter::Box,
+            mips: true,
+        }
+    }
+}
+
+/// What [`write_dds`] wrote.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WrittenDds {
+    /// The file.
+    pub path: PathBuf,
+    /// Level-0 width.
+    pub width: u32,
+    /// Level-0 height.
+    pub height: u32,
+    /// Mip levels written.
+    pub levels: u32,
+    /// Bytes of the file.
+    pub bytes_on_disk: u64,
+    /// Peak signal-to-noise ratio of level 0 decoded against the source, over the
+    /// channels kept (dB; infinite when exact). Peak 1 for 8-bit codecs; the source's
+    /// largest value for BC6H.
+    pub psnr_db: f64,
+    /// Largest absolute difference of level 0 decoded against the source.
+    pub max_error: f64,
+}
+
+/// Write `image` (1 = Y, 2 = Y A, 3 = RGB, 4 = RGBA) as a DDS file with a DX10 header,
+/// through `path.tmp` renamed into place. 8-bit encodings clamp to [0, 1]; a single
+/// channel is written as grey (BC4 and BC5 take the first channels as they are).
+pub fn write_dds(path: &Path, image: &FloatImage, options: &DdsWriteOptions) -> Result<WrittenDds> {
+    image.check()?;
+    let coarser = if options.mips {
+        build_mips(image, options.filter)
+    } else {
+        Vec::new()
+    };
+    let levels: Vec<&FloatImage> = std::iter::once(image).chain(coarser.iter()).collect();
+    let c = options.compression;
+    let mut data = Vec::new();
+    let mut level0 = Vec::new();
+    for (i, level) in levels.iter().enumerate() {
+        let encoded = encode_level(level, c);
+        if i == 0 {
+            level0 = encoded.clone();
+        }
+        data.extend_from_slice(&encoded);
+    }
+    let mut dds = ddsfile::Dds::new_dxgi(ddsfile::NewDxgiParams {
+        height: image.height,
+        width: image.width,
+        depth: None,
+        format: c.dxgi(),
+        mipmap_levels: Some(levels.len() as u32),
+        array_layers: None,
+        caps2: None,
+        is_cubemap: false,
+        resource_dimension: ddsfile::D3D10ResourceDimension::Texture2D,
+        alpha_mode: ddsfile::AlphaMode::Straight,
+    })
+    .map_err(|e| Error::InvalidArgument(format!("DDS header: {e}")))?;
+    dds.data = data;
+    let io_error = |message: String| Error::Io {
+        path: path.display().to_string(),
+        message,
+    };
+    let tmp = tmp_path(path)?;
+    let result = std::fs::File::create(&tmp)
+        .map_err(|e| e.to_string())
+        .and_then(|f| {
+            let mut w = std::io::BufWriter::new(f);
+            dds.write(&mut w).map_err(|e| e.to_string())?;
+            w.flush().map_err(|e| e.to_string())
+        })
+        .and_then(|()| std::fs::rename(&tmp, path).map_err(|e| e.to_string()));
+    if let Err(e) = result {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(io_error(format!("cannot write: {e}")));
+    }
+    let bytes_on_disk = std::fs::metadata(path)
+        .map_err(|e| io_error(format!("cannot stat: {e}")))?
+        .len();
+    let (psnr_db, max_error) = quality(image, &level0, c);
+    Ok(WrittenDds {
+        path: path.to_path_buf(),
+        width: image.width,
+        height: image.height,
+        levels: levels.len() as u32,
+        bytes_on_disk,
+        psnr_db,
+        max_error,
+    })
+}
+
+/// The RGBA of texel `i` of `image` (1 channel: grey; 2: grey and alpha).
+fn rgba(image: &FloatImage, i: usize) -> [f32; 4] {
+    let n = image.channels as usize;
+    let t = &image.data[i * n..i * n + n];
+    match n {
+        1 => [t[0], t[0], t[0], 1.0],
+        2 => [t[0], t[0], t[0], t[1]],
+        3 => [t[0], t[1], t[2], 1.0],
+        _ => [t[0], t[1], t[2], t[3]],
+    }
+}
+
+/// The components an encoding takes of an RGBA texel: BC4 the first channel, BC5 the
+/// first two of the image's own channels, the others RGBA.
+fn source_components(image: &FloatImage, i: usize, c: DdsCompression) -> [f32; 4] {
+    let n = image.channels as usize;
+    match c {
+        DdsCompression::Bc4 | DdsCompression::Bc5 => {
+            let t = &image.data[i * n..i * n + n];
+            [t[0], t[n.min(2) - 1], 0.0, 1.0]
+        }
+        _ => rgba(image, i),
+    }
+}
+
+/// One level's blocks (or texels), the image padded to whole blocks by repeating its
+/// last row and column.
+fn encode_level(image: &FloatImage, c: DdsCompression) -> Vec<u8> {
+    let (w, h) = (image.width as usize, image.height as usize);
+    let Some(codec) = c.codec() else {
+        let mut out = vec![0u8; w * h * 4];
+        for (i, texel) in out.chunks_exact_mut(4).enumerate() {
+            for (k, v) in rgba(image, i).iter().enumerate() {
+                texel[k] = unorm8(*v);
+            }
+        }
+        return out;
+    };
+    let (pw, ph) = (w.div_ceil(4) * 4, h.div_ceil(4) * 4);
+    let components = match codec {
+        BlockCodec::Bc4 { .. } => 1,
+        BlockCodec::Bc5 { .. } => 2,
+        _ => 4,
+    };
+    let sample_bytes = if c == DdsCompression::Bc6h { 2 } else { 1 };
+    let stride = pw * components * sample_bytes;
+    let mut surface = vec![0u8; stride * ph];
+    for y in 0..ph {
+        for x in 0..pw {
+            let i = y.min(h - 1) * w + x.min(w - 1);
+            let v = source_components(image, i, c);
+            let at = y * stride + x * components * sample_bytes;
+            for k in 0..components {
+                if sample_bytes == 2 {
+                    let half = f16::from_f32(v[k].max(0.0)).to_le_bytes();
+                    surface[at + 2 * k..at + 2 * k + 2].copy_from_slice(&half);
+                } else {
+                    surface[at + k] = unorm8(v[k]);
+                }
+            }
+        }
+    }
+    let (width, height, stride) = (pw as u32, ph as u32, stride as u32);
+    match c {
+        DdsCompression::Bc4 => intel_tex_2::bc4::compress_blocks(&intel_tex_2::RSurface {
+            data: &surface,
+            width,
+            height,
+            stride,
+        }),
+        DdsCompression::Bc5 => intel_tex_2::bc5::compress_blocks(&intel_tex_2::RgSurface {
+            data: &surface,
+            width,
+            height,
+            stride,
+        }),
+        _ => {
+            let s = intel_tex_2::RgbaSurface {
+                data: &surface,
+                width,
+                height,
+                stride,
+            };
+            match c {
+                DdsCompression::Bc1 => intel_tex_2::bc1::compress_blocks(&s),
+                DdsCompression::Bc3 => intel_tex_2::bc3::compress_blocks(&s),
+                DdsCompression::Bc6h => {
+                    intel_tex_2::bc6h::compress_blocks(&intel_tex_2::bc6h::basic_settings(), &s)
+                }
+                _ => {
+                    let settings = if image.channels == 2 || image.channels == 4 {
+                        intel_tex_2::bc7::alpha_basic_settings()
+                    } else {
+                        intel_tex_2::bc7::opaque_basic_settings()
+                    };
+                    intel_tex_2::bc7::compress_blocks(&settings, &s)
+                }
+            }
+        }
+    }
+}
+
+fn unorm8(v: f32) -> u8 {
+    (v.clamp(0.0, 1.0) * 255.0).round() as u8
+}
+
+/// PSNR (dB) and largest error of `encoded` level 0 decoded against `image`.
+fn quality(image: &FloatImage, encoded: &[u8], c: DdsCompression) -> (f64, f64) {
+    let (w, h) = (image.width as usize, image.height as usize);
+    let kept = c.kept_channels(image.channels);
+    let hdr = c == DdsCompression::Bc6h;
+    let mut decoded = vec![[0f32; 4]; w * h];
+    match c.codec() {
+        None => {
+            for (d, t) in decoded.iter_mut().zip(encoded.chunks_exact(4)) {
+                *d = demandtex::textures::TexelFormat::RGBA8.decode(t);
+            }
+        }
+        Some(codec) => {
+            let format = codec.served_format();
+            let tb = format.texel_bytes();
+            let mut texels = [0u8; 16 * 16];
+            let bw = w.div_ceil(4);
+            for (b, block) in encoded.chunks_exact(codec.block_bytes()).enumerate() {
+                codec.decode_block(block, &mut texels[..16 * tb]);
+                let (bx, by) = (b % bw * 4, b / bw * 4);
+                for k in 0..16 {
+                    let (x, y) = (bx + k % 4, by + k / 4);
+                    if x < w && y < h {
+                        decoded[y * w + x] = format.decode(&texels[k * tb..]);
+                    }
+                }
+            }
+        }
+    }
+    let mut peak = 1.0f64;
+    let (mut sum, mut max_error) = (0.0f64, 0.0f64);
+    for (i, d) in decoded.iter().enumerate() {
+        let s = source_components(image, i, c);
+        for k in 0..kept {
+            let want = if hdr {
+                f64::from(s[k].max(0.0))
+            } else {
+                f64::from(s[k].clamp(0.0, 1.0))
+            };
+            if hdr {
+                peak = peak.max(want);
+            }
+            let e = (f64::from(d[k]) - want).abs();
+            sum += e * e;
+            max_error = max_error.max(e);
+        }
+    }
+    let mse = sum / (w * h * kept) as f64;
+    let psnr = if mse == 0.0 {
+        f64::INFINITY
+    } else {
+        10.0 * (peak * peak / mse).log10()
+    };
+    (psnr, max_error)
+}

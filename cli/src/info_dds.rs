@@ -1,0 +1,102 @@
+//! `demandtex info file.dds`: what a DDS file holds, from its header alone (no texel is
+//! decoded): the format as the file names it, its encoding, colour space and alpha mode,
+//! every stored level with its bytes, and how demandtex serves it (texel format, levels
+//! from the file or generated, bits per texel stored against served).
+
+use crate::error::CliError;
+use crate::info::{print_stdout, InfoArgs};
+use crate::table::format_bytes;
+use demandtex::sources::dds::DdsLayout;
+use demandtex::sources::{DdsSource, ImageSource};
+use std::fmt::Write as _;
+
+/// Describe the DDS file of `args` (text or JSON).
+pub fn print_dds(args: &InfoArgs) -> Result<(), CliError> {
+    let source = DdsSource::new(&args.file);
+    let info = source
+        .open()
+        .map_err(|e| CliError::Demandtex(e.to_string()))?;
+    let layout = source
+        .layout()
+        .map_err(|e| CliError::Demandtex(e.to_string()))?;
+    let on_disk = std::fs::metadata(&args.file)
+        .map(|m| m.len())
+        .map_err(|e| CliError::Io(format!("cannot read {}: {e}", args.file.display())))?;
+    let served_bits = info.format.texel_bytes() as u32 * 8;
+    let stored_bits = layout.encoding.bits_per_texel();
+    if args.json {
+        let value = serde_json::json!({
+            "file": args.file, "format": "DDS", "dds_format": layout.format_name,
+            "encoding": layout.encoding.name(), "srgb": layout.srgb,
+            "premultiplied": layout.premultiplied, "width": layout.width(),
+            "height": layout.height(), "levels": layout.levels,
+            "bytes_on_disk": on_disk, "texel_data_bytes": layout.data_bytes,
+            "served_format": info.format.to_string(), "served_levels": info.num_levels,
+            "stored_bits_per_texel": stored_bits, "served_bits_per_texel": served_bits,
+        });
+        return print_stdout(&format!("{value:#}\n"));
+    }
+    print_stdout(&render(
+        &args.file.display().to_string(),
+        &layout,
+        on_disk,
+        info,
+    ))
+}
+
+fn render(
+    name: &str,
+    layout: &DdsLayout,
+    on_disk: u64,
+    info: demandtex::sources::ImageInfo,
+) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{name}: DDS, {}x{}, {} ({}){}{}",
+        layout.width(),
+        layout.height(),
+        layout.encoding.name(),
+        layout.format_name,
+        if layout.srgb { ", sRGB" } else { "" },
+        if layout.premultiplied {
+            ", premultiplied alpha"
+        } else {
+            ""
+        },
+    );
+    let _ = writeln!(
+        out,
+        "  {} stored level{}, {} of texel data, {} on disk",
+        layout.levels.len(),
+        if layout.levels.len() == 1 { "" } else { "s" },
+        format_bytes(layout.data_bytes),
+        format_bytes(on_disk)
+    );
+    for (i, l) in layout.levels.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "    level {i:2}: {:>5} x {:<5} {:>10} at byte {}",
+            l.width,
+            l.height,
+            format_bytes(l.bytes),
+            l.offset
+        );
+    }
+    let generated = info.num_levels as usize - layout.levels.len();
+    let _ = writeln!(
+        out,
+        "  served as {} ({} bits a texel in the budget; {} stored), {} level{}{}",
+        info.format,
+        info.format.texel_bytes() * 8,
+        layout.encoding.bits_per_texel(),
+        info.num_levels,
+        if info.num_levels == 1 { "" } else { "s" },
+        if generated > 0 {
+            format!(" ({generated} generated in memory when first read)")
+        } else {
+            String::new()
+        }
+    );
+    out
+}

@@ -1,0 +1,361 @@
+//! DDS image source: game-style textures with BC1–BC7 blocks or plain texels, as
+//! DirectXTex's `texconv`, NVIDIA Texture Tools, Compressonator, Pillow, ImageMagick or
+//! `demandtex convert --format dds-…` (the CLI's encoder) write them.
+//!
+//! The header is read once, at [`ImageSource::open`] ([`DdsLayout`]): legacy headers
+//! (FourCC `DXT1`–`DXT5`, `ATI1`/`ATI2`, `BC4U`/`BC4S`/`BC5U`/`BC5S`, the float FourCC codes,
+//! RGB(A) and luminance pixel masks) and DX10 headers (DXGI formats). A read fetches the
+//! rows of blocks (or texels) its region covers with positioned reads, one per row of
+//! blocks (or one for the whole region when its rows are adjacent in the file), and
+//! decodes them on the calling thread with no lock ([`encoding`]; blocks with the
+//! `bcdec_rs` crate).
+//!
+//! Served formats ([`DdsEncoding::served_format`]): BC1, BC2, BC3 and BC7 as 8-bit RGBA,
+//! BC4 / BC5 as 8-bit R / RG (float when signed), BC6H as half RGBA, plain texels as
+//! stored (three channels widened to four, BGR(A/X) reordered). The texture budget holds
+//! the decoded texels: on the CPU a BC1 texture takes the memory of 8-bit RGBA (see
+//! `docs/FORMATS.md`). sRGB-flagged formats are served as stored, like 8-bit PNG.
+//!
+//! Stored mip levels have demandtex's sizes (DDS rounds down too); levels past the last
+//! stored one — all but level 0 for a DDS without mips — are generated in memory from it
+//! when first read (with a warning; outside the budget, within
+//! [`SizeLimits::max_image_bytes`]). Cube maps, volumes and texture arrays are refused
+//! with a clear error, as are formats not listed above. A file changed on disk after it
+//! was opened fails its reads until the texture is invalidated, as for OpenEXR.
+
+pub mod encoding;
+pub mod header;
+
+#[cfg(test)]
+mod tests;
+
+pub use encoding::{BlockCodec, DdsEncoding, PlainTexels};
+pub use header::{DdsLayout, DdsLevel, DDS_MAGIC};
+
+use super::exr::mips::{self, GenLevel, GeneratedLevels};
+use super::exr::OpenFile;
+use super::file_backed::{FileBacked, Parsed};
+use super::region::{check_read, full_chain_info};
+use super::{FileHandles, ImageInfo, ImageSource, Readiness, SizeLimits, SourceError};
+use crate::textures::TileRegion;
+use std::cell::Cell;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// How a [`DdsSource`] reads its file.
+#[derive(Clone, Debug)]
+pub struct DdsOptions {
+    /// The set of open files this source draws from.
+    pub handles: Arc<FileHandles>,
+    /// Threads that generate missing mip levels (0 = one per core).
+    pub mip_threads: usize,
+    /// What the file may make the source allocate (level 0, generated levels).
+    pub limits: SizeLimits,
+}
+
+impl Default for DdsOptions {
+    fn default() -> Self {
+        DdsOptions {
+            handles: FileHandles::default_shared(),
+            mip_threads: 0,
+            limits: SizeLimits::default(),
+        }
+    }
+}
+
+/// Counters of one [`DdsSource`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct DdsSourceStats {
+    /// Blocks decoded (plain texels: 0).
+    pub blocks_decoded: u64,
+    /// Bytes read from the file for tiles.
+    pub bytes_read: u64,
+    /// Positioned reads made for them.
+    pub reads: u64,
+}
+
+/// A DDS file as an [`ImageSource`]. See the [module documentation](self).
+pub struct DdsSource {
+    file: FileBacked<Opened>,
+    options: DdsOptions,
+    blocks_decoded: AtomicU64,
+    bytes_read: AtomicU64,
+    reads: AtomicU64,
+}
+
+/// What `open` learnt about the file.
+struct Opened {
+    layout: DdsLayout,
+    info: ImageInfo,
+    /// Levels `0..stored_levels` come from the file; the rest are generated.
+    stored_levels: u32,
+    generated: GeneratedLevels,
+}
+
+thread_local! {
+    /// Each thread's buffer of stored bytes.
+    static SCRATCH: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
+}
+
+impl std::fmt::Debug for DdsSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DdsSource")
+            .field("path", &self.file.path())
+            .field("opened", &self.file.current().map(|o| o.value.info))
+            .finish_non_exhaustive()
+    }
+}
+
+impl DdsSource {
+    /// A source for the DDS file at `path` with default options. Lazy: the file is not
+    /// touched until [`ImageSource::open`].
+    pub fn new(path: impl Into<PathBuf>) -> DdsSource {
+        DdsSource::with_options(path, DdsOptions::default())
+    }
+
+    /// A source for the DDS file at `path` with `options`. Lazy, as [`DdsSource::new`].
+    pub fn with_options(path: impl Into<PathBuf>, options: DdsOptions) -> DdsSource {
+        DdsSource {
+            file: FileBacked::new(path.into(), options.handles.clone()),
+            options,
+            blocks_decoded: AtomicU64::new(0),
+            bytes_read: AtomicU64::new(0),
+            reads: AtomicU64::new(0),
+        }
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        self.file.path()
+    }
+
+    /// The file's header (opens the file if it was not yet).
+    pub fn layout(&self) -> Result<DdsLayout, SourceError> {
+        Ok(self.opened()?.value.layout.clone())
+    }
+
+    /// Blocks decoded, bytes and reads so far.
+    pub fn stats(&self) -> DdsSourceStats {
+        DdsSourceStats {
+            blocks_decoded: self.blocks_decoded.load(Ordering::Relaxed),
+            bytes_read: self.bytes_read.load(Ordering::Relaxed),
+            reads: self.reads.load(Ordering::Relaxed),
+        }
+    }
+
+    fn opened(&self) -> Result<Arc<Parsed<Opened>>, SourceError> {
+        self.file
+            .parsed(&|f, len| self.parse(f, len), &|o| self.warn_if_slow(o))
+    }
+
+    fn parse(&self, file: &OpenFile, len: u64) -> Result<Opened, String> {
+        let mut head = vec![0u8; header::MAX_HEADER_BYTES.min(len as usize)];
+        file.read_exact_at(&mut head, 0)
+            .map_err(|e| format!("cannot read the header: {e}"))?;
+        let layout = DdsLayout::parse(&head, len, &self.options.limits)?;
+        let info = full_chain_info(
+            layout.width(),
+            layout.height(),
+            layout.encoding.served_format(),
+        )
+        .map_err(|e| e.0)?;
+        let stored_levels = layout.levels.len() as u32;
+        let generated: u64 = (stored_levels..info.num_levels)
+            .map(|l| {
+                let (w, h) = crate::textures::mip_level_size(info.width, info.height, l);
+                u64::from(w) * u64::from(h) * info.format.texel_bytes() as u64
+            })
+            .sum();
+        self.options
+            .limits
+            .check_image("the mip levels generated in memory", generated)?;
+        Ok(Opened {
+            layout,
+            info,
+            stored_levels,
+            generated: GeneratedLevels::new(stored_levels),
+        })
+    }
+
+    fn warn_if_slow(&self, o: &Opened) {
+        if o.stored_levels >= o.info.num_levels {
+            return;
+        }
+        tracing::warn!(
+            "{}: a DDS with {} of {} mip levels: levels {}..{} are generated in memory from \
+             level {} when first read (slow; the memory is outside the texture budget)",
+            self.path().display(),
+            o.stored_levels,
+            o.info.num_levels,
+            o.stored_levels,
+            o.info.num_levels,
+            o.stored_levels - 1
+        );
+    }
+
+    /// Decode `region` of stored level `region.level` into `dest`.
+    fn read_stored(
+        &self,
+        o: &Parsed<Opened>,
+        region: TileRegion,
+        dest: &mut [u8],
+        row_bytes: usize,
+    ) -> Result<(), SourceError> {
+        let file = self.file.file()?;
+        let mut raw = SCRATCH.take();
+        let result = self.decode_region(&o.value, &file, region, dest, row_bytes, &mut raw);
+        SCRATCH.set(raw);
+        let unchanged = self.file.check_unchanged(o, &file);
+        unchanged.and(result)
+    }
+
+    fn decode_region(
+        &self,
+        o: &Opened,
+        file: &OpenFile,
+        region: TileRegion,
+        dest: &mut [u8],
+        row_bytes: usize,
+        raw: &mut Vec<u8>,
+    ) -> Result<(), SourceError> {
+        let level = &o.layout.levels[region.level as usize];
+        let enc = o.layout.encoding;
+        let unit = enc.row_unit() as u32;
+        // Stored rows (of blocks or texels) and the span of each the region needs.
+        let (r0, r1) = (region.y / unit, (region.y + region.height - 1) / unit);
+        let (c0, c1) = (region.x / unit, (region.x + region.width - 1) / unit);
+        let stored_row = enc.row_bytes(level.width) as usize;
+        let unit_bytes = stored_row / level.width.div_ceil(unit) as usize;
+        let span = (c1 - c0 + 1) as usize * unit_bytes;
+        let rows = (r1 - r0 + 1) as usize;
+        // One read when the rows are adjacent in the file (the region spans the level's
+        // width), else one per row.
+        let whole_rows = span == stored_row;
+        raw.resize(rows * span, 0);
+        let at = |r: u32| {
+            level.offset + u64::from(r) * stored_row as u64 + (c0 as usize * unit_bytes) as u64
+        };
+        let read_error = |e: std::io::Error| {
+            self.file
+                .error(format_args!("cannot read level {}: {e}", region.level))
+        };
+        if whole_rows {
+            file.read_exact_at(raw, at(r0)).map_err(read_error)?;
+            self.reads.fetch_add(1, Ordering::Relaxed);
+        } else {
+            for (i, chunk) in raw.chunks_exact_mut(span).enumerate() {
+                file.read_exact_at(chunk, at(r0 + i as u32))
+                    .map_err(read_error)?;
+            }
+            self.reads.fetch_add(rows as u64, Ordering::Relaxed);
+        }
+        self.bytes_read
+            .fetch_add(raw.len() as u64, Ordering::Relaxed);
+        let tb = o.info.format.texel_bytes();
+        match enc {
+            DdsEncoding::Plain(p) => {
+                for (i, src) in raw.chunks_exact(span).enumerate() {
+                    let d = i * row_bytes;
+                    let n = region.width as usize;
+                    p.convert_row(
+                        &src[(region.x - c0) as usize * unit_bytes..],
+                        &mut dest[d..d + n * tb],
+                        n,
+                    );
+                }
+            }
+            DdsEncoding::Blocks(codec) => {
+                let mut texels = [0u8; 16 * 16];
+                let block_texels = &mut texels[..16 * tb];
+                for (i, blocks) in raw.chunks_exact(span).enumerate() {
+                    let by = (r0 + i as u32) * 4;
+                    for (j, block) in blocks.chunks_exact(unit_bytes).enumerate() {
+                        let bx = (c0 + j as u32) * 4;
+                        codec.decode_block(block, block_texels);
+                        // The block's texels inside the region.
+                        let (x0, x1) = (bx.max(region.x), (bx + 4).min(region.x + region.width));
+                        let (y0, y1) = (by.max(region.y), (by + 4).min(region.y + region.height));
+                        let n = (x1 - x0) as usize * tb;
+                        for y in y0..y1 {
+                            let s = ((y - by) * 4 + (x0 - bx)) as usize * tb;
+                            let d =
+                                (y - region.y) as usize * row_bytes + (x0 - region.x) as usize * tb;
+                            dest[d..d + n].copy_from_slice(&block_texels[s..s + n]);
+                        }
+                    }
+                    self.blocks_decoded
+                        .fetch_add((c1 - c0 + 1) as u64, Ordering::Relaxed);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Generate the levels after the last stored one, from it.
+    fn generate(&self, o: &Parsed<Opened>) -> Result<Vec<GenLevel>, SourceError> {
+        let v = &o.value;
+        let base = v.stored_levels - 1;
+        let l = v.layout.levels[base as usize];
+        let (w, h) = (l.width as usize, l.height as usize);
+        let row_bytes = w * v.info.format.texel_bytes();
+        let read_base = |y: usize, rows: usize, dest: &mut [u8]| {
+            let region = TileRegion {
+                level: base,
+                x: 0,
+                y: y as u32,
+                width: w as u32,
+                height: rows as u32,
+            };
+            self.read_stored(o, region, dest, row_bytes)
+        };
+        let levels = (v.info.num_levels - base) as usize;
+        mips::generate(
+            v.info.format,
+            (w, h),
+            levels,
+            64,
+            mips::threads(self.options.mip_threads),
+            &read_base,
+        )
+    }
+}
+
+impl ImageSource for DdsSource {
+    fn name(&self) -> String {
+        self.path().display().to_string()
+    }
+
+    /// The first call describes the file parsed so far (or parses it); every later call
+    /// parses the file now at the path anew.
+    fn open(&self) -> Result<ImageInfo, SourceError> {
+        let o = self
+            .file
+            .reopened(&|f, len| self.parse(f, len), &|o| self.warn_if_slow(o))?;
+        Ok(o.value.info)
+    }
+
+    fn read_region(
+        &self,
+        region: TileRegion,
+        dest: &mut [u8],
+        row_bytes: usize,
+    ) -> Result<Readiness, SourceError> {
+        let o = self.opened()?;
+        let v = &o.value;
+        check_read(&v.info, region, dest.len(), row_bytes).map_err(|e| self.file.error(e))?;
+        if region.width == 0 || region.height == 0 {
+            return Ok(Readiness::Ready);
+        }
+        if region.level < v.stored_levels {
+            self.read_stored(&o, region, dest, row_bytes)?;
+        } else {
+            let tb = v.info.format.texel_bytes();
+            v.generated
+                .copy(region, dest, row_bytes, tb, || self.generate(&o))
+                .map_err(|e| self.file.error(e))?;
+            self.file.check_unchanged(&o, &*self.file.file()?)?;
+        }
+        Ok(Readiness::Ready)
+    }
+}
