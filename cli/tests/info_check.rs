@@ -173,3 +173,52 @@ fn maketx_tx_whole_and_truncated() {
     std::fs::write(&cut, &bytes[..bytes.len() - 5000]).unwrap();
     check_damaged(&cut, &["cut.tx"]);
 }
+
+#[test]
+fn dds_converted_here_and_from_other_tools_whole_and_truncated() {
+    let dir = test_dir("dds");
+    let input = png(&dir);
+    // convert → BC7 DDS: the summary gives the quality; info describes it; the check reads
+    // every block.
+    let bc7 = dir.join("out.dds");
+    let out = demandtex(&["convert", p(&input), "-o", p(&bc7)]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("DDS BC7") && stdout.contains("PSNR"), "{stdout}");
+    let psnr: f64 = stdout
+        .split("PSNR ")
+        .nth(1)
+        .and_then(|s| s.split(' ').next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("a PSNR figure: {stdout}"));
+    assert!(psnr > 40.0, "{stdout}");
+    let info = demandtex(&["info", "--json", p(&bc7)]);
+    let info: serde_json::Value = serde_json::from_slice(&info.stdout).unwrap();
+    assert_eq!(info["format"], "DDS");
+    assert_eq!(info["dds_format"], "DXGI_FORMAT_BC7_UNORM");
+    assert_eq!(info["levels"].as_array().unwrap().len(), 9, "300x200: 9 levels");
+    assert_eq!(info["stored_bits_per_texel"], 8);
+    assert_eq!(info["served_format"], "RGBA8");
+    let v = check_whole(&bc7);
+    assert_eq!(v["format"], "DDS");
+    assert_eq!(v["check"]["level0_texels"], 300 * 200);
+    let (rmin, rmax, _) = stats(&v, 0);
+    assert!(rmin < 0.01 && rmax > 0.99, "{rmin} {rmax}");
+    // Every other encoding, and an unknown one.
+    for format in ["dds-bc1", "dds-bc3", "dds-bc4", "dds-bc5", "dds-bc6h", "dds-rgba8"] {
+        let path = dir.join(format!("{format}.dds"));
+        let out = demandtex(&["convert", p(&input), "-o", p(&path), "--format", format, "-q"]);
+        assert!(out.status.success(), "{format}: {}", String::from_utf8_lossy(&out.stderr));
+        check_whole(&path);
+    }
+    let out = demandtex(&["convert", p(&input), "-o", p(&bc7), "--format", "dds-bc2"]);
+    assert_eq!(out.status.code(), Some(2));
+    // A file nvcompress wrote; then the BC7 file cut short.
+    let nv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/dds/nv-bc3.dds");
+    assert_eq!(check_whole(&nv)["check"]["level0_texels"], 37 * 22);
+    let cut = dir.join("cut.dds");
+    let bytes = std::fs::read(&bc7).unwrap();
+    std::fs::write(&cut, &bytes[..bytes.len() - 100]).unwrap();
+    check_damaged(&cut, &["truncated"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

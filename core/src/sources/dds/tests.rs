@@ -421,3 +421,47 @@ fn a_file_changed_on_disk_is_never_torn_and_an_open_sees_the_new_one() {
     assert!(e.contains("changed on disk"), "{e}");
     assert!(src.open().unwrap_err().0.contains("truncated"));
 }
+
+#[test]
+fn the_engine_samples_a_dds_texture_in_a_budget_of_a_few_pages() {
+    use crate::cache::TextureCache;
+    use crate::LoaderOptions;
+    use crate::sampling::SampleOptions;
+    use crate::textures::{FilterMode, MipFilter, TextureDesc};
+    let path = temp("engine-bc7.dds");
+    random_blocks_file(&path, ddsfile::DxgiFormat::BC7_UNorm, (517, 300), 3, 99);
+    let src = DdsSource::new(&path);
+    let info = src.open().unwrap();
+    let cache = TextureCache::new(LoaderOptions {
+        max_texture_memory: 8 * crate::ids::TILE_BYTES as u64,
+        fill_threads: 1,
+        ..Default::default()
+    })
+    .unwrap();
+    let desc = TextureDesc {
+        filter: FilterMode::Point,
+        mip_filter: MipFilter::Point,
+        ..TextureDesc::default()
+    };
+    let tex = cache.texture_for_path(&path, desc).unwrap();
+    let options = SampleOptions::default();
+    let mut lookups = 0;
+    for level in 0..info.num_levels {
+        let data = read_level(&src, &info, level);
+        let (w, h) = mip_level_size(info.width, info.height, level);
+        for i in 0..97u32 {
+            let (x, y) = ((i * 131 + level * 7) % w, (i * 71 + level * 3) % h);
+            let s = (x as f32 + 0.5) / w as f32;
+            let t = (y as f32 + 0.5) / h as f32;
+            let got = cache.tex2d_lod(tex, s, t, level as f32, &options);
+            let want = info.format.decode(&data[((y * w + x) * 4) as usize..]);
+            assert!(got.resident);
+            assert_eq!(got.value, want, "level {level} ({x}, {y})");
+            lookups += 1;
+        }
+    }
+    assert!(lookups > 900);
+    let stats = cache.stats();
+    assert!(stats.evictions > 0, "the budget of 8 pages thrashed: {stats:?}");
+    assert_eq!(stats.failed_textures, 0);
+}
