@@ -16,6 +16,9 @@
 #              `demandtex bench make-trace` if missing)
 #   TILE       tile size of the textures make-trace writes: page (default: one demandtex
 #              page, 128x64 for half RGBA) or 64 (OIIO maketx's layout)
+#   SET        exr (default): replay make-trace's OpenEXR files; tx: the same textures made
+#              into .tx files by OIIO's maketx (its defaults: 64x64 tiles, ZIP, the
+#              source's half samples), in DIR-tx with the traces' paths renamed
 #   RUNS       runs per cell (default 5)
 #   THREADS    lookup threads (default 2)
 #   CELLS      trace:cache pairs (default: coherent and incoherent × fits and quarter)
@@ -23,7 +26,8 @@
 #   LOD        oiio-replay's --lod: exact (default: OIIO filters at QUERIES.md's level of
 #              detail) or native (OIIO's own level choice from the raw derivatives)
 #   OUT        where the JSON lines and result files go (default target/compare-oiio)
-# Needs: cargo, a C++ compiler, OpenImageIO's development files (libopenimageio-dev).
+# Needs: cargo, a C++ compiler, OpenImageIO's development files (libopenimageio-dev), and
+# for SET=tx its maketx (openimageio-tools), python3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -35,6 +39,7 @@ MULTIPASS=${MULTIPASS:-1}
 LOD=${LOD:-exact}
 OUT=${OUT:-target/compare-oiio}
 TILE=${TILE:-page}
+SET=${SET:-exr}
 DTX=target/release/demandtex
 OIIO=target/oiio-replay/oiio-replay
 
@@ -50,6 +55,36 @@ for kind in coherent incoherent; do
     run "$DTX" bench make-trace --out "$DIR" --kind "$kind" --tile "$TILE"
   fi
 done
+
+if [[ $SET == tx ]]; then
+  # The same textures as maketx .tx files, and the traces with their paths renamed.
+  txdir=$DIR-tx
+  mkdir -p "$txdir"
+  for f in "$DIR"/*.exr; do
+    t=$txdir/$(basename "${f%.exr}").tx
+    [[ -f $t ]] || run maketx "$f" -o "$t" >&2
+  done
+  for kind in coherent incoherent; do
+    [[ -f $DIR/$kind.dtxq ]] || continue
+    python3 - "$DIR/$kind.dtxq" "$txdir/$kind.dtxq" <<'PY'
+import struct, sys
+data = open(sys.argv[1], "rb").read()
+magic, version, n = struct.unpack_from("<4sII", data, 0)
+assert magic == b"DTXQ" and version == 1, "not a version-1 .dtxq"
+at, out = 12, [data[:12]]
+for _ in range(n):
+    (length,) = struct.unpack_from("<I", data, at)
+    path = data[at + 4:at + 4 + length].decode()
+    at += 4 + length
+    if path.endswith(".exr"):
+        path = path[:-4] + ".tx"
+    out.append(struct.pack("<I", len(path.encode())) + path.encode())
+out.append(data[at:])
+open(sys.argv[2], "wb").write(b"".join(out))
+PY
+  done
+  DIR=$txdir
+fi
 
 declare -A WS_MB
 table_rows=()
@@ -123,7 +158,7 @@ done
 
 echo
 echo "demandtex (blocking) vs OpenImageIO $(pkg-config --modversion OpenImageIO) TextureSystem:" \
-  "$THREADS threads, median of $RUNS runs, lod $LOD"
+  "$THREADS threads, median of $RUNS runs, lod $LOD, files: $SET in $DIR"
 printf '%s\n' "${table_rows[@]}" | awk -F'|' '
   function m(v) { return v == "nan" || v == "" ? "-" : sprintf("%.2f", v / 1e6) }
   function mib(v) { return sprintf("%.1f", v / 1048576) }
