@@ -1087,7 +1087,7 @@ DtexStatus dtex_loader_get_stats(struct DtexLoader loader,
                                  struct DtexStats *out);
 
 // Create a texture from an OpenEXR file (best: tiled and mip-mapped, as
-// `demandtex convert` writes), a TIFF (`maketx`'s `.tx`), PNG or JPEG file (recognised
+// `demandtex convert` writes), a TIFF (`maketx`'s `.tx`), DDS, PNG or JPEG file (recognised
 // by its magic number). The file is checked to exist and be one of those now; its
 // header is read at the first launch that samples it; a file that turns out corrupt then
 // makes the texture sample its fallback colour (see `failed_textures` in the stats).

@@ -183,8 +183,15 @@ fn dds_converted_here_and_from_other_tools_whole_and_truncated() {
     let bc7 = dir.join("out.dds");
     let out = demandtex(&["convert", p(&input), "-o", p(&bc7)]);
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(stdout.contains("DDS BC7") && stdout.contains("PSNR"), "{stdout}");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("DDS BC7") && stdout.contains("PSNR"),
+        "{stdout}"
+    );
     let psnr: f64 = stdout
         .split("PSNR ")
         .nth(1)
@@ -196,7 +203,11 @@ fn dds_converted_here_and_from_other_tools_whole_and_truncated() {
     let info: serde_json::Value = serde_json::from_slice(&info.stdout).unwrap();
     assert_eq!(info["format"], "DDS");
     assert_eq!(info["dds_format"], "DXGI_FORMAT_BC7_UNORM");
-    assert_eq!(info["levels"].as_array().unwrap().len(), 9, "300x200: 9 levels");
+    assert_eq!(
+        info["levels"].as_array().unwrap().len(),
+        9,
+        "300x200: 9 levels"
+    );
     assert_eq!(info["stored_bits_per_texel"], 8);
     assert_eq!(info["served_format"], "RGBA8");
     let v = check_whole(&bc7);
@@ -205,10 +216,29 @@ fn dds_converted_here_and_from_other_tools_whole_and_truncated() {
     let (rmin, rmax, _) = stats(&v, 0);
     assert!(rmin < 0.01 && rmax > 0.99, "{rmin} {rmax}");
     // Every other encoding, and an unknown one.
-    for format in ["dds-bc1", "dds-bc3", "dds-bc4", "dds-bc5", "dds-bc6h", "dds-rgba8"] {
+    for format in [
+        "dds-bc1",
+        "dds-bc3",
+        "dds-bc4",
+        "dds-bc5",
+        "dds-bc6h",
+        "dds-rgba8",
+    ] {
         let path = dir.join(format!("{format}.dds"));
-        let out = demandtex(&["convert", p(&input), "-o", p(&path), "--format", format, "-q"]);
-        assert!(out.status.success(), "{format}: {}", String::from_utf8_lossy(&out.stderr));
+        let out = demandtex(&[
+            "convert",
+            p(&input),
+            "-o",
+            p(&path),
+            "--format",
+            format,
+            "-q",
+        ]);
+        assert!(
+            out.status.success(),
+            "{format}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         check_whole(&path);
     }
     let out = demandtex(&["convert", p(&input), "-o", p(&bc7), "--format", "dds-bc2"]);

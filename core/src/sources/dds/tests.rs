@@ -425,9 +425,9 @@ fn a_file_changed_on_disk_is_never_torn_and_an_open_sees_the_new_one() {
 #[test]
 fn the_engine_samples_a_dds_texture_in_a_budget_of_a_few_pages() {
     use crate::cache::TextureCache;
-    use crate::LoaderOptions;
     use crate::sampling::SampleOptions;
     use crate::textures::{FilterMode, MipFilter, TextureDesc};
+    use crate::LoaderOptions;
     let path = temp("engine-bc7.dds");
     random_blocks_file(&path, ddsfile::DxgiFormat::BC7_UNorm, (517, 300), 3, 99);
     let src = DdsSource::new(&path);
@@ -462,6 +462,9 @@ fn the_engine_samples_a_dds_texture_in_a_budget_of_a_few_pages() {
     }
     assert!(lookups > 900);
     let stats = cache.stats();
-    assert!(stats.evictions > 0, "the budget of 8 pages thrashed: {stats:?}");
+    assert!(
+        stats.evictions > 0,
+        "the budget of 8 pages thrashed: {stats:?}"
+    );
     assert_eq!(stats.failed_textures, 0);
 }
