@@ -458,6 +458,11 @@ typedef struct DtexStats {
   uint64_t fills_dropped_stale;
   // Tile publications held for a later launch by the per-launch cap.
   uint64_t publications_capped;
+  // Blocking mode: of `tiles_filled`, pages published before their file tiles were
+  // read, filled in place file tile by file tile as lookups touch them.
+  uint64_t tiles_published_unread;
+  // File tiles read into such pages (their bytes are in `bytes_read`).
+  uint64_t file_tiles_filled;
 } DtexStats;
 
 // A procedural texture: one of demandtex's built-in sources, at any virtual size, with
@@ -2057,7 +2062,7 @@ DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexTextureDesc, filter) == 12, "offsetof(DtexT
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexTextureDesc, mip_filter) == 16, "offsetof(DtexTextureDesc, mip_filter)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexTextureDesc, max_anisotropy) == 20, "offsetof(DtexTextureDesc, max_anisotropy)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexTextureDesc, fallback_color) == 24, "offsetof(DtexTextureDesc, fallback_color)");
-DTEX_STATIC_ASSERT(sizeof(DtexStats) == 272, "sizeof(DtexStats)");
+DTEX_STATIC_ASSERT(sizeof(DtexStats) == 288, "sizeof(DtexStats)");
 DTEX_STATIC_ASSERT(DTEX_ALIGNOF(DtexStats) == 8, "alignof(DtexStats)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, struct_size) == 0, "offsetof(DtexStats, struct_size)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, reserved) == 4, "offsetof(DtexStats, reserved)");
@@ -2094,6 +2099,8 @@ DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, requests_rejected) == 240, "offsetof
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, requests_dropped) == 248, "offsetof(DtexStats, requests_dropped)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, fills_dropped_stale) == 256, "offsetof(DtexStats, fills_dropped_stale)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, publications_capped) == 264, "offsetof(DtexStats, publications_capped)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, tiles_published_unread) == 272, "offsetof(DtexStats, tiles_published_unread)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, file_tiles_filled) == 280, "offsetof(DtexStats, file_tiles_filled)");
 DTEX_STATIC_ASSERT(sizeof(DtexImageInfo) == 20, "sizeof(DtexImageInfo)");
 DTEX_STATIC_ASSERT(DTEX_ALIGNOF(DtexImageInfo) == 4, "alignof(DtexImageInfo)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexImageInfo, width) == 0, "offsetof(DtexImageInfo, width)");

@@ -26,6 +26,7 @@
 #   LOD        oiio-replay's --lod: exact (default: OIIO filters at QUERIES.md's level of
 #              detail) or native (OIIO's own level choice from the raw derivatives)
 #   OUT        where the JSON lines and result files go (default target/compare-oiio)
+#   DTX_ARGS   more arguments for `demandtex bench replay` (e.g. --whole-pages)
 # Needs: cargo, a C++ compiler, OpenImageIO's development files (libopenimageio-dev), and
 # for SET=tx its maketx (openimageio-tools), python3.
 set -euo pipefail
@@ -113,8 +114,9 @@ for cell in $CELLS; do
   : >"$base-multipass.jsonl"
   : >"$base-ratios.txt"
   for ((r = 1; r <= RUNS; r++)); do
+    # shellcheck disable=SC2086
     dtx_cmd=("$DTX" bench replay "$trace" --textures "$DIR" --threads "$THREADS" \
-      --cache-mb "$mb" --json --out "$base-demandtex.f32")
+      --cache-mb "$mb" --json --out "$base-demandtex.f32" ${DTX_ARGS:-})
     oiio_cmd=("$OIIO" "$trace" --textures "$DIR" --threads "$THREADS" --cache-mb "$mb" \
       --lod "$LOD" --json --out "$base-oiio.f32")
     if (( r % 2 )); then

@@ -346,6 +346,8 @@ pub const LAYOUTS: &[StructLayout] = &[
             requests_dropped,
             fills_dropped_stale,
             publications_capped,
+            tiles_published_unread,
+            file_tiles_filled,
         ]
     ),
     layout!(

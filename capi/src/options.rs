@@ -143,6 +143,7 @@ impl DtexLoaderOptions {
                 n => n as usize,
             },
             max_fill_age: self.max_fill_age,
+            ..LoaderOptions::default()
         })
     }
 }
@@ -354,6 +355,11 @@ pub struct DtexStats {
     pub fills_dropped_stale: u64,
     /// Tile publications held for a later launch by the per-launch cap.
     pub publications_capped: u64,
+    /// Blocking mode: of `tiles_filled`, pages published before their file tiles were
+    /// read, filled in place file tile by file tile as lookups touch them.
+    pub tiles_published_unread: u64,
+    /// File tiles read into such pages (their bytes are in `bytes_read`).
+    pub file_tiles_filled: u64,
 }
 
 /// `sizeof(DtexStats)` of ABI 0.1.0, before `host_tile_bytes`: callers built against that
@@ -365,12 +371,18 @@ pub const DTEX_STATS_SIZE_0_1_0: u32 = std::mem::offset_of!(DtexStats, host_tile
 pub const DTEX_STATS_SIZE_HOST_TILES: u32 =
     std::mem::offset_of!(DtexStats, requests_rejected) as u32;
 
+/// `sizeof(DtexStats)` with the interactive-mode counters, before the file-tile counters
+/// (`tiles_published_unread`): callers built against that header get the fields they know.
+pub const DTEX_STATS_SIZE_INTERACTIVE: u32 =
+    std::mem::offset_of!(DtexStats, tiles_published_unread) as u32;
+
 // SAFETY: repr(C), first field u32 struct_size.
 unsafe impl Versioned for DtexStats {
     const NAME: &'static str = "DtexStats";
     const KNOWN_SIZES: &'static [u32] = &[
         DTEX_STATS_SIZE_0_1_0,
         DTEX_STATS_SIZE_HOST_TILES,
+        DTEX_STATS_SIZE_INTERACTIVE,
         std::mem::size_of::<DtexStats>() as u32,
     ];
 }
@@ -414,6 +426,8 @@ impl DtexStats {
             requests_dropped,
             fills_dropped_stale,
             publications_capped,
+            tiles_published_unread,
+            file_tiles_filled,
             ..
         } = s.clone();
         DtexStats {
@@ -452,6 +466,8 @@ impl DtexStats {
             requests_dropped,
             fills_dropped_stale,
             publications_capped,
+            tiles_published_unread,
+            file_tiles_filled,
         }
     }
 }

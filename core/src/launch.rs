@@ -35,6 +35,7 @@ impl Launch {
         // `self` keeps alive.
         let view = unsafe { CpuView::new(self.engine().page_table(), self.cpu.directory()) };
         let engine = self.engine();
+        let view = view.with_file_tiles(&**engine);
         if engine.options().rejects_requests() {
             view.with_rejection(Rejection {
                 gate: engine.request_gate(),

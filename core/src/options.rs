@@ -44,6 +44,12 @@ pub struct LoaderOptions {
     /// still needed is requested again) and counted (`Stats::fills_dropped_stale`)
     /// (default 3).
     pub max_fill_age: u32,
+    /// Blocking fills of a CPU loader publish a page whose file has smaller tiles than a
+    /// page (maketx's 64×64) before reading it, and lookups read the file tiles they touch
+    /// into it, one at a time ([`crate::sources::ImageSource::file_tile`]): under a
+    /// thrashing cache a page costs the file tiles used, not all those it covers
+    /// (default true).
+    pub fill_by_file_tile: bool,
 }
 
 /// How a loader streams (see [`LoaderOptions::mode`]).
@@ -77,6 +83,7 @@ impl Default for LoaderOptions {
             request_rejection: None,
             max_publications_per_launch: usize::MAX,
             max_fill_age: 3,
+            fill_by_file_tile: true,
         }
     }
 }

@@ -89,4 +89,10 @@ pub struct Stats {
     pub fills_dropped_stale: u64,
     /// Tile publications held for a later launch by `max_publications_per_launch`.
     pub publications_capped: u64,
+    /// Blocking mode: of `tiles_filled`, pages published before their file tiles were
+    /// read, filled in place file tile by file tile as lookups touch them
+    /// (`LoaderOptions::fill_by_file_tile`).
+    pub tiles_published_unread: u64,
+    /// File tiles read into such pages (their bytes are in `bytes_read`).
+    pub file_tiles_filled: u64,
 }

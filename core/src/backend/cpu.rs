@@ -16,6 +16,17 @@ use crate::ids::PageId;
 use crate::memory::TileBuffer;
 use std::sync::atomic::{AtomicPtr, Ordering};
 
+/// Reads the file tiles of pages published before they were read (a blocking fill of a
+/// file whose tiles are smaller than a page: see [`crate::memory::TileTrailer`]) into
+/// them, in place, for the lookup that needs them. The engine is one.
+pub trait FileTileFiller: Sync {
+    /// Read file tile `index` of resident page `page`, whose texels are at `tile` (its
+    /// tile directory entry, seen by a live view), into it. Whether that file tile's
+    /// texels can now be read (false: the read failed or must wait, or the page's texture
+    /// moved on; the lookup treats the page as not resident).
+    fn fill_file_tile(&self, page: u32, tile: *const u8, index: u32) -> bool;
+}
+
 /// The CPU backend: the tile directory samplers read (see the module docs).
 pub struct CpuBackend {
     directory: TileDirectory,
@@ -36,6 +47,10 @@ impl CpuBackend {
 }
 
 impl Backend for CpuBackend {
+    fn samples_host_tiles(&self) -> bool {
+        true
+    }
+
     fn withdraw(&self, withdrawal: Withdrawal) -> Result<(), Error> {
         if let Withdrawal::TileReleased(page) = withdrawal {
             self.directory.set(page.0, std::ptr::null());

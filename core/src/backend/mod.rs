@@ -122,6 +122,13 @@ pub struct TextureContents<'a> {
 /// the order of calls). Implementations are called under the engine's lock, so they must
 /// not call back into the engine.
 pub trait Backend: Send + Sync + 'static {
+    /// Whether samplers read the engine's host tile buffers in place (the CPU backend):
+    /// then a page may be published before all its texels are read and filled in place
+    /// file tile by file tile (`LoaderOptions::fill_by_file_tile`). Default: no.
+    fn samples_host_tiles(&self) -> bool {
+        false
+    }
+
     /// Something stopped being visible.
     fn withdraw(&self, withdrawal: Withdrawal) -> Result<(), Error>;
 

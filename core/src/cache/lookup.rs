@@ -39,7 +39,8 @@ fn sample_pinned(
         // `_guard` drops, after the last read through the view. Sampler records and mip
         // tails live as long as the engine, which the caller holds.
         let view = unsafe { CpuView::new(&engine.pages, loader.cpu_backend().directory()) }
-            .with_misses(misses);
+            .with_misses(misses)
+            .with_file_tiles(&**engine);
         sample(view, options)
     };
     let fast = PINS.try_with(|pins| {

@@ -15,4 +15,4 @@ pub use pool::TilePool;
 pub use raw_box::RawBox;
 pub use residency::{Publishing, Residency, ResidencyCounts, TileEvent};
 pub use retired::RetiredQueue;
-pub use tile_buffer::TileBuffer;
+pub use tile_buffer::{SubTiles, TileBuffer, TileTrailer};

@@ -194,6 +194,7 @@ fn tile_now(engine: &Engine, mut host: MutexGuard<'_, HostState>, job: TileJob) 
         engine.fill_done.notify_all();
         return false;
     };
+    let task = task.by_file_tile(engine.fills_by_file_tile());
     MutexGuard::unlocked(&mut host, || task.run(engine));
     // "Not yet" puts the page on the deferred list: in blocking mode nobody serves that
     // list, so take it back off.

@@ -44,6 +44,8 @@ pub struct Engine {
     resource_failed: Box<[AtomicU32]>,
     /// Request rejection's counters and next threshold (see [`crate::paging::rejection`]).
     pub(crate) gate: RequestGate,
+    /// Serialises the in-place reads of one file tile (see `file_tiles`).
+    pub(crate) file_tile_locks: super::file_tiles::FileTileLocks,
     /// The engine itself, for work it starts on its own (interactive mode opens textures
     /// at creation).
     pub(crate) me: Weak<Engine>,
@@ -92,6 +94,7 @@ impl Engine {
                 layout.page_table_entries as u64,
             )),
             gate: RequestGate::new(),
+            file_tile_locks: super::file_tiles::FileTileLocks::new(),
             options,
         }))
     }

@@ -12,7 +12,7 @@ use super::host_state::{Deferral, HostState, Pending};
 use super::ticket::TaskGuard;
 use crate::error::Error;
 use crate::ids::{PageId, TextureId};
-use crate::memory::{RawBox, TileBuffer};
+use crate::memory::{RawBox, SubTiles, TileBuffer};
 use crate::options::StreamingMode;
 use crate::paging::{encode_base_color, NO_BASE_COLOR};
 use crate::resources::TextureState;
@@ -43,6 +43,10 @@ pub(crate) struct TileTask {
     row_bytes: usize,
     full_tile: bool,
     texel_bytes: usize,
+    tile: (u32, u32),
+    /// Publish the page before reading it, to be filled file tile by file tile, if the
+    /// file's tiles are smaller than a page (a blocking fill on the CPU backend).
+    by_file_tile: bool,
     buffer: TileBuffer,
     guard: Option<TaskGuard>,
 }
@@ -78,12 +82,23 @@ pub(crate) fn prepare_tile(
         row_bytes: layout.tile_width as usize * texel_bytes,
         full_tile: region.width == layout.tile_width && region.height == layout.tile_height,
         texel_bytes,
+        tile: (layout.tile_width, layout.tile_height),
+        by_file_tile: false,
         buffer,
         guard: Some(guard),
     })
 }
 
 impl TileTask {
+    /// The same task, publishing the page before reading it when the file's tiles are
+    /// smaller than a page (see `requests::file_tiles`).
+    pub(crate) fn by_file_tile(self, yes: bool) -> TileTask {
+        TileTask {
+            by_file_tile: yes,
+            ..self
+        }
+    }
+
     /// Take the task's ticket guard, for a caller that completes the ticket itself after
     /// the task ran (and after it let go of the engine).
     pub(crate) fn take_guard(&mut self) -> Option<TaskGuard> {
@@ -132,15 +147,30 @@ impl TileTask {
             row_bytes,
             full_tile,
             texel_bytes,
+            tile,
+            by_file_tile,
             mut buffer,
         } = self;
         let start = Instant::now();
+        // Read now, or leave the file tiles to the lookups that need them.
+        let cut = if by_file_tile {
+            contain(|| Ok(source.file_tile(region.level)))
+                .ok()
+                .flatten()
+                .and_then(|file_tile| SubTiles::of(tile, file_tile))
+        } else {
+            None
+        };
+        buffer.set_sub_tiles(cut, job.generation);
         let dest = buffer.as_mut_slice();
         if !full_tile {
             // Edge tiles: texels past the image are never sampled; keep them defined.
             dest.fill(0);
         }
-        let outcome = contain(|| source.read_tile(region, dest, row_bytes));
+        let outcome = match cut {
+            Some(_) => Ok(Readiness::Ready),
+            None => contain(|| source.read_tile(region, dest, row_bytes)),
+        };
         let mut host = engine.host.lock();
         host.queued_fills = host.queued_fills.saturating_sub(1);
         host.counters.fill_seconds += start.elapsed().as_secs_f64();
@@ -157,8 +187,12 @@ impl TileTask {
         match outcome {
             Ok(Readiness::Ready) if !failed => {
                 host.counters.tiles_filled += 1;
-                host.counters.bytes_read +=
-                    (region.width as usize * region.height as usize * texel_bytes) as u64;
+                if cut.is_some() {
+                    host.counters.tiles_published_unread += 1;
+                } else {
+                    host.counters.bytes_read +=
+                        (region.width as usize * region.height as usize * texel_bytes) as u64;
+                }
                 host.residency.filled(job.page, buffer);
                 host.pending.push(Pending::Tile(job.page));
             }

@@ -5,11 +5,13 @@
 //!
 //! Module order, each using only those before it: `host_state` (the state behind the
 //! lock), `engine` (the [`Engine`] type), `publish` (publication, launch start), `fill`
-//! (tile and texture fills), `resource` (user resources), `process` (multi-pass
-//! requests), `blocking` (fills in the calling thread), `lifecycle`.
+//! (tile and texture fills), `file_tiles` (pages filled file tile by file tile, in place,
+//! by lookups), `resource` (user resources), `process` (multi-pass requests), `blocking`
+//! (fills in the calling thread), `lifecycle`.
 
 pub(crate) mod blocking;
 pub(crate) mod engine;
+pub(crate) mod file_tiles;
 pub(crate) mod fill;
 pub(crate) mod host_state;
 pub(crate) mod lifecycle;

@@ -7,6 +7,7 @@ use super::address::{axis, Axis};
 use super::texel::Texel;
 use super::CpuView;
 use crate::backend::cpu::TileDirectory;
+use crate::memory::TileTrailer;
 use crate::textures::{AddressMode, FilterMode, SamplerLevel, TextureSampler};
 use crate::TILE_BYTES;
 use std::marker::PhantomData;
@@ -116,20 +117,72 @@ impl<'a, D: Texel> Fetch<'a, D> {
         }
     }
 
-    /// The data of a tile page, or `None` if it is not resident (or has no data).
+    /// The address of a tile page's texels, or `None` if it is not resident (or has no
+    /// data). By the contract of `CpuView::new`, a non-null entry of a resident page
+    /// addresses a live tile buffer (TILE_BYTES of texels and its trailer) that is not
+    /// freed while the view lives; its texels are read only where the trailer says they
+    /// are written ([`Fetch::texels_written`]), and only those bytes are borrowed.
     #[inline]
-    fn tile(&self, page: u32) -> Option<&'a [u8]> {
+    fn tile(&self, page: u32) -> Option<*const u8> {
         if !self.touch_page(page) {
             return None;
         }
         let ptr = self.tiles.get(page);
-        if ptr.is_null() {
-            return None;
+        (!ptr.is_null()).then_some(ptr)
+    }
+
+    /// Whether the footprint's texels on `tile` (page `page`) that `mine(i, j)` selects
+    /// are written. A page published before its file tiles were read has some missing:
+    /// a recording lookup reads those it needs in place (through the view), a peek says no.
+    #[inline(always)]
+    fn texels_written(
+        &self,
+        page: u32,
+        tile: *const u8,
+        ax: &Axis,
+        ay: &Axis,
+        mine: impl Fn(usize, usize) -> bool,
+    ) -> bool {
+        // SAFETY: `tile` came from `tile()`: a live tile buffer, trailer included.
+        let trailer = unsafe { TileTrailer::of(tile) };
+        let missing = trailer.missing();
+        missing == 0 || self.write_file_tiles(page, tile, trailer, missing, ax, ay, &mine)
+    }
+
+    #[cold]
+    #[allow(clippy::too_many_arguments)]
+    fn write_file_tiles(
+        &self,
+        page: u32,
+        tile: *const u8,
+        trailer: &TileTrailer,
+        missing: u32,
+        ax: &Axis,
+        ay: &Axis,
+        mine: &dyn Fn(usize, usize) -> bool,
+    ) -> bool {
+        let cut = trailer.sub_tiles();
+        let (mask_x, mask_y) = (self.sampler.tile_width - 1, self.sampler.tile_height - 1);
+        let mut need = 0u32;
+        for j in (0..2).filter(|&j| ay.weight[j] != 0.0) {
+            for i in (0..2).filter(|&i| ax.weight[i] != 0.0 && mine(i, j)) {
+                need |= 1 << cut.index(ax.index[i] & mask_x, ay.index[j] & mask_y);
+            }
         }
-        // SAFETY: the page is resident and its directory entry is non-null, so by the
-        // contract of `CpuView::new` it addresses TILE_BYTES readable bytes that are neither
-        // written nor freed while the view lives.
-        Some(unsafe { std::slice::from_raw_parts(ptr, TILE_BYTES) })
+        let mut lacking = need & missing;
+        if lacking != 0 && self.touch == Touch::Peek {
+            return false;
+        }
+        while lacking != 0 {
+            if !self
+                .view
+                .fill_file_tile(page, tile, lacking.trailing_zeros())
+            {
+                return false;
+            }
+            lacking &= lacking - 1;
+        }
+        true
     }
 
     #[inline(always)]
@@ -158,12 +211,16 @@ impl<'a, D: Texel> Fetch<'a, D> {
                 return;
             };
             if acc.resident {
-                let sum = weighted_sum::<D>(ax, ay, |i, j| &tile[offset(i, j)..]);
+                if !self.texels_written(page(0, 0), tile, ax, ay, |_, _| true) {
+                    acc.resident = false;
+                    return;
+                }
+                let sum = weighted_sum::<D>(ax, ay, |i, j| texel_bytes::<D>(tile, offset(i, j)));
                 blend(&mut acc.value, sum, weight);
             }
             return;
         }
-        let mut data: [&[u8]; 4] = [&[]; 4];
+        let mut data: [*const u8; 4] = [std::ptr::null(); 4];
         let mut all_resident = true;
         for r in 0..num_rows {
             for c in 0..num_cols {
@@ -176,8 +233,17 @@ impl<'a, D: Texel> Fetch<'a, D> {
         if !all_resident {
             acc.resident = false;
         } else if acc.resident {
+            for r in 0..num_rows {
+                for c in 0..num_cols {
+                    let mine = |i: usize, j: usize| row_of[j] == r && col_of[i] == c;
+                    if !self.texels_written(page(r, c), data[r * 2 + c], ax, ay, mine) {
+                        acc.resident = false;
+                        return;
+                    }
+                }
+            }
             let sum = weighted_sum::<D>(ax, ay, |i, j| {
-                &data[row_of[j] * 2 + col_of[i]][offset(i, j)..]
+                texel_bytes::<D>(data[row_of[j] * 2 + col_of[i]], offset(i, j))
             });
             blend(&mut acc.value, sum, weight);
         }
@@ -226,6 +292,17 @@ impl<D> Clone for Fetch<'_, D> {
 }
 
 impl<D> Copy for Fetch<'_, D> {}
+
+/// The bytes of the texel at byte `offset` of `tile`.
+#[inline(always)]
+fn texel_bytes<'t, D: Texel>(tile: *const u8, offset: usize) -> &'t [u8] {
+    debug_assert!(offset + D::BYTES <= TILE_BYTES);
+    // SAFETY: `tile` addresses a live tile buffer of TILE_BYTES texels (`Fetch::tile`),
+    // `offset` is a texel of it (the tile-local index times D::BYTES), and that texel is
+    // written and not written again while the view lives (`Fetch::texels_written` saw
+    // its file tile's bit clear, with Acquire, before this read).
+    unsafe { std::slice::from_raw_parts(tile.add(offset), D::BYTES) }
+}
 
 /// The distinct tiles (one or two) that an axis's texels with non-zero weight fall in,
 /// how many, and which of them each texel uses.

@@ -56,7 +56,7 @@ mod resolve;
 mod tests;
 mod texel;
 
-use crate::backend::cpu::TileDirectory;
+use crate::backend::cpu::{FileTileFiller, TileDirectory};
 use crate::ids::{PageId, TextureId};
 use crate::paging::{PageTable, RequestGate};
 use crate::textures::DEFAULT_FALLBACK_COLOR;
@@ -72,6 +72,7 @@ pub struct CpuView<'a> {
     tiles: &'a TileDirectory,
     misses: Option<&'a MissList>,
     rejection: Option<Rejection<'a>>,
+    file_tiles: Option<&'a dyn FileTileFiller>,
 }
 
 /// A launch's request rejection as a view applies it (see [`crate::paging::rejection`]).
@@ -96,16 +97,44 @@ impl<'a> CpuView<'a> {
     /// valid [`crate::textures::TextureSampler`] whose `mip_tail_data` (if its mip tail page
     /// is resident) addresses the packed tail its levels describe; every resident tile
     /// page's directory entry addresses [`crate::TILE_BYTES`] readable bytes of a tile
-    /// buffer (writable memory); and none of that memory is freed, nor written except by
-    /// the Ptex in-place unit fill, whose protocol keeps readers off the bytes it writes
-    /// ([`crate::sources::ptex::PtexPages::fill_in_place`]).
+    /// buffer (writable memory, a [`crate::memory::TileBuffer`] with its trailer); and
+    /// none of that memory is freed, nor written except by the Ptex in-place unit fill
+    /// ([`crate::sources::ptex::PtexPages::fill_in_place`]) and the in-place file-tile
+    /// fill ([`FileTileFiller`]), whose protocols keep readers off the bytes they write.
     pub unsafe fn new(pages: &'a PageTable, tiles: &'a TileDirectory) -> Self {
         CpuView {
             pages,
             tiles,
             misses: None,
             rejection: None,
+            file_tiles: None,
         }
+    }
+
+    /// The same view, reading the missing file tiles of pages published before they were
+    /// read through `filler` when a lookup needs their texels (without one, such a page
+    /// is not resident for the texels it lacks).
+    pub fn with_file_tiles(self, filler: &'a dyn FileTileFiller) -> Self {
+        CpuView {
+            file_tiles: Some(filler),
+            ..self
+        }
+    }
+
+    /// Read file tile `index` of `page` (at `tile`) in place, if the view can: whether its
+    /// texels can now be read. When not, the page is listed as a miss, so a blocking
+    /// lookup looks again (and finds, say, the fallback of a texture the read failed).
+    #[cold]
+    pub(crate) fn fill_file_tile(&self, page: u32, tile: *const u8, index: u32) -> bool {
+        let written = self
+            .file_tiles
+            .is_some_and(|f| f.fill_file_tile(page, tile, index));
+        if !written {
+            if let Some(m) = self.misses {
+                m.push(PageId(page));
+            }
+        }
+        written
     }
 
     /// The same view, counting standing requests in `rejection.gate` and rejecting new

@@ -168,6 +168,15 @@ pub trait ImageSource: Send + Sync {
         Ok(Readiness::Ready)
     }
 
+    /// The tile size of the file at `level`, when reading a region of it decodes only the
+    /// file tiles it covers (tiled files). A blocking cache then fills a page one file
+    /// tile at a time, as lookups need them, when the file's tiles are smaller than a page
+    /// (maketx's 64×64 tiles): the default, `None`, reads whole pages.
+    fn file_tile(&self, level: u32) -> Option<(u32, u32)> {
+        let _ = level;
+        None
+    }
+
     /// The texture's average colour, if the source knows it cheaply. `None` (the default)
     /// lets the loader use the 1×1 level of the mip tail.
     fn read_base_color(&self) -> Result<Option<[f32; 4]>, SourceError> {

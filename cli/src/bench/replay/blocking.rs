@@ -6,11 +6,17 @@ use crate::error::CliError;
 use demandtex::{LoaderOptions, SampleOptions, TextureCache, TextureDesc, TextureId};
 use std::time::Instant;
 
-/// The cache a blocking replay runs on: `budget` bytes, `threads` fill threads.
-pub(crate) fn cache(threads: usize, budget: u64) -> Result<TextureCache, CliError> {
+/// The cache a blocking replay runs on: `budget` bytes, `threads` fill threads; pages of
+/// files with smaller tiles filled file tile by file tile unless `whole_pages`.
+pub(crate) fn cache(
+    threads: usize,
+    budget: u64,
+    whole_pages: bool,
+) -> Result<TextureCache, CliError> {
     Ok(TextureCache::new(LoaderOptions {
         max_texture_memory: budget,
         fill_threads: threads,
+        fill_by_file_tile: !whole_pages,
         ..Default::default()
     })?)
 }
@@ -36,13 +42,15 @@ pub(crate) fn run_lookups(
     .sum()
 }
 
-/// Replay `prepared` on `threads` threads through a cache of `budget` bytes.
+/// Replay `prepared` on `threads` threads through a cache of `budget` bytes (pages read
+/// whole if `whole_pages`).
 pub(crate) fn replay(
     prepared: &Prepared,
     threads: usize,
     budget: u64,
+    whole_pages: bool,
 ) -> Result<Replayed, CliError> {
-    let cache = cache(threads, budget)?;
+    let cache = cache(threads, budget, whole_pages)?;
     let queries = &prepared.queries;
     let results = Results::new(queries.len());
     let options = SampleOptions::default();

@@ -81,6 +81,11 @@ pub struct ReplayArgs {
     /// 0, edge blending on). Default: box.
     #[arg(long, value_enum)]
     pub filter: Option<ptex::PtexTraceFilter>,
+    /// Blocking mode: read every page whole, even from files whose tiles are smaller than
+    /// a page (by default such pages are filled file tile by file tile as lookups need
+    /// them: `LoaderOptions::fill_by_file_tile`). For comparison.
+    #[arg(long)]
+    pub whole_pages: bool,
 }
 
 /// What a replay measured.
@@ -90,7 +95,8 @@ pub struct Report {
     pub lookups: u64,
     /// Wall seconds of the replay.
     pub seconds: f64,
-    /// Tiles read from files (mip tails not counted).
+    /// Tile reads from files (mip tails not counted): pages read whole, and file tiles
+    /// read into pages filled file tile by file tile.
     pub tiles_read: u64,
     /// Mip tails read (one per opened texture).
     pub mip_tails_read: u64,
@@ -296,7 +302,7 @@ impl Report {
         Report {
             lookups: lookups as u64,
             seconds,
-            tiles_read: stats.tiles_filled,
+            tiles_read: stats.tiles_filled - stats.tiles_published_unread + stats.file_tiles_filled,
             mip_tails_read: stats.mip_tails_filled,
             bytes_read: stats.bytes_read,
             peak_resident_bytes: stats.peak_resident_bytes,
@@ -328,6 +334,7 @@ impl Report {
             "filter": args.filter.map(ptex::PtexTraceFilter::name),
             "threads": args.threads,
             "cache_mb": args.cache_mb,
+            "whole_pages": args.whole_pages,
             "lookups": self.lookups,
             "seconds": self.seconds,
             "lookups_per_s": self.lookups_per_s(),
@@ -404,7 +411,7 @@ pub fn run(args: &ReplayArgs) -> Result<(), CliError> {
         }
         let prepared = prepare::<Query>(args)?;
         let (report, mut results, two) = match args.mode {
-            Mode::Blocking => blocking::replay(&prepared, threads, budget)?,
+            Mode::Blocking => blocking::replay(&prepared, threads, budget, args.whole_pages)?,
             Mode::Multipass => multipass::replay(&prepared, threads, budget, args.max_passes)?,
         };
         apply_channel_rule(&mut results, &prepared.queries, &two);

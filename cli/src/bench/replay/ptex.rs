@@ -148,7 +148,7 @@ pub(crate) fn replay(
     };
     match args.mode {
         Mode::Blocking => {
-            let cache = blocking::cache(threads, budget)?;
+            let cache = blocking::cache(threads, budget, false)?;
             let start = Instant::now();
             let textures = create(&|p| cache.create_ptex_texture(p))?;
             let non_resident = blocking::run_lookups(queries.len(), threads, &results, |i| {

@@ -3,6 +3,7 @@
 
 use crate::backend::cpu::TileDirectory;
 use crate::ids::TextureId;
+use crate::memory::TileBuffer;
 use crate::paging::{
     encode_base_color, PageLayout, PageMapping, PageTable, PullResult, NO_BASE_COLOR,
 };
@@ -11,7 +12,6 @@ use crate::textures::{
     full_mip_levels, AddressMode, PageContent, TexelFormat, TextureDesc, TextureLayout,
     TextureSampler,
 };
-use crate::TILE_BYTES;
 
 pub const MAX_TEXTURES: u32 = 16;
 const PAGE_TABLE_ENTRIES: u32 = 64;
@@ -64,7 +64,7 @@ pub struct Texture {
     pub sampler: Box<TextureSampler>,
     base: Option<[f32; 4]>,
     /// Tile data by page offset within the texture's range (offset 0, the tail, is empty).
-    tiles: Vec<Vec<u8>>,
+    tiles: Vec<TileBuffer>,
     _tail: Vec<u8>,
 }
 
@@ -99,7 +99,7 @@ impl Fixture {
         assert!(self.next_page <= NUM_PAGES);
         let f = spec.format;
         let tb = f.texel_bytes();
-        let mut tiles = vec![Vec::new()];
+        let mut tiles = vec![TileBuffer::new()];
         for offset in 1..layout.num_pages {
             let Some(PageContent::Tile {
                 level,
@@ -110,7 +110,9 @@ impl Fixture {
                 panic!("page {offset}")
             };
             // 0xFF padding: NaN for floats, 1.0 for integers — wrong if ever read.
-            let mut data = vec![0xFFu8; TILE_BYTES];
+            let mut buffer = TileBuffer::new();
+            let data = buffer.as_mut_slice();
+            data.fill(0xFF);
             let r = layout.tile_region(level, tile_x, tile_y);
             for y in 0..r.height {
                 for x in 0..r.width {
@@ -118,7 +120,7 @@ impl Fixture {
                     f.encode(pattern(level, r.x + x, r.y + y), &mut data[at..at + tb]);
                 }
             }
-            tiles.push(data);
+            tiles.push(buffer);
         }
         let mut tail = vec![0u8; layout.mip_tail_bytes as usize];
         for level in layout.mip_tail_first_level..levels {
@@ -149,7 +151,7 @@ impl Fixture {
 
     pub fn view(&self) -> CpuView<'_> {
         // SAFETY: sampler entries address boxed samplers whose mip_tail_data is the tail
-        // vector; tile entries address TILE_BYTES vectors; all owned by `self`, which the
+        // vector; tile entries address tile buffers; all owned by `self`, which the
         // view borrows, and never written while it lives.
         unsafe { CpuView::new(&self.pages, &self.tiles) }
     }

@@ -559,6 +559,17 @@ impl ImageSource for ExrSource {
         self.path.display().to_string()
     }
 
+    /// The tile size of a tiled file's stored levels (a read decodes only the tiles it
+    /// covers); `None` for scan-line files and generated levels.
+    fn file_tile(&self, level: u32) -> Option<(u32, u32)> {
+        let o = self.opened().ok()?;
+        if level >= o.stored_levels || matches!(o.file.storage, file::Storage::ScanLines) {
+            return None;
+        }
+        let g = o.file.grids.get(level as usize)?;
+        Some((g.block_w as u32, g.block_h as u32))
+    }
+
     /// The first call describes the file parsed so far (or parses it); every later call
     /// parses the file now at the path anew (see the module docs).
     fn open(&self) -> Result<ImageInfo, SourceError> {

@@ -406,6 +406,17 @@ impl ImageSource for TiffSource {
         Ok(Readiness::Ready)
     }
 
+    /// The tile size of a tiled stored level (a read decodes only the tiles it covers);
+    /// `None` for strips and generated levels.
+    fn file_tile(&self, level: u32) -> Option<(u32, u32)> {
+        let o = self.opened().ok()?;
+        if level >= o.value.stored_levels {
+            return None;
+        }
+        let l = o.value.layout.levels.get(level as usize)?;
+        l.tiled.then_some((l.chunk_w, l.chunk_h))
+    }
+
     /// `oiio:ConstantColor`, else `oiio:AverageColor`, when the file has them.
     fn read_base_color(&self) -> Result<Option<[f32; 4]>, SourceError> {
         let o = self.opened()?;
