@@ -17,7 +17,7 @@ use crate::table::{format_bytes, format_count};
 use demandtex::sources::exr::{
     describe, ExrDescription, ExrLevelMode, ExrStorage, LevelDescription, ServedAs,
 };
-use demandtex::sources::{ChannelSelection, FileFormat};
+use demandtex::sources::ChannelSelection;
 use demandtex::textures::TexelType;
 use serde::Serialize;
 use std::fmt::Write as _;
@@ -70,10 +70,8 @@ pub fn run(args: &InfoArgs) -> Result<(), CliError> {
     if args.check || args.stats {
         return crate::info_check::run(&args.file, args.stats, args.json);
     }
-    match crate::info_check::core_format(&args.file) {
-        Some(FileFormat::Ptex) => return crate::info_ptex::print_ptex(args),
-        Some(FileFormat::Dds) => return crate::info_dds::print_dds(args),
-        _ => {}
+    if crate::info_check::is_ptex(&args.file) {
+        return crate::info_ptex::print_ptex(args);
     }
     match detect_format(&args.file)? {
         InputFormat::Exr => {
@@ -85,6 +83,7 @@ pub fn run(args: &InfoArgs) -> Result<(), CliError> {
                 print_stdout(&render(&info))?;
             }
         }
+        InputFormat::Dds => crate::info_dds::print_dds(args)?,
         InputFormat::Image(format) => {
             let (width, height) = guarded(&args.file, || {
                 let reader = image::ImageReader::open(&args.file).map_err(|e| {

@@ -37,22 +37,19 @@ pub fn is_ptex(path: &Path) -> bool {
 /// The format's name and what the check read, or the first error.
 pub fn check(path: &Path, stats: bool) -> Result<(&'static str, CheckReport), CliError> {
     let damaged = |e: &dyn std::fmt::Display| CliError::Demandtex(format!("damaged: {e}"));
-    match core_format(path) {
-        Some(FileFormat::Ptex) => {
-            let file = PtexFile::open(path).map_err(|e| damaged(&e))?;
-            let report = check_ptex(&file, stats).map_err(|e| damaged(&e))?;
-            return Ok(("Ptex", report));
-        }
-        Some(FileFormat::Dds) => {
-            let report = check_source(&DdsSource::new(path), stats).map_err(|e| damaged(&e))?;
-            return Ok(("DDS", report));
-        }
-        _ => {}
+    if is_ptex(path) {
+        let file = PtexFile::open(path).map_err(|e| damaged(&e))?;
+        let report = check_ptex(&file, stats).map_err(|e| damaged(&e))?;
+        return Ok(("Ptex", report));
     }
     match detect_format(path)? {
         InputFormat::Exr => {
             let report = check_source(&ExrSource::new(path), stats).map_err(|e| damaged(&e))?;
             Ok(("OpenEXR", report))
+        }
+        InputFormat::Dds => {
+            let report = check_source(&DdsSource::new(path), stats).map_err(|e| damaged(&e))?;
+            Ok(("DDS", report))
         }
         InputFormat::Image(format) => {
             // TIFF (`.tx`), PNG and JPEG through the engine's own source for them.

@@ -243,9 +243,20 @@ fn dds_converted_here_and_from_other_tools_whole_and_truncated() {
     }
     let out = demandtex(&["convert", p(&input), "-o", p(&bc7), "--format", "dds-bc2"]);
     assert_eq!(out.status.code(), Some(2));
-    // A file nvcompress wrote; then the BC7 file cut short.
+    // A file nvcompress wrote: checked whole, and converted to a tiled OpenEXR.
     let nv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/dds/nv-bc3.dds");
     assert_eq!(check_whole(&nv)["check"]["level0_texels"], 37 * 22);
+    let exr = dir.join("from-dds.exr");
+    let out = demandtex(&["convert", p(&nv), "-o", p(&exr)]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("R,G,B,A half from DDS"), "{stdout}");
+    assert_eq!(check_whole(&exr)["check"]["level0_texels"], 37 * 22);
+    // The BC7 file cut short.
     let cut = dir.join("cut.dds");
     let bytes = std::fs::read(&bc7).unwrap();
     std::fs::write(&cut, &bytes[..bytes.len() - 100]).unwrap();

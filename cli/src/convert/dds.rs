@@ -1,4 +1,5 @@
-//! The DDS writer behind `demandtex convert --format dds-…`: a mip chain encoded as BC1,
+//! DDS in `demandtex convert`: as input, level 0 decoded by core's reader
+//! ([`load_dds`]); as output, the writer behind `--format dds-…`: a mip chain encoded as BC1,
 //! BC3, BC4, BC5, BC6H or BC7 blocks (Intel's ISPC texture compressor, through the
 //! `intel_tex_2` crate) or plain 8-bit RGBA, with a DX10 header, and the quality of level
 //! 0 against the source (PSNR) decoded with the reader's own decoder (core's
@@ -7,10 +8,14 @@
 //! The encoder lives in the CLI, not in core: its prebuilt kernels need the C++ runtime,
 //! which the library (and the C ABI built from it) does not otherwise link.
 
-use demandtex::sources::dds::BlockCodec;
+use super::load::{finish, LoadOptions, Loaded};
+use crate::error::CliError;
+use demandtex::sources::dds::{BlockCodec, DdsEncoding};
 use demandtex::sources::exr::writer::tmp_path;
 use demandtex::sources::mips::{build_mips, DownsampleFilter};
 use demandtex::sources::FloatImage;
+use demandtex::sources::{DdsOptions, DdsSource, ImageSource};
+use demandtex::textures::{TexelType, TileRegion};
 use demandtex::{Error, Result};
 use half::f16;
 use std::io::Write;
@@ -385,4 +390,53 @@ fn quality(image: &FloatImage, encoded: &[u8], c: DdsCompression) -> (f64, f64) 
         10.0 * (peak * peak / mse).log10()
     };
     (psnr, max_error)
+}
+
+/// A DDS input: level 0 through core's reader (any encoding it serves), as floats. One and
+/// four served channels stay Y and RGBA; two (BC5, RG) become RGB with a blue of 0.
+/// `--linearize` applies to 8- and 16-bit encodings.
+pub fn load_dds(path: &Path, options: &LoadOptions) -> std::result::Result<Loaded, CliError> {
+    let failed = |e: &dyn std::fmt::Display| CliError::Io(e.to_string());
+    let source = DdsSource::with_options(
+        path,
+        DdsOptions {
+            limits: options.limits,
+            ..DdsOptions::default()
+        },
+    );
+    let info = source.open().map_err(|e| failed(&e))?;
+    let encoding = source.layout().map_err(|e| failed(&e))?.encoding;
+    let (w, h) = (info.width, info.height);
+    options
+        .limits
+        .check_image_size(
+            format_args!("{}: the decoded image", path.display()),
+            (w.into(), h.into()),
+            16,
+        )
+        .map_err(CliError::Io)?;
+    let tb = info.format.texel_bytes();
+    let mut bytes = vec![0u8; w as usize * h as usize * tb];
+    let level0 = TileRegion {
+        level: 0,
+        x: 0,
+        y: 0,
+        width: w,
+        height: h,
+    };
+    source
+        .read_region(level0, &mut bytes, w as usize * tb)
+        .map_err(|e| failed(&e))?;
+    let channels = match info.format.channels {
+        1 => 1,
+        2 => 3,
+        _ => 4,
+    };
+    let mut data = Vec::with_capacity(w as usize * h as usize * channels);
+    for texel in bytes.chunks_exact(tb) {
+        data.extend_from_slice(&info.format.decode(texel)[..channels]);
+    }
+    let integer = matches!(info.format.texel_type, TexelType::U8 | TexelType::U16)
+        && !matches!(encoding, DdsEncoding::Blocks(BlockCodec::Bc6h { .. }));
+    finish(path, "DDS", (w, h, channels as u32), data, integer, options)
 }

@@ -1,6 +1,7 @@
-//! Decoding a `convert` input (OpenEXR, PNG, JPEG, TIFF) to a `FloatImage`.
+//! Decoding a `convert` input (OpenEXR, DDS, PNG, JPEG, TIFF) to a `FloatImage`.
 //!
-//! OpenEXR is read with the exr crate (scan-line or tiled, level 0 only, any part); the
+//! OpenEXR is read with the exr crate (scan-line or tiled, level 0 only, any part); DDS
+//! with core's reader (level 0, any encoding it serves: `dds::load_dds`); the
 //! others with the image crate (8/16-bit gray, gray-alpha, RGB, RGBA, and float), integers
 //! mapped to [0, 1]. Channel selection (`--channels`) and sRGB linearisation
 //! (`--linearize`, integer inputs only) happen here.
@@ -54,6 +55,8 @@ pub struct Loaded {
 pub enum InputFormat {
     /// OpenEXR, by magic number.
     Exr,
+    /// DDS, by magic number (decoded by core's reader).
+    Dds,
     /// A format of the image crate (PNG, JPEG, TIFF).
     Image(image::ImageFormat),
 }
@@ -74,6 +77,10 @@ pub fn detect_format(path: &Path) -> Result<InputFormat, CliError> {
     let head = &head[..len];
     if head.starts_with(&EXR_MAGIC) {
         return Ok(InputFormat::Exr);
+    }
+    if demandtex::sources::FileFormat::from_magic(head) == Some(demandtex::sources::FileFormat::Dds)
+    {
+        return Ok(InputFormat::Dds);
     }
     let ext = path
         .extension()
@@ -132,6 +139,7 @@ pub fn load(path: &Path, options: &LoadOptions) -> Result<Loaded, CliError> {
             check_exr_size(path, &options.limits)?;
             load_exr(path, options.channels.as_deref())
         }
+        InputFormat::Dds => super::dds::load_dds(path, options),
         InputFormat::Image(format) => load_image(path, format, options),
     }
 }
@@ -209,6 +217,26 @@ fn load_image(
         D::ImageRgba32F(i) => (4, i.into_raw(), false),
         other => (4, other.into_rgba32f().into_raw(), false),
     };
+    finish(
+        path,
+        format_name(format),
+        (width, height, channels),
+        data,
+        integer,
+        options,
+    )
+}
+
+/// Channel selection, sRGB linearisation (integer samples only) and premultiplication of
+/// a decoded `(width, height, channels)` image of `data`, as `options` say.
+pub(crate) fn finish(
+    path: &Path,
+    format: &'static str,
+    (width, height, channels): (u32, u32, u32),
+    data: Vec<f32>,
+    integer: bool,
+    options: &LoadOptions,
+) -> Result<Loaded, CliError> {
     let names = demandtex::sources::exr::writer::channel_names(channels);
     let available: Vec<String> = names.iter().map(|s| s.to_string()).collect();
     let selected = select_channels(&available, options.channels.as_deref())
@@ -238,7 +266,7 @@ fn load_image(
     }
     Ok(Loaded {
         image,
-        format: format_name(format),
+        format,
         source_channels: selected.iter().map(|&i| available[i].clone()).collect(),
         linearized,
         premultiplied,
