@@ -196,17 +196,17 @@ pc_libdir=$(pkg-config --variable=libdir demandtex)
 [ "$(pkg-config --modversion demandtex)" = "$(sed -n 's/^#define DTEX_VERSION_MAJOR \([0-9]*\).*/\1/p' include/demandtex.h).$(sed -n 's/^#define DTEX_VERSION_MINOR \([0-9]*\).*/\1/p' include/demandtex.h).$(sed -n 's/^#define DTEX_VERSION_PATCH \([0-9]*\).*/\1/p' include/demandtex.h)" ] ||
   fail "pkg-config --modversion demandtex ($(pkg-config --modversion demandtex)) differs from the header's version"
 mkdir -p "$WORK/pc"
-CFLAGS_STRICT=(-std=c11 -Wall -Wextra -Werror -pedantic -O1 -g "-DDTEX_PTEX_FIXTURES=\"$ROOT/tests/fixtures/ptex\"")
+CFLAGS_STRICT=(-std=c11 -Wall -Wextra -Werror -pedantic -O1 -g "-DDTEX_PTEX_FIXTURES=\"$ROOT/tests/fixtures/ptex\"" "-DDTEX_FIXTURES=\"$ROOT/tests/fixtures\"")
 # shellcheck disable=SC2046 # pkg-config output is meant to be split into words
 run_logged "pkg-config build (shared)" "$WORK/pc-build.log" . \
-  cc "${CFLAGS_STRICT[@]}" tests/c-consumer/main.c tests/c-consumer/ptex.c -o "$WORK/pc/c_consumer" \
+  cc "${CFLAGS_STRICT[@]}" tests/c-consumer/main.c tests/c-consumer/ptex.c tests/c-consumer/files.c -o "$WORK/pc/c_consumer" \
   $(pkg-config --cflags --libs demandtex) -lm -Wl,-rpath,"$pc_libdir"
 under_valgrind "pkg-config/c_consumer" "$WORK/pc" "$WORK/pc/c_consumer"
 # Static through pkg-config: the archive plus Libs.private (pkg-config --static).
 static_libs=$(pkg-config --libs --static demandtex | sed "s|-ldemandtex\\b|$pc_libdir/libdemandtex.a|")
 # shellcheck disable=SC2046,SC2086
 run_logged "pkg-config build (static)" "$WORK/pc-build-static.log" . \
-  cc "${CFLAGS_STRICT[@]}" tests/c-consumer/main.c tests/c-consumer/ptex.c -o "$WORK/pc/c_consumer_static" \
+  cc "${CFLAGS_STRICT[@]}" tests/c-consumer/main.c tests/c-consumer/ptex.c tests/c-consumer/files.c -o "$WORK/pc/c_consumer_static" \
   $(pkg-config --cflags demandtex) $static_libs -lm
 run_logged "pkg-config/c_consumer_static" "$WORK/pc-static.log" "$WORK/pc" "$WORK/pc/c_consumer_static"
 note "pkg-config: shared build under valgrind, static build (Libs.private) ran"

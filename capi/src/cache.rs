@@ -77,9 +77,10 @@ pub extern "C" fn dtex_cache_destroy(cache: DtexCache) -> DtexStatus {
     })
 }
 
-/// The texture of an OpenEXR file: registered at the first call for `path` (with `desc`;
-/// NULL = default), the same id for later calls (which ignore `desc`). The file is opened
-/// at its first lookup; a missing or bad file samples its fallback colour.
+/// The texture of a file (OpenEXR, TIFF/`.tx`, DDS, PNG, JPEG, by its magic number):
+/// registered at the first call for `path` (with `desc`; NULL = default), the same id for
+/// later calls (which ignore `desc`). The file is opened at its first lookup; a missing or
+/// bad file samples its fallback colour.
 ///
 /// Errors: INVALID_HANDLE; INVALID_ARGUMENT (NULL pointer, path not UTF-8, bad `desc`);
 /// OUT_OF_PAGES. Ownership: the path is copied; the texture belongs to the cache.

@@ -586,6 +586,7 @@ static void test_udim_pattern(void) {
 
 /* tests/c-consumer/ptex.c */
 void test_ptex(void);
+void test_files(void);
 
 static void test_version(void) {
   char macros[64];
@@ -608,6 +609,7 @@ int main(void) {
   test_errors();
   test_udim_pattern();
   test_ptex();
+  test_files();
 
   DtexLoader loader = create_loader();
   int launches = test_procedural(loader);

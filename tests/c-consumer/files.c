@@ -1,0 +1,146 @@
+/*
+ * The texture-file part of the C11 consumer (main.c calls test_files): files other tools
+ * wrote, through the installed library's blocking cache, against their reference decodes.
+ *   - dtx-bc7.dds (a BC7 DDS) against Pillow's decode of level 0, texel for texel;
+ *   - rgb8_zip.tx (OIIO maketx: 64x64 tiles, so the cache fills its 128x128 pages file tile
+ *     by file tile, in place) against OIIO's decode of every level.
+ */
+#include <demandtex.h>
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void test_files(void);
+
+#ifndef DTEX_FIXTURES
+#define DTEX_FIXTURES "tests/fixtures"
+#endif
+
+static void check_(int ok, int line, const char *fmt, ...) {
+  if (ok) {
+    return;
+  }
+  va_list args;
+  va_start(args, fmt);
+  fprintf(stderr, "c-consumer: FAIL (files.c:%d): ", line);
+  vfprintf(stderr, fmt, args);
+  fprintf(stderr, "\n");
+  va_end(args);
+  exit(1);
+}
+
+#define CHECK(cond, ...) check_((cond) ? 1 : 0, __LINE__, __VA_ARGS__)
+#define EXPECT_OK(call)                                                                     \
+  do {                                                                                      \
+    DtexStatus s_ = (call);                                                                 \
+    CHECK(s_ == DTEX_STATUS_OK, "%s returned %s: %s", #call, dtex_status_string(s_),         \
+          dtex_last_error_message());                                                       \
+  } while (0)
+
+static void fixture(char *path, size_t size, const char *name) {
+  const char *dir = getenv("DEMANDTEX_FIXTURES");
+  snprintf(path, size, "%s/%s", dir ? dir : DTEX_FIXTURES, name);
+}
+
+/* Sample texel (x, y) of level `level` of a `w x h` texture at its centre, blocking. */
+static DtexSample texel(DtexCache cache, uint32_t tex, int level, int x, int y, int w, int h) {
+  int lw = w >> level, lh = h >> level;
+  lw = lw < 1 ? 1 : lw;
+  lh = lh < 1 ? 1 : lh;
+  /* A footprint of one texel of this level (point filtering picks the level exactly). */
+  float d = ldexpf(1.0f, level) / (float)w * 0.999f;
+  DtexSample out;
+  memset(&out, 0, sizeof out);
+  EXPECT_OK(dtex_cache_tex2d_grad(cache, tex, ((float)x + 0.5f) / (float)lw,
+                                  ((float)y + 0.5f) / (float)lh, d, 0.0f, 0.0f,
+                                  d * (float)w / (float)h, NULL, &out));
+  return out;
+}
+
+static DtexCache create_cache(uint64_t budget) {
+  DtexLoaderOptions options;
+  dtex_loader_options_default(&options);
+  options.max_texture_memory = budget;
+  DtexCache cache;
+  EXPECT_OK(dtex_cache_create(&options, &cache));
+  return cache;
+}
+
+static DtexTextureDesc point_desc(void) {
+  DtexTextureDesc desc;
+  dtex_texture_desc_default(&desc);
+  desc.filter = DTEX_FILTER_POINT;
+  desc.mip_filter = DTEX_FILTER_POINT;
+  return desc;
+}
+
+static void test_dds(void) {
+  char path[1024], ref[1024];
+  fixture(path, sizeof path, "dds/dtx-bc7.dds");
+  fixture(ref, sizeof ref, "dds/dtx-bc7.ref");
+  DtexCache cache = create_cache(8u << 20);
+  DtexTextureDesc desc = point_desc();
+  uint32_t tex = DTEX_NO_TEXTURE;
+  EXPECT_OK(dtex_cache_texture_for_path(cache, path, &desc, &tex));
+  FILE *f = fopen(ref, "r");
+  CHECK(f != NULL, "cannot open %s", ref);
+  int n = 0;
+  unsigned r, g, b, a;
+  while (fscanf(f, "%u %u %u %u", &r, &g, &b, &a) == 4) {
+    DtexSample s = texel(cache, tex, 0, n % 37, n / 37, 37, 22);
+    float want[4] = {r / 255.0f, g / 255.0f, b / 255.0f, a / 255.0f};
+    CHECK(s.resident, "dds texel %d not resident", n);
+    for (int c = 0; c < 4; c++) {
+      CHECK(fabsf(s.value[c] - want[c]) < 1e-6f, "dds texel %d channel %d: %g, Pillow %g", n, c,
+            s.value[c], want[c]);
+    }
+    n++;
+  }
+  fclose(f);
+  CHECK(n == 37 * 22, "dtx-bc7.ref: %d texels", n);
+  EXPECT_OK(dtex_cache_destroy(cache));
+}
+
+static void test_tx(void) {
+  char path[1024], ref[1024];
+  fixture(path, sizeof path, "tx/rgb8_zip.tx");
+  fixture(ref, sizeof ref, "tx/rgb8_zip.ref");
+  /* A budget of a few pages: pages are filled file tile by file tile and evicted. */
+  DtexCache cache = create_cache(6u << 16);
+  DtexTextureDesc desc = point_desc();
+  uint32_t tex = DTEX_NO_TEXTURE;
+  EXPECT_OK(dtex_cache_texture_for_path(cache, path, &desc, &tex));
+  FILE *f = fopen(ref, "r");
+  CHECK(f != NULL, "cannot open %s", ref);
+  int n = 0, level, x, y;
+  float want[3];
+  while (fscanf(f, "%d %d %d %f %f %f", &level, &x, &y, &want[0], &want[1], &want[2]) == 6) {
+    DtexSample s = texel(cache, tex, level, x, y, 200, 136);
+    CHECK(s.resident, "tx level %d (%d, %d) not resident", level, x, y);
+    for (int c = 0; c < 3; c++) {
+      CHECK(fabsf(s.value[c] - want[c]) < 1e-6f, "tx level %d (%d, %d) channel %d: %g, OIIO %g",
+            level, x, y, c, s.value[c], want[c]);
+    }
+    n++;
+  }
+  fclose(f);
+  CHECK(n > 100, "rgb8_zip.ref: %d texels", n);
+  DtexStats stats;
+  memset(&stats, 0, sizeof stats);
+  stats.struct_size = sizeof stats;
+  EXPECT_OK(dtex_cache_get_stats(cache, &stats));
+  CHECK(stats.tiles_published_unread > 0 && stats.file_tiles_filled > 0,
+        "pages filled file tile by file tile: %llu unread, %llu file tiles",
+        (unsigned long long)stats.tiles_published_unread,
+        (unsigned long long)stats.file_tiles_filled);
+  EXPECT_OK(dtex_cache_destroy(cache));
+}
+
+void test_files(void) {
+  test_dds();
+  test_tx();
+}
