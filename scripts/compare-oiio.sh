@@ -16,6 +16,8 @@
 #              `demandtex bench make-trace` if missing)
 #   TILE       tile size of the textures make-trace writes: page (default: one demandtex
 #              page, 128x64 for half RGBA) or 64 (OIIO maketx's layout)
+#   TEXTURES, SIZE, QUERIES  make-trace's --textures, --size, --queries (defaults 8, 4096,
+#              8000000) when it writes DIR
 #   SET        exr (default): replay make-trace's OpenEXR files; tx: the same textures made
 #              into .tx files by OIIO's maketx (its defaults: 64x64 tiles, ZIP, the
 #              source's half samples), in DIR-tx with the traces' paths renamed
@@ -53,7 +55,8 @@ run scripts/build-oiio-replay.sh
 
 for kind in coherent incoherent; do
   if [[ " $CELLS " == *" $kind:"* && ! -f $DIR/$kind.dtxq ]]; then
-    run "$DTX" bench make-trace --out "$DIR" --kind "$kind" --tile "$TILE"
+    run "$DTX" bench make-trace --out "$DIR" --kind "$kind" --tile "$TILE" \
+      --textures "${TEXTURES:-8}" --size "${SIZE:-4096}" --queries "${QUERIES:-8000000}"
   fi
 done
 

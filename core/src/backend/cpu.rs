@@ -59,7 +59,10 @@ impl Backend for CpuBackend {
     }
 
     fn publish_tile(&self, page: PageId, data: &TileBuffer) -> Result<HostCopy, PublishError> {
-        self.directory.set(page.0, data.as_ptr());
+        // A tile published with file tiles missing is flagged, so samplers look at its
+        // trailer only then.
+        let partial = data.trailer().missing() != 0;
+        self.directory.set_tile(page.0, data.as_ptr(), partial);
         Ok(HostCopy::Keep)
     }
 
@@ -99,16 +102,33 @@ impl TileDirectory {
     /// seen set (the bit's release/acquire pair orders the pointer store before this load).
     #[inline]
     pub fn get(&self, page: u32) -> *const u8 {
+        self.get_tagged(page).0
+    }
+
+    /// The tile data of `page` (or null), and whether it was published with file tiles
+    /// missing (see [`crate::memory::TileTrailer`]): the flag rides in the address's low
+    /// bit (tile buffers are 4096-aligned).
+    #[inline]
+    pub fn get_tagged(&self, page: u32) -> (*const u8, bool) {
         let Some(top) = self.blocks.get(page as usize / BLOCK_PAGES) else {
-            return std::ptr::null();
+            return (std::ptr::null(), false);
         };
         let block = top.load(Ordering::Acquire);
         if block.is_null() {
-            return std::ptr::null();
+            return (std::ptr::null(), false);
         }
         // SAFETY: blocks are allocated once, never freed before `self` drops, and only
         // handed out as shared references to atomics.
-        unsafe { (*block)[page as usize % BLOCK_PAGES].load(Ordering::Acquire) }
+        let raw = unsafe { (*block)[page as usize % BLOCK_PAGES].load(Ordering::Acquire) };
+        let tag = raw as usize & 1;
+        (raw.wrapping_byte_sub(tag) as *const u8, tag != 0)
+    }
+
+    /// Record where `page`'s tile lives, flagged `partial` if it was published with file
+    /// tiles missing. Stores are serialised as for [`set`](Self::set).
+    pub fn set_tile(&self, page: u32, data: *const u8, partial: bool) {
+        debug_assert_eq!(data as usize & 1, 0, "tile buffers are aligned");
+        self.set(page, data.wrapping_byte_add(partial as usize));
     }
 
     /// Record where `page`'s data lives (null to forget it). Callers serialise stores under
@@ -174,11 +194,11 @@ mod tests {
     #[test]
     fn pages_map_to_their_data_and_blocks_appear_lazily() {
         let d = TileDirectory::new(1 << 20);
-        let data = [1u8, 2, 3];
+        let data = [1u64, 2, 3];
         assert!(d.get(5000).is_null());
         assert_eq!(d.bookkeeping_bytes(), 1024 * 8);
-        d.set(5000, data.as_ptr());
-        assert_eq!(d.get(5000), data.as_ptr());
+        d.set(5000, data.as_ptr() as *const u8);
+        assert_eq!(d.get(5000), data.as_ptr() as *const u8);
         assert!(d.get(5001).is_null());
         assert!(d.get(u32::MAX).is_null());
         d.set(5000, std::ptr::null());
@@ -202,21 +222,31 @@ mod tests {
         b.restore_tile(PageId(7)).unwrap();
         b.withdraw(Withdrawal::TileReleased(PageId(7))).unwrap();
         assert!(b.directory().get(7).is_null());
+        // A tile published with file tiles missing is flagged; its address is unchanged.
+        let mut partial = TileBuffer::new();
+        let cut = crate::memory::SubTiles::of((128, 64), (64, 64));
+        partial.set_sub_tiles(cut, 1);
+        b.publish_tile(PageId(9), &partial).unwrap();
+        assert_eq!(b.directory().get_tagged(9), (partial.as_ptr(), true));
+        assert_eq!(b.directory().get(9), partial.as_ptr());
+        assert_eq!(b.directory().get_tagged(7), (std::ptr::null(), false));
     }
 
     #[test]
     fn concurrent_first_stores_to_one_block_keep_both() {
         let d = TileDirectory::new(4096);
-        let a = [0u8; 4];
+        // Aligned addresses (the low bit is the partial flag).
+        let a = [0u64; 4];
         std::thread::scope(|s| {
             for i in 0..8u32 {
                 let d = &d;
                 let base = a.as_ptr() as usize;
-                s.spawn(move || d.set(i, (base + i as usize % 4) as *const u8));
+                s.spawn(move || d.set(i, (base + (i as usize % 4) * 8) as *const u8));
             }
         });
         for i in 0..8u32 {
-            assert_eq!(d.get(i), unsafe { a.as_ptr().add(i as usize % 4) });
+            let want = unsafe { a.as_ptr().add(i as usize % 4) } as *const u8;
+            assert_eq!(d.get_tagged(i), (want, false));
         }
     }
 }

@@ -122,13 +122,14 @@ impl<'a, D: Texel> Fetch<'a, D> {
     /// addresses a live tile buffer (TILE_BYTES of texels and its trailer) that is not
     /// freed while the view lives; its texels are read only where the trailer says they
     /// are written ([`Fetch::texels_written`]), and only those bytes are borrowed.
+    /// The flag says the tile was published with file tiles missing.
     #[inline]
-    fn tile(&self, page: u32) -> Option<*const u8> {
+    fn tile(&self, page: u32) -> Option<(*const u8, bool)> {
         if !self.touch_page(page) {
             return None;
         }
-        let ptr = self.tiles.get(page);
-        (!ptr.is_null()).then_some(ptr)
+        let (ptr, partial) = self.tiles.get_tagged(page);
+        (!ptr.is_null()).then_some((ptr, partial))
     }
 
     /// Whether the footprint's texels on `tile` (page `page`) that `mine(i, j)` selects
@@ -206,12 +207,12 @@ impl<'a, D: Texel> Fetch<'a, D> {
         };
         if num_cols == 1 && num_rows == 1 {
             // The common case: one tile.
-            let Some(tile) = self.tile(page(0, 0)) else {
+            let Some((tile, partial)) = self.tile(page(0, 0)) else {
                 acc.resident = false;
                 return;
             };
             if acc.resident {
-                if !self.texels_written(page(0, 0), tile, ax, ay, |_, _| true) {
+                if partial && !self.texels_written(page(0, 0), tile, ax, ay, |_, _| true) {
                     acc.resident = false;
                     return;
                 }
@@ -221,11 +222,12 @@ impl<'a, D: Texel> Fetch<'a, D> {
             return;
         }
         let mut data: [*const u8; 4] = [std::ptr::null(); 4];
+        let mut partial = [false; 4];
         let mut all_resident = true;
         for r in 0..num_rows {
             for c in 0..num_cols {
                 match self.tile(page(r, c)) {
-                    Some(tile) => data[r * 2 + c] = tile,
+                    Some((tile, p)) => (data[r * 2 + c], partial[r * 2 + c]) = (tile, p),
                     None => all_resident = false,
                 }
             }
@@ -236,7 +238,9 @@ impl<'a, D: Texel> Fetch<'a, D> {
             for r in 0..num_rows {
                 for c in 0..num_cols {
                     let mine = |i: usize, j: usize| row_of[j] == r && col_of[i] == c;
-                    if !self.texels_written(page(r, c), data[r * 2 + c], ax, ay, mine) {
+                    if partial[r * 2 + c]
+                        && !self.texels_written(page(r, c), data[r * 2 + c], ax, ay, mine)
+                    {
                         acc.resident = false;
                         return;
                     }

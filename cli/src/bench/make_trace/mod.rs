@@ -68,8 +68,8 @@ pub struct MakeTraceArgs {
     /// Coherent (camera) or incoherent (random bounces).
     #[arg(long, value_enum, default_value = "coherent")]
     pub kind: Kind,
-    /// Textures to write.
-    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    /// Textures to write (up to 100,000: texture-count scaling).
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub textures: u32,
     /// Side of the larger textures in texels (the others are half as large).
     #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u32).range(2..=65536))]
