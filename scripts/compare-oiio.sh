@@ -19,8 +19,10 @@
 #   TEXTURES, SIZE, QUERIES  make-trace's --textures, --size, --queries (defaults 8, 4096,
 #              8000000) when it writes DIR
 #   SET        exr (default): replay make-trace's OpenEXR files; tx: the same textures made
-#              into .tx files by OIIO's maketx (its defaults: 64x64 tiles, ZIP, the
-#              source's half samples), in DIR-tx with the traces' paths renamed
+#              into .tx files by OIIO's maketx (64x64 tiles, ZIP; from half OpenEXR
+#              its default writes float), in TXDIR with the traces' paths renamed
+#   MAKETX_ARGS more maketx arguments for SET=tx (e.g. "-d uint8", the common 8-bit .tx)
+#   TXDIR      where SET=tx puts the .tx files (default DIR-tx)
 #   RUNS       runs per cell (default 5)
 #   THREADS    lookup threads (default 2)
 #   CELLS      trace:cache pairs (default: coherent and incoherent × fits and quarter)
@@ -62,11 +64,12 @@ done
 
 if [[ $SET == tx ]]; then
   # The same textures as maketx .tx files, and the traces with their paths renamed.
-  txdir=$DIR-tx
+  txdir=${TXDIR:-$DIR-tx}
   mkdir -p "$txdir"
   for f in "$DIR"/*.exr; do
     t=$txdir/$(basename "${f%.exr}").tx
-    [[ -f $t ]] || run maketx "$f" -o "$t" >&2
+    # shellcheck disable=SC2086
+    [[ -f $t ]] || run maketx "$f" ${MAKETX_ARGS:-} -o "$t" >&2
   done
   for kind in coherent incoherent; do
     [[ -f $DIR/$kind.dtxq ]] || continue
