@@ -26,6 +26,7 @@
 #   RUNS       runs per cell (default 5)
 #   THREADS    lookup threads (default 2)
 #   CELLS      trace:cache pairs (default: coherent and incoherent × fits and quarter)
+#   FITS_MB    the cache of the fits cells in MiB (default: 2 × the working set)
 #   MULTIPASS  1 (default) to also time the multi-pass replay in the fits cells, 0 not to
 #   LOD        oiio-replay's --lod: exact (default: OIIO filters at QUERIES.md's level of
 #              detail) or native (OIIO's own level choice from the raw derivatives)
@@ -110,7 +111,7 @@ for cell in $CELLS; do
   fi
   ws=${WS_MB[$kind]}
   case $size in
-    fits) mb=$(( 2 * ws )) ;;
+    fits) mb=${FITS_MB:-$(( 2 * ws ))} ;;
     quarter) mb=$(( ws / 4 > 0 ? ws / 4 : 1 )) ;;
     *) echo "compare-oiio: unknown cache size '$size' in CELLS (fits or quarter)" >&2; exit 2 ;;
   esac

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Texture-count scaling: the same incoherent workload (random texture, place and footprint)
 # over N textures, replayed by demandtex (blocking) and OpenImageIO's TextureSystem (its
-# max_open_files at the default) with scripts/compare-oiio.sh, for each N in COUNTS. Prints
+# max_open_files at the default) with scripts/compare-oiio.sh, for each N in COUNTS, with
+# one cache size for every N that holds every texture (CACHE_MB), so what grows with N is
+# the cost of many textures — opening files, finding them — not cache misses. Prints
 # one row per N: lookups/s of each, bytes read, the cost per KiB read (wall ns per KiB of
 # texels read: the work a lookup costs beyond its reads — opening files, finding
 # textures — shows as growth), and that cost against the smallest N's.
@@ -10,7 +12,8 @@
 #   COUNTS="18 559" RUNS=1 scripts/scale-textures.sh
 #
 # Environment: COUNTS (default "18 559 2000 10000"), SIZE (side of the larger textures,
-# default 256; half are SIZE/2), QUERIES (default 4000000), RUNS (default 3), THREADS
+# default 256; half are SIZE/2), QUERIES (default 4000000), CACHE_MB (default 8192),
+# RUNS (default 3), THREADS
 # (default 2), OUT (default target/scale-textures). Textures are written with maketx's
 # 64x64 tiles. Needs what compare-oiio.sh needs.
 set -euo pipefail
@@ -22,6 +25,7 @@ QUERIES=${QUERIES:-4000000}
 RUNS=${RUNS:-3}
 THREADS=${THREADS:-2}
 OUT=${OUT:-target/scale-textures}
+CACHE_MB=${CACHE_MB:-8192}
 mkdir -p "$OUT"
 
 # shellcheck source=scripts/bench-lib.sh
@@ -32,7 +36,7 @@ for n in $COUNTS; do
   dir=$OUT/n$n
   echo "== $n textures ($dir)" >&2
   DIR=$dir TEXTURES=$n SIZE=$SIZE QUERIES=$QUERIES TILE=64 RUNS=$RUNS THREADS=$THREADS \
-    MULTIPASS=0 CELLS="incoherent:fits" OUT=$OUT/result-n$n \
+    MULTIPASS=0 CELLS="incoherent:fits" FITS_MB=$CACHE_MB OUT=$OUT/result-n$n \
     scripts/compare-oiio.sh >"$OUT/n$n.log" 2>&1 || {
     echo "scale-textures: compare-oiio failed for $n textures (see $OUT/n$n.log)" >&2
     exit 1
@@ -44,7 +48,7 @@ for n in $COUNTS; do
 done
 
 echo
-echo "Texture-count scaling, incoherent, cache 2x the working set, $THREADS threads," \
+echo "Texture-count scaling, incoherent, cache $CACHE_MB MiB, $THREADS threads," \
   "median of $RUNS runs, textures ${SIZE}² and $((SIZE / 2))² (64x64 tiles), $QUERIES lookups:"
 printf '%s\n' "${rows[@]}" | awk -F'|' '
   BEGIN {

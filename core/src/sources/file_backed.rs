@@ -64,6 +64,17 @@ impl<P> FileBacked<P> {
         SourceError(format!("{}: {reason}", self.path.display()))
     }
 
+    /// `e`, naming the file unless it does already (errors of reads through this state
+    /// name it; a generated level's own errors do not).
+    pub fn named(&self, e: SourceError) -> SourceError {
+        let prefix = format!("{}: ", self.path.display());
+        if e.0.starts_with(&prefix) {
+            e
+        } else {
+            SourceError(prefix + &e.0)
+        }
+    }
+
     /// The open file, from the last handle if the set still holds it.
     pub fn file(&self) -> Result<Arc<OpenFile>, SourceError> {
         if let Some(f) = self.handle.read().upgrade() {

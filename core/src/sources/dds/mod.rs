@@ -32,7 +32,7 @@ mod tests;
 pub use encoding::{BlockCodec, DdsEncoding, PlainTexels};
 pub use header::{DdsLayout, DdsLevel, DDS_MAGIC};
 
-use super::exr::mips::{self, GenLevel, GeneratedLevels};
+use super::exr::mips::{self, GeneratedLevels};
 use super::exr::OpenFile;
 use super::file_backed::{FileBacked, Parsed};
 use super::region::{check_read, full_chain_info};
@@ -291,34 +291,6 @@ impl DdsSource {
         }
         Ok(())
     }
-
-    /// Generate the levels after the last stored one, from it.
-    fn generate(&self, o: &Parsed<Opened>) -> Result<Vec<GenLevel>, SourceError> {
-        let v = &o.value;
-        let base = v.stored_levels - 1;
-        let l = v.layout.levels[base as usize];
-        let (w, h) = (l.width as usize, l.height as usize);
-        let row_bytes = w * v.info.format.texel_bytes();
-        let read_base = |y: usize, rows: usize, dest: &mut [u8]| {
-            let region = TileRegion {
-                level: base,
-                x: 0,
-                y: y as u32,
-                width: w as u32,
-                height: rows as u32,
-            };
-            self.read_stored(o, region, dest, row_bytes)
-        };
-        let levels = (v.info.num_levels - base) as usize;
-        mips::generate(
-            v.info.format,
-            (w, h),
-            levels,
-            64,
-            mips::threads(self.options.mip_threads),
-            &read_base,
-        )
-    }
 }
 
 impl ImageSource for DdsSource {
@@ -347,13 +319,22 @@ impl ImageSource for DdsSource {
         if region.width == 0 || region.height == 0 {
             return Ok(Readiness::Ready);
         }
-        if region.level < v.stored_levels {
-            self.read_stored(&o, region, dest, row_bytes)?;
-        } else {
-            let tb = v.info.format.texel_bytes();
-            v.generated
-                .copy(region, dest, row_bytes, tb, || self.generate(&o))
-                .map_err(|e| self.file.error(e))?;
+        let base_level = &v.layout.levels[v.stored_levels as usize - 1];
+        let read_stored = |r: TileRegion, d: &mut [u8], rb: usize| self.read_stored(&o, r, d, rb);
+        v.generated
+            .read(
+                &v.info,
+                (base_level.width, base_level.height),
+                64,
+                mips::threads(self.options.mip_threads),
+                region,
+                dest,
+                row_bytes,
+                &read_stored,
+            )
+            .map_err(|e| self.file.named(e))?;
+        if region.level >= v.stored_levels {
+            // Generated from the file parsed: served only while it is unchanged.
             self.file.check_unchanged(&o, &*self.file.file()?)?;
         }
         Ok(Readiness::Ready)

@@ -7,7 +7,7 @@
 //! could steal one of those tasks onto this very thread and deadlock it on itself.
 
 use crate::sources::box_filter::{box_span, filter_row};
-use crate::sources::SourceError;
+use crate::sources::{ImageInfo, SourceError};
 use crate::textures::TexelFormat;
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -45,34 +45,58 @@ impl GeneratedLevels {
         }
     }
 
-    /// Copy `region` (of a level `first` or past) into `dest` (rows `row_bytes` apart),
-    /// generating the levels first if no read has: `make` returns levels `first..`.
-    pub fn copy(
+    /// Serve `region` of a source whose levels `0..first` are stored: a stored level
+    /// through `read_stored`; a later one from the levels generated (on first use) from
+    /// level `first - 1`, whose size is `base`, read through `read_stored` in bands of
+    /// `row_unit` rows on `threads` threads.
+    #[allow(clippy::too_many_arguments)]
+    pub fn read(
         &self,
+        info: &ImageInfo,
+        base: (u32, u32),
+        row_unit: usize,
+        threads: usize,
         region: crate::textures::TileRegion,
         dest: &mut [u8],
         row_bytes: usize,
-        texel_bytes: usize,
-        make: impl FnOnce() -> Result<Vec<GenLevel>, SourceError>,
+        read_stored: &ReadStored<'_>,
     ) -> Result<(), SourceError> {
-        let levels = self
-            .levels
-            .get_or_init(make)
-            .as_ref()
-            .map_err(Clone::clone)?;
-        let level = region
-            .level
-            .checked_sub(self.first)
-            .and_then(|i| levels.get(i as usize))
+        if region.level < self.first {
+            return read_stored(region, dest, row_bytes);
+        }
+        let tb = info.format.texel_bytes();
+        let levels = self.levels.get_or_init(|| {
+            let level = self.first - 1;
+            let (w, h) = (base.0 as usize, base.1 as usize);
+            let read_base = |y: usize, rows: usize, band: &mut [u8]| {
+                let rows_region = crate::textures::TileRegion {
+                    level,
+                    x: 0,
+                    y: y as u32,
+                    width: w as u32,
+                    height: rows as u32,
+                };
+                read_stored(rows_region, band, w * tb)
+            };
+            let count = (info.num_levels - level) as usize;
+            generate(info.format, (w, h), count, row_unit, threads, &read_base)
+        });
+        let levels = levels.as_ref().map_err(Clone::clone)?;
+        let level = levels
+            .get((region.level - self.first) as usize)
             .ok_or_else(|| SourceError(format!("level {} was not generated", region.level)))?;
-        let n = region.width as usize * texel_bytes;
+        let n = region.width as usize * tb;
         for j in 0..region.height as usize {
-            let src = ((region.y as usize + j) * level.width + region.x as usize) * texel_bytes;
+            let src = ((region.y as usize + j) * level.width + region.x as usize) * tb;
             dest[j * row_bytes..j * row_bytes + n].copy_from_slice(&level.data[src..src + n]);
         }
         Ok(())
     }
 }
+
+/// Write `region` of a stored level into the buffer given (rows `row_bytes` apart).
+pub(crate) type ReadStored<'a> =
+    dyn Fn(crate::textures::TileRegion, &mut [u8], usize) -> Result<(), SourceError> + Sync + 'a;
 
 /// Threads for generation: `asked`, or one per core when 0.
 pub(crate) fn threads(asked: usize) -> usize {

@@ -37,7 +37,7 @@ mod tests;
 
 pub use layout::{SampleLayout, TiffCompression, TiffLayout, TiffLevel, TiffPredictor, TxMetadata};
 
-use super::exr::mips::{self, GenLevel, GeneratedLevels};
+use super::exr::mips::{self, GeneratedLevels};
 use super::exr::OpenFile;
 use super::file_backed::{FileBacked, Parsed};
 use super::region::{check_read, full_chain_info};
@@ -339,33 +339,6 @@ impl TiffSource {
         }
         Ok(())
     }
-
-    /// Generate the levels after the last stored one, from it.
-    fn generate(&self, o: &Parsed<Opened>) -> Result<Vec<GenLevel>, SourceError> {
-        let base = o.value.stored_levels - 1;
-        let l = &o.value.layout.levels[base as usize];
-        let (w, h) = (l.width as usize, l.height as usize);
-        let row_bytes = w * o.value.info.format.texel_bytes();
-        let read_base = |y: usize, rows: usize, dest: &mut [u8]| {
-            let region = TileRegion {
-                level: base,
-                x: 0,
-                y: y as u32,
-                width: w as u32,
-                height: rows as u32,
-            };
-            self.read_stored(o, region, dest, row_bytes)
-        };
-        let levels = (o.value.info.num_levels - base) as usize;
-        mips::generate(
-            o.value.info.format,
-            (w, h),
-            levels,
-            l.chunk_h as usize,
-            mips::threads(self.options.mip_threads),
-            &read_base,
-        )
-    }
 }
 
 impl ImageSource for TiffSource {
@@ -394,13 +367,22 @@ impl ImageSource for TiffSource {
         if region.width == 0 || region.height == 0 {
             return Ok(Readiness::Ready);
         }
-        if region.level < v.stored_levels {
-            self.read_stored(&o, region, dest, row_bytes)?;
-        } else {
-            let tb = v.info.format.texel_bytes();
-            v.generated
-                .copy(region, dest, row_bytes, tb, || self.generate(&o))
-                .map_err(|e| self.file.error(e))?;
+        let base_level = &v.layout.levels[v.stored_levels as usize - 1];
+        let read_stored = |r: TileRegion, d: &mut [u8], rb: usize| self.read_stored(&o, r, d, rb);
+        v.generated
+            .read(
+                &v.info,
+                (base_level.width, base_level.height),
+                base_level.chunk_h as usize,
+                mips::threads(self.options.mip_threads),
+                region,
+                dest,
+                row_bytes,
+                &read_stored,
+            )
+            .map_err(|e| self.file.named(e))?;
+        if region.level >= v.stored_levels {
+            // Generated from the file parsed: served only while it is unchanged.
             self.file.check_unchanged(&o, &*self.file.file()?)?;
         }
         Ok(Readiness::Ready)
