@@ -11,7 +11,7 @@
 use super::load::{finish, LoadOptions, Loaded};
 use crate::error::CliError;
 use demandtex::sources::dds::{BlockCodec, DdsEncoding};
-use demandtex::sources::exr::writer::tmp_path;
+use demandtex::sources::exr::writer::write_via_tmp;
 use demandtex::sources::mips::{build_mips, DownsampleFilter};
 use demandtex::sources::FloatImage;
 use demandtex::sources::{DdsOptions, DdsSource, ImageSource};
@@ -198,26 +198,12 @@ pub fn write_dds(path: &Path, image: &FloatImage, options: &DdsWriteOptions) -> 
     })
     .map_err(|e| Error::InvalidArgument(format!("DDS header: {e}")))?;
     dds.data = data;
-    let io_error = |message: String| Error::Io {
-        path: path.display().to_string(),
-        message,
-    };
-    let tmp = tmp_path(path)?;
-    let result = std::fs::File::create(&tmp)
-        .map_err(|e| e.to_string())
-        .and_then(|f| {
-            let mut w = std::io::BufWriter::new(f);
-            dds.write(&mut w).map_err(|e| e.to_string())?;
-            w.flush().map_err(|e| e.to_string())
-        })
-        .and_then(|()| std::fs::rename(&tmp, path).map_err(|e| e.to_string()));
-    if let Err(e) = result {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(io_error(format!("cannot write: {e}")));
-    }
-    let bytes_on_disk = std::fs::metadata(path)
-        .map_err(|e| io_error(format!("cannot stat: {e}")))?
-        .len();
+    let bytes_on_disk = write_via_tmp(path, |tmp| {
+        let f = std::fs::File::create(tmp).map_err(|e| e.to_string())?;
+        let mut w = std::io::BufWriter::new(f);
+        dds.write(&mut w).map_err(|e| e.to_string())?;
+        w.flush().map_err(|e| e.to_string())
+    })?;
     let (psnr_db, max_error) = quality(image, &level0, c);
     Ok(WrittenDds {
         path: path.to_path_buf(),

@@ -61,20 +61,9 @@ pub fn write_mip_exr(
     let mut order: Vec<usize> = (0..names.len()).collect();
     order.sort_by_key(|&i| names[i]);
 
-    let io_error = |message: String| Error::Io {
-        path: path.display().to_string(),
-        message,
-    };
-    let tmp = tmp_path(path)?;
-    let result = write_tiles(&tmp, header, &levels, &order, options, progress)
-        .and_then(|()| std::fs::rename(&tmp, path).map_err(|e| e.to_string()));
-    if let Err(e) = result {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(io_error(format!("cannot write: {e}")));
-    }
-    let bytes_on_disk = std::fs::metadata(path)
-        .map_err(|e| io_error(format!("cannot stat: {e}")))?
-        .len();
+    let bytes_on_disk = write_via_tmp(path, |tmp| {
+        write_tiles(tmp, header, &levels, &order, options, progress)
+    })?;
     let decoded_bytes = levels
         .iter()
         .map(|l| l.data.len() as u64 * options.sample_type.bytes() as u64)
@@ -91,8 +80,31 @@ pub fn write_mip_exr(
     })
 }
 
+/// Write a file through `write(path.tmp)`, then rename it into place: a failed write
+/// leaves nothing behind and never a half-written `path`. Returns the file's size.
+/// Errors: [`Error::InvalidArgument`] for a path without a file name, [`Error::Io`]
+/// naming the file otherwise.
+pub fn write_via_tmp(
+    path: &Path,
+    write: impl FnOnce(&Path) -> std::result::Result<(), String>,
+) -> Result<u64> {
+    let io_error = |message: String| Error::Io {
+        path: path.display().to_string(),
+        message,
+    };
+    let tmp = tmp_path(path)?;
+    let result = write(&tmp).and_then(|()| std::fs::rename(&tmp, path).map_err(|e| e.to_string()));
+    if let Err(e) = result {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(io_error(format!("cannot write: {e}")));
+    }
+    Ok(std::fs::metadata(path)
+        .map_err(|e| io_error(format!("cannot stat: {e}")))?
+        .len())
+}
+
 /// `path` with `.tmp` appended to its file name.
-pub fn tmp_path(path: &Path) -> Result<PathBuf> {
+fn tmp_path(path: &Path) -> Result<PathBuf> {
     let name = path.file_name().ok_or_else(|| {
         Error::InvalidArgument(format!("output {} is not a file name", path.display()))
     })?;
