@@ -5,6 +5,12 @@
 
 use super::layout::{SampleLayout, TiffCompression, TiffPredictor};
 use half::f16;
+use std::cell::RefCell;
+
+thread_local! {
+    /// Each thread's zlib inflater for ZIP chunks.
+    static INFLATE: RefCell<Option<flate2::Decompress>> = const { RefCell::new(None) };
+}
 
 /// Decompress `input` into exactly `out.len()` bytes. A chunk that decodes to fewer bytes
 /// is an error; extra bytes are ignored.
@@ -27,10 +33,15 @@ pub(crate) fn decompress(
             out.copy_from_slice(&input[..out.len()]);
         }
         TiffCompression::Zip => {
-            let mut z = flate2::Decompress::new(true);
-            z.decompress(input, out, flate2::FlushDecompress::Finish)
+            // One inflater per thread, reset per chunk (its state and window are reused).
+            let got = INFLATE
+                .with_borrow_mut(|z| {
+                    let z = z.get_or_insert_with(|| flate2::Decompress::new(true));
+                    z.reset(true);
+                    z.decompress(input, out, flate2::FlushDecompress::Finish)
+                        .map(|_| z.total_out() as usize)
+                })
                 .map_err(|e| format!("a ZIP chunk is corrupt: {e}"))?;
-            let got = z.total_out() as usize;
             if got < want {
                 return short(got);
             }
@@ -99,9 +110,28 @@ pub(crate) fn unpredict(s: &SampleLayout, data: &mut [u8], width: usize, per_pix
                 tmp.copy_from_slice(r);
                 // Byte plane j holds byte j (most significant first) of every sample.
                 let n = width * per_pixel;
-                for k in 0..n {
-                    for j in 0..sb {
-                        r[k * sb + (sb - 1 - j)] = tmp[j * n + k];
+                match sb {
+                    4 => {
+                        let (p0, rest) = tmp.split_at(n);
+                        let (p1, rest) = rest.split_at(n);
+                        let (p2, p3) = rest.split_at(n);
+                        let planes = p0.iter().zip(p1).zip(p2.iter().zip(p3));
+                        for (out, ((&b3, &b2), (&b1, &b0))) in r.chunks_exact_mut(4).zip(planes) {
+                            out.copy_from_slice(&[b0, b1, b2, b3]);
+                        }
+                    }
+                    2 => {
+                        let (p0, p1) = tmp.split_at(n);
+                        for (out, (&b1, &b0)) in r.chunks_exact_mut(2).zip(p0.iter().zip(p1)) {
+                            out.copy_from_slice(&[b0, b1]);
+                        }
+                    }
+                    _ => {
+                        for k in 0..n {
+                            for j in 0..sb {
+                                r[k * sb + (sb - 1 - j)] = tmp[j * n + k];
+                            }
+                        }
                     }
                 }
             }
@@ -289,6 +319,32 @@ mod tests {
         let got: Vec<f32> = planes
             .chunks_exact(4)
             .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect();
+        assert_eq!(got, values);
+        // Half samples, two to a pixel: planes of 2 bytes, differences across the row.
+        let s = SampleLayout {
+            samples: 2,
+            bits: 16,
+            ..s
+        };
+        let values: Vec<f16> = [0.5f32, -2.25, 1e-3, 7.0, 65504.0, -0.0]
+            .iter()
+            .map(|&v| f16::from_f32(v))
+            .collect();
+        let n = values.len();
+        let mut planes = vec![0u8; n * 2];
+        for (k, v) in values.iter().enumerate() {
+            for (j, b) in v.to_be_bytes().iter().enumerate() {
+                planes[j * n + k] = *b;
+            }
+        }
+        for i in (2..planes.len()).rev() {
+            planes[i] = planes[i].wrapping_sub(planes[i - 2]);
+        }
+        unpredict(&s, &mut planes, 3, 2);
+        let got: Vec<f16> = planes
+            .chunks_exact(2)
+            .map(|b| f16::from_le_bytes([b[0], b[1]]))
             .collect();
         assert_eq!(got, values);
     }
