@@ -18,7 +18,7 @@
 use super::engine::Engine;
 use super::fill::contain;
 use crate::backend::cpu::FileTileFiller;
-use crate::ids::PageId;
+use crate::ids::{PageId, TextureId};
 use crate::memory::TileTrailer;
 use crate::resources::Route;
 use crate::sources::{ImageSource, Readiness};
@@ -52,8 +52,11 @@ thread_local! {
 
 /// What a file tile's read needs, taken under the host lock.
 struct Target {
+    texture: TextureId,
     source: Arc<dyn ImageSource>,
     region: TileRegion,
+    /// Byte offset of the file tile's first texel in the page.
+    offset: usize,
     row_bytes: usize,
     texel_bytes: usize,
 }
@@ -96,7 +99,9 @@ impl Engine {
         let (x, y) = (tile.x + (sx << cut.w_shift), tile.y + (sy << cut.h_shift));
         let (x_end, y_end) = (tile.x + tile.width, tile.y + tile.height);
         let texel_bytes = layout.format.texel_bytes();
+        let row_bytes = layout.tile_width as usize * texel_bytes;
         Some(Target {
+            texture,
             source: record.source.clone(),
             region: TileRegion {
                 level,
@@ -105,7 +110,9 @@ impl Engine {
                 width: (1u32 << cut.w_shift).min(x_end.saturating_sub(x)),
                 height: (1u32 << cut.h_shift).min(y_end.saturating_sub(y)),
             },
-            row_bytes: layout.tile_width as usize * texel_bytes,
+            offset: (sy << cut.h_shift) as usize * row_bytes
+                + (sx << cut.w_shift) as usize * texel_bytes,
+            row_bytes,
             texel_bytes,
         })
     }
@@ -123,7 +130,6 @@ impl Engine {
         let Some(t) = self.file_tile_target(page, generation, index, trailer) else {
             return false;
         };
-        let cut = trailer.sub_tiles();
         if t.region.width == 0 || t.region.height == 0 {
             // Past the image's edge: nothing is ever sampled there.
             trailer.mark_written(index);
@@ -135,11 +141,8 @@ impl Engine {
         let outcome = contain(|| t.source.read_region(t.region, &mut scratch, packed));
         let written = matches!(outcome, Ok(Readiness::Ready));
         if written {
-            let (sx, sy) = (index % u32::from(cut.cols), index / u32::from(cut.cols));
-            let first = (sy << cut.h_shift) as usize * t.row_bytes
-                + (sx << cut.w_shift) as usize * t.texel_bytes;
             for (r, row) in scratch.chunks_exact(packed).enumerate() {
-                let at = first + r * t.row_bytes;
+                let at = t.offset + r * t.row_bytes;
                 debug_assert!(at + packed <= crate::TILE_BYTES);
                 // SAFETY: `tile` is a live TileBuffer's writable memory (above), and bytes
                 // [at, at + packed) belong to file tile `index` alone (the cut's geometry),
@@ -162,24 +165,17 @@ impl Engine {
             Ok(Readiness::NotYet) => {}
             Err(e) => {
                 host.counters.read_errors += 1;
-                if let Route::Tile {
-                    texture,
-                    generation: g,
-                    ..
-                } = host.resources.route(&self.layout, PageId(page))
-                {
-                    if g == generation {
-                        let msg = format!(
-                            "reading level {} file tile at ({}, {}): {e}",
-                            t.region.level, t.region.x, t.region.y
-                        );
-                        host.fail_texture(&self.layout, texture, msg);
-                        // The fallback is visible at once, as after a failed blocking fill.
-                        if let Err(e) = self.publish(&mut host, usize::MAX) {
-                            tracing::error!("publishing a failed texture's fallback: {e}");
-                        }
-                        self.fill_done.notify_all();
+                if host.is_current(t.texture, generation) {
+                    let msg = format!(
+                        "reading level {} file tile at ({}, {}): {e}",
+                        t.region.level, t.region.x, t.region.y
+                    );
+                    host.fail_texture(&self.layout, t.texture, msg);
+                    // The fallback is visible at once, as after a failed blocking fill.
+                    if let Err(e) = self.publish(&mut host, usize::MAX) {
+                        tracing::error!("publishing a failed texture's fallback: {e}");
                     }
+                    self.fill_done.notify_all();
                 }
             }
         }
