@@ -29,6 +29,11 @@ command -v python3 >/dev/null 2>&1 || need_apt+=(python3)
 python3 -c 'import ensurepip' >/dev/null 2>&1 || need_apt+=(python3-venv)
 scripts/apt-install.sh ${need_apt[@]+"${need_apt[@]}"}
 
+# A clean build's disk use is part of what CI checks: incremental caches only help
+# repeated local builds (export CARGO_INCREMENTAL=1 to keep them).
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
+df -h . | tail -1 | awk '{print "== disk: " $4 " free at the start"}'
+
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 cargo fmt --manifest-path fuzz/Cargo.toml -- --check
@@ -47,3 +52,4 @@ echo "== demo smoke run (small frame, verified against the fully resident render
 cargo run --release -q -p demandtex-cli -- demo --width 160 --height 90 --out target/demo-smoke --verify
 echo "== fuzzing: a short afl.rs run of every target (seed and regression inputs must pass)"
 scripts/fuzz.sh all 12
+du -sh target | awk '{print "== disk: target/ holds " $1 " after every test"}'
