@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Every test of the project, on a fresh machine: formatting, lints, unit, property,
-# concurrency and integration tests, doc tests, NVRTC compile checks of the CUDA device
-# headers and kernels (and of the shipped PTX), the C ABI's C and C++ consumers built
-# against the installed CMake package (valgrind, ASan), the Hydra render delegate (where an
-# OpenUSD install is found: DEMANDTEX_USD_ROOT), a small end-to-end demo run, and a short
-# coverage-guided fuzzing run of every reader and the C ABI (scripts/fuzz.sh).
+# concurrency and integration tests, loom models of the lock-free protocols, doc tests,
+# NVRTC compile checks of the CUDA device headers and kernels (and of the shipped PTX),
+# the C ABI's C and C++ consumers built against the installed CMake package (valgrind,
+# ASan), the Hydra render delegate (where an OpenUSD install is found:
+# DEMANDTEX_USD_ROOT), a small end-to-end demo run, and a short coverage-guided fuzzing
+# run of every reader and the C ABI (scripts/fuzz.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -44,6 +45,8 @@ echo "== CUDA compile checks (NVRTC from pinned pip wheels, no GPU)"
 ./scripts/check-cuda.sh
 echo "== cargo test"
 cargo test --workspace
+echo "== loom models of the lock-free protocols (page bits, epochs, tickets)"
+./scripts/loom.sh
 echo "== C/C++ consumers: CMake package, pkg-config, symbol list, valgrind, ASan"
 ./scripts/test-consumers.sh
 echo "== Hydra render delegate (skipped, saying so, without an OpenUSD install)"

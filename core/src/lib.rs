@@ -55,6 +55,10 @@ pub mod resources;
 pub mod sampling;
 pub mod sources;
 pub mod stats;
+mod sync;
+
+#[cfg(all(test, loom))]
+mod loom_models;
 pub mod textures;
 pub mod udim;
 

@@ -51,7 +51,7 @@ pub fn camera_path(f: u32, n: u32, width: u32, height: u32) -> (Camera, bool) {
 
 /// How pixels are shaded in one timed frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Shading {
+pub(super) enum Shading {
     /// Texture lookups (a miss shows the finest resident coarser level).
     Textured,
     /// Geometry and lighting only.
@@ -103,7 +103,7 @@ fn shade(launch: &Launch, job: &RenderJob<'_>, i: u32, j: u32, mode: Shading) ->
 
 /// Shade every pixel of `job` in `launch` on `pool`; returns the image and the pixels at
 /// full detail.
-fn shade_frame(
+pub(super) fn shade_frame(
     launch: &Launch,
     job: &RenderJob<'_>,
     pool: &rayon::ThreadPool,
@@ -134,7 +134,7 @@ fn shade_frame(
 }
 
 /// A loader over the scene's textures (each read delayed by `latency`).
-fn scene_loader(
+pub(super) fn scene_loader(
     scene: &Scene,
     options: LoaderOptions,
     latency: Duration,
@@ -246,7 +246,7 @@ fn empty(args: &DemoArgs) -> Frame {
     }
 }
 
-fn job<'a>(
+pub(super) fn job<'a>(
     scene: &'a Scene,
     ids: &'a [TextureId],
     camera: &'a Camera,

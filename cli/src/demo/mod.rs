@@ -15,6 +15,7 @@ pub mod interactive_plot;
 pub mod output;
 pub mod render;
 pub mod scene;
+pub mod soak;
 pub mod textures;
 
 use crate::error::CliError;
@@ -85,6 +86,11 @@ pub struct DemoArgs {
     /// With --interactive: turn probabilistic request rejection off.
     #[arg(long)]
     pub no_rejection: bool,
+    /// With --interactive: a soak run instead: the streaming frames of the camera path,
+    /// over and over for this many minutes (no reference runs), the process's resident
+    /// memory sampled as it goes; writes soak.csv and soak.json.
+    #[arg(long, default_value_t = 0.0)]
+    pub soak_minutes: f64,
 }
 
 /// The demo's renderer.
@@ -123,6 +129,14 @@ impl DemoArgs {
             return Err(CliError::Usage(format!(
                 "--fps {} (≥ 0) / --io-latency-ms {} (≤ 60000)",
                 self.fps, self.io_latency_ms
+            )));
+        }
+        if !(self.soak_minutes.is_finite() && self.soak_minutes >= 0.0)
+            || (self.soak_minutes > 0.0 && !self.interactive)
+        {
+            return Err(CliError::Usage(format!(
+                "--soak-minutes {} (≥ 0, with --interactive)",
+                self.soak_minutes
             )));
         }
         if !(1..=65536).contains(&self.texture_size) {
@@ -223,7 +237,11 @@ pub fn run(args: &DemoArgs, show_progress: bool) -> Result<DemoReport, CliError>
         format_bytes(budget)
     );
     if args.interactive {
-        interactive::run(args, &scene, &pool)?;
+        if args.soak_minutes > 0.0 {
+            soak::run(args, &scene, &pool)?;
+        } else {
+            interactive::run(args, &scene, &pool)?;
+        }
         return Ok(DemoReport {
             summary: RunSummary {
                 converged: true,
@@ -338,6 +356,7 @@ impl DemoArgs {
             request_cap: 0,
             publish_cap: 0,
             no_rejection: false,
+            soak_minutes: 0.0,
         }
     }
 }

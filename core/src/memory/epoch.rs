@@ -17,9 +17,9 @@
 //!   reach the memory). A thread pin never waits for anything, so a reclaimer that waits
 //!   for thread pins waits at most one lookup.
 
-use parking_lot::Mutex;
+use crate::sync::{fence, AtomicU64, Mutex};
 use std::collections::BTreeMap;
-use std::sync::atomic::{fence, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 
 /// A slot value meaning "not pinned".

@@ -2,7 +2,8 @@
 //! reference and LRU arrays. Same word layout as the CUDA side: page `p` is bit `p % 32`
 //! of word `p / 32`; its LRU age is nibble `p % 8` of word `p / 8`.
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use crate::sync::AtomicU32;
+use std::sync::atomic::Ordering;
 
 /// Words needed for `bits` bits, padded to whole 1024-bit blocks (32 words) so GPU warps
 /// always see full words.

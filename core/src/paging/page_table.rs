@@ -10,7 +10,8 @@ use super::device_context::{DeviceContext, PageMapping, CONTEXT_FLAG_REQUEST_IF_
 use super::lru::{self, NON_EVICTABLE};
 use super::page_layout::PageLayout;
 use crate::ids::PageId;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use crate::sync::{AtomicU32, AtomicU64};
+use std::sync::atomic::Ordering;
 
 /// A stale page found by [`PageTable::pull`]: resident, not used lately, evictable.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

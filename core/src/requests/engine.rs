@@ -22,9 +22,9 @@ use crate::paging::{PageKind, PageLayout, PageSpace, PageTable, RequestGate};
 use crate::resources::TextureState;
 use crate::sources::ImageSource;
 use crate::stats::Stats;
+use crate::sync::AtomicU32;
 use crate::textures::{TextureDesc, TextureLayout};
 use parking_lot::{Condvar, Mutex};
-use std::sync::atomic::AtomicU32;
 use std::sync::{Arc, Weak};
 
 /// The backend-independent part of a loader (see the module docs). `Send + Sync`; shared

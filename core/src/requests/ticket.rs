@@ -1,8 +1,8 @@
 //! `Ticket`: tracks one batch of fills. Every task ends in a result, so every ticket
 //! completes — a failed or panicking read still counts its task done.
 
-use parking_lot::{Condvar, Mutex};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use crate::sync::{AtomicUsize, Condvar, Mutex};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
