@@ -25,6 +25,7 @@ mod info_dds;
 mod info_ptex;
 mod progress;
 mod ptex;
+mod rss;
 mod table;
 
 use clap::{Parser, Subcommand};

@@ -11,6 +11,7 @@ mod fill;
 mod launch_prepare;
 mod lookups;
 pub mod make_trace;
+mod many_textures;
 pub mod replay;
 mod requests;
 mod rounds;
@@ -91,6 +92,8 @@ pub enum Which {
     Converge,
     /// Time to start a launch against pages changed and page space in use (CPU loader).
     LaunchPrepare,
+    /// Memory per texture and page, 10,000 and 100,000 8K textures (CPU, not default).
+    ManyTextures,
 }
 
 impl Which {
@@ -113,9 +116,11 @@ impl Which {
     pub fn runs_on(self, backend: Backend) -> bool {
         match self {
             Which::Requests => true,
-            Which::Lookups | Which::Fill | Which::ExrFill | Which::LaunchPrepare => {
-                backend == Backend::Cpu
-            }
+            Which::Lookups
+            | Which::Fill
+            | Which::ExrFill
+            | Which::LaunchPrepare
+            | Which::ManyTextures => backend == Backend::Cpu,
             Which::Fetch | Which::Upload | Which::Converge => backend == Backend::Cuda,
         }
     }
@@ -278,6 +283,10 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
     if only.contains(&Which::LaunchPrepare) {
         eprintln!("bench: launch_prepare against changes and page space…");
         emit(launch_prepare::run(time)?, &mut records);
+    }
+    if only.contains(&Which::ManyTextures) {
+        eprintln!("bench: memory per texture…");
+        emit(many_textures::run()?, &mut records);
     }
     print!("{}", render_tables(&records));
     Ok(())

@@ -8,6 +8,7 @@ use super::interactive::{camera_path, job, scene_loader, shade_frame, streaming_
 use super::scene::Scene;
 use super::DemoArgs;
 use crate::error::CliError;
+use crate::rss::process_rss_bytes;
 use serde_json::{Map, Value};
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
@@ -31,22 +32,6 @@ pub struct SoakSample {
     pub resident_bytes: u64,
     /// Tiles evicted so far.
     pub evictions: u64,
-}
-
-/// The process's resident set size in bytes (Linux: `/proc/self/status`).
-pub fn process_rss_bytes() -> Result<u64, CliError> {
-    let status = std::fs::read_to_string("/proc/self/status").map_err(|e| {
-        CliError::Io(format!(
-            "--soak-minutes reads /proc/self/status (Linux only): {e}"
-        ))
-    })?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().strip_suffix("kB"))
-        .and_then(|kb| kb.trim().parse::<u64>().ok())
-        .map(|kb| kb * 1024)
-        .ok_or_else(|| CliError::Io("/proc/self/status has no VmRSS line".into()))
 }
 
 /// Run the soak: stream frames until `args.soak_minutes` have passed.
