@@ -20,6 +20,8 @@
 #             still caps the time: a campaign is `EXECS=10000000 scripts/fuzz.sh exr 86400`
 #   FUZZ_OUT  where findings and statistics go (default target/fuzz-out; a campaign keeps
 #             its own so that the test command's short runs do not wipe it)
+#   RESUME    non-empty: go on with the campaign already in FUZZ_OUT (its corpus, and its
+#             execution count for EXECS) instead of starting again from the seeds
 # Each run fuzzes a copy of the target binary kept beside its output folder, so a rebuild of
 # the targets (another run, the test command) does not disturb a campaign under way.
 set -euo pipefail
@@ -54,13 +56,19 @@ status=0
 for t in "$@"; do
   out=${FUZZ_OUT:-target/fuzz-out}/$t
   input=$out.in
-  rm -rf "$input" "$out" && mkdir -p "$input" "$out"
-  cp fuzz/seeds/"$t"/* "$input"/
-  if [ -d fuzz/regressions/"$t" ]; then
-    for f in fuzz/regressions/"$t"/*; do cp "$f" "$input/regression-$(basename "$f")"; done
-  fi
   # -t: a run past 10 s is a hang (a ticket that never ends, an unbounded loop).
-  args=(-i "$input" -o "$out" -x fuzz/dict/"$t".dict -t 10000 -m none -V "$seconds")
+  common=(-o "$out" -x fuzz/dict/"$t".dict -t 10000 -m none -V "$seconds")
+  if [ -n "${RESUME:-}" ] && [ -d "$out/main/queue" ]; then
+    # Go on from the corpus (and the execution count) of an earlier campaign.
+    args=(-i - "${common[@]}")
+  else
+    rm -rf "$input" "$out" && mkdir -p "$input" "$out"
+    cp fuzz/seeds/"$t"/* "$input"/
+    if [ -d fuzz/regressions/"$t" ]; then
+      for f in fuzz/regressions/"$t"/*; do cp "$f" "$input/regression-$(basename "$f")"; done
+    fi
+    args=(-i "$input" "${common[@]}")
+  fi
   if [ -n "${EXECS:-}" ]; then args+=(-E "$EXECS"); fi
   bin=$out.bin
   cp "$CARGO_TARGET_DIR/release/$t" "$bin"
