@@ -16,7 +16,8 @@
 //! Nothing depends on timing: the threads run fixed numbers of lookups, and how they
 //! interleave changes only which lookups are resident, never what a resident one returns.
 //! `stress_quick` runs in the suite (a few seconds); `stress_long` (ignored) scales it up,
-//! `DEMANDTEX_STRESS_LOOKUPS` lookups in all, and prints its figures:
+//! `DEMANDTEX_STRESS_LOOKUPS` lookups (default 2·10⁷) for each of its two shapes, and
+//! prints its figures (a watchdog fails it only when lookups stop completing):
 //! `cargo test -p demandtex --test stress -- --ignored --nocapture`.
 
 mod common;
@@ -129,7 +130,8 @@ fn tails() -> u64 {
         .sum()
 }
 
-fn run(shape: Shape) -> Figures {
+/// `lookups` counts the lookups made (the watchdog's measure of progress).
+fn run(shape: Shape, lookups: &AtomicU64) -> Figures {
     let budgets = [
         tails() + shape.min_tiles * TILE,
         tails() + 8 * TILE,
@@ -160,18 +162,14 @@ fn run(shape: Shape) -> Figures {
         textures,
     };
     let done = AtomicBool::new(false);
-    let (lookups, verified, verified_mp, chaos_ops) = (
-        AtomicU64::new(0),
-        AtomicU64::new(0),
-        AtomicU64::new(0),
-        AtomicU64::new(0),
-    );
+    let (verified, verified_mp, chaos_ops) =
+        (AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0));
     let opts = SampleOptions::default();
     let start = Instant::now();
     std::thread::scope(|scope| {
         let mut workers = Vec::new();
         for b in 0..shape.blocking_threads {
-            let (cache, scene, lookups, verified) = (&cache, &scene, &lookups, &verified);
+            let (cache, scene, verified) = (&cache, &scene, &verified);
             workers.push(scope.spawn(move || {
                 let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ ((b as u64 + 1) * 0x1234_5678));
                 for _ in 0..shape.blocking_lookups {
@@ -186,7 +184,7 @@ fn run(shape: Shape) -> Figures {
             }));
         }
         {
-            let (loader, scene, lookups, verified_mp) = (&loader, &scene, &lookups, &verified_mp);
+            let (loader, scene, verified_mp) = (&loader, &scene, &verified_mp);
             workers.push(scope.spawn(move || {
                 for launch_no in 0..shape.launches {
                     let launch = loader.launch_prepare();
@@ -315,14 +313,35 @@ fn run(shape: Shape) -> Figures {
     f
 }
 
-/// `run` on a thread of its own: a deadlock fails at the watchdog instead of hanging.
+/// `run` on a thread of its own: a deadlock fails at the watchdog instead of hanging. The
+/// watchdog measures progress, not time: it fails the run when no lookup completed for
+/// [`WATCHDOG`], however long the whole run takes on a loaded machine.
 fn guarded(shape: Shape) -> Figures {
     let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(run(shape));
-    });
-    rx.recv_timeout(WATCHDOG * 5)
-        .unwrap_or_else(|_| panic!("{shape:?}: deadlock or failure (see the thread's panic)"))
+    let lookups = Arc::new(AtomicU64::new(0));
+    {
+        let lookups = lookups.clone();
+        std::thread::spawn(move || {
+            let _ = tx.send(run(shape, &lookups));
+        });
+    }
+    let mut seen = 0;
+    loop {
+        match rx.recv_timeout(WATCHDOG) {
+            Ok(figures) => return figures,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                let now = lookups.load(Ordering::Relaxed);
+                assert!(
+                    now > seen,
+                    "{shape:?}: no lookup completed for {WATCHDOG:?}: deadlock"
+                );
+                seen = now;
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                panic!("{shape:?}: failed (see the thread's panic)")
+            }
+        }
+    }
 }
 
 #[test]
