@@ -24,6 +24,33 @@ const PAGE: u32 = 5;
 /// The entry page the models use (the texture's base colour).
 const ENTRY_PAGE: u32 = 1;
 
+/// A page table with `PAGE` resident, the epochs, and the page's texels (7).
+fn resident_tile() -> (Arc<PageTable>, Arc<Epochs>, Arc<UnsafeCell<u32>>) {
+    let table = Arc::new(tiny_table());
+    table.push_mapping(PageMapping {
+        page: PAGE,
+        lru: 0,
+        entry: 0,
+    });
+    (
+        table,
+        Arc::new(Epochs::new()),
+        Arc::new(UnsafeCell::new(7u32)),
+    )
+}
+
+/// The evicting thread: clear the residence bit, take a retire stamp, wait until no pin
+/// can see the page (launch or thread), then reuse its memory.
+fn evict_and_reuse(table: &PageTable, epochs: &Epochs, texels: &UnsafeCell<u32>) {
+    table.invalidate(PAGE);
+    let stamp = epochs.retire_stamp();
+    while epochs.quiescence(stamp) != Quiescence::Quiescent {
+        thread::yield_now();
+    }
+    // SAFETY (model): quiescent, so no reader can read the old texels any more.
+    texels.with_mut(|p| unsafe { *p = 9 });
+}
+
 /// A page published by the fill thread (texels, entry, then residence bit) is seen whole
 /// by a sampler that finds it resident: the texels and the entry are never read before
 /// they are written.
@@ -89,14 +116,7 @@ fn a_request_is_seen_by_this_pull_or_the_next() {
 #[test]
 fn memory_is_reused_only_after_every_thread_pin_that_could_see_it() {
     loom::model(|| {
-        let table = Arc::new(tiny_table());
-        let epochs = Arc::new(Epochs::new());
-        let texels = Arc::new(UnsafeCell::new(7u32));
-        table.push_mapping(PageMapping {
-            page: PAGE,
-            lru: 0,
-            entry: 0,
-        });
+        let (table, epochs, texels) = resident_tile();
         let pin = epochs.register_thread();
         let lookup = {
             let (table, epochs, texels) = (table.clone(), epochs.clone(), texels.clone());
@@ -109,13 +129,7 @@ fn memory_is_reused_only_after_every_thread_pin_that_could_see_it() {
                 }
             })
         };
-        table.invalidate(PAGE);
-        let stamp = epochs.retire_stamp();
-        while epochs.quiescence(stamp) != Quiescence::Quiescent {
-            thread::yield_now();
-        }
-        // SAFETY (model): quiescent, so no lookup can read the old texels any more.
-        texels.with_mut(|p| unsafe { *p = 9 });
+        evict_and_reuse(&table, &epochs, &texels);
         lookup.join().unwrap();
     });
 }
@@ -125,14 +139,7 @@ fn memory_is_reused_only_after_every_thread_pin_that_could_see_it() {
 #[test]
 fn memory_is_reused_only_after_the_launches_that_could_see_it() {
     loom::model(|| {
-        let table = Arc::new(tiny_table());
-        let epochs = Arc::new(Epochs::new());
-        let texels = Arc::new(UnsafeCell::new(7u32));
-        table.push_mapping(PageMapping {
-            page: PAGE,
-            lru: 0,
-            entry: 0,
-        });
+        let (table, epochs, texels) = resident_tile();
         let launch = {
             let (table, epochs, texels) = (table.clone(), epochs.clone(), texels.clone());
             thread::spawn(move || {
@@ -145,13 +152,7 @@ fn memory_is_reused_only_after_the_launches_that_could_see_it() {
                 epochs.unpin(epoch);
             })
         };
-        table.invalidate(PAGE);
-        let stamp = epochs.retire_stamp();
-        while !epochs.is_quiescent(stamp) {
-            thread::yield_now();
-        }
-        // SAFETY (model): quiescent, so no launch can read the old texels any more.
-        texels.with_mut(|p| unsafe { *p = 9 });
+        evict_and_reuse(&table, &epochs, &texels);
         launch.join().unwrap();
     });
 }
