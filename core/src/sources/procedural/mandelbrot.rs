@@ -14,13 +14,19 @@ const MANDELBROT_BAILOUT_SQ: f64 = 256.0;
 /// Colour of points that never escape.
 const MANDELBROT_INSIDE: [f32; 4] = [0.0, 0.0, 0.02, 1.0];
 
+/// The most iterations a [`Mandelbrot`] source accepts: a 64 KiB tile then costs at most
+/// about 10⁹ iterations.
+pub const MAX_MANDELBROT_ITERATIONS: u32 = 1 << 16;
+
 /// The Mandelbrot set, centred on (-0.75, 0) with an extent of 3 across the shorter side
 /// (so the whole set is visible at any aspect ratio), evaluated at each level's texel
 /// centres with smooth (fractional escape count) colouring; the set itself is near black.
 ///
 /// Each texel costs up to `max_iterations` iterations (points in the main cardioid and the
 /// period-2 bulb are recognised as inside at once); 64 to 128 is a good range. Texels are
-/// iterated eight at a time, side by side. A `max_iterations` of 0 is treated as 1.
+/// iterated eight at a time, side by side. A `max_iterations` of 0 is treated as 1; more
+/// than [`MAX_MANDELBROT_ITERATIONS`] is refused by `open`, so a fill's work stays bounded
+/// (a C caller's `param` of 4·10⁹ would make one tile take hours: found by fuzzing).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Mandelbrot {
     width: u32,
@@ -157,6 +163,12 @@ impl ImageSource for Mandelbrot {
     }
 
     fn open(&self) -> Result<ImageInfo, SourceError> {
+        if self.max_iterations > MAX_MANDELBROT_ITERATIONS {
+            return Err(SourceError(format!(
+                "mandelbrot: {} iterations (at most {MAX_MANDELBROT_ITERATIONS}: each texel costs up to that many)",
+                self.max_iterations
+            )));
+        }
         full_chain_info(self.width, self.height, self.format)
     }
 
@@ -255,6 +267,19 @@ mod tests {
             zr = zr2 - zi2 + cr;
         }
         MANDELBROT_INSIDE
+    }
+
+    #[test]
+    fn absurd_iteration_counts_are_refused_at_open() {
+        assert!(
+            Mandelbrot::new(8, 8, MAX_MANDELBROT_ITERATIONS, TexelFormat::RGBA8)
+                .open()
+                .is_ok()
+        );
+        let e = Mandelbrot::new(8, 8, u32::MAX, TexelFormat::RGBA8)
+            .open()
+            .unwrap_err();
+        assert!(e.0.contains("at most 65536"), "{e:?}");
     }
 
     #[test]

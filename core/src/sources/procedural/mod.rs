@@ -26,7 +26,7 @@ mod noise;
 mod tests;
 
 pub use checkerboard::{Checkerboard, LEVEL_COLORS};
-pub use mandelbrot::Mandelbrot;
+pub use mandelbrot::{Mandelbrot, MAX_MANDELBROT_ITERATIONS};
 pub use noise::Noise;
 
 use super::region::check_read;
