@@ -292,6 +292,24 @@ mod tests {
         assert_eq!(v, [1000, 1010, 990]);
     }
 
+    /// A row of float samples (each given big-endian) encoded as libtiff's floating-point
+    /// predictor does: byte planes, most significant first, then differences between
+    /// bytes `samples` apart.
+    fn libtiff_float_predicted(be_values: &[Vec<u8>], samples: usize) -> Vec<u8> {
+        let n = be_values.len();
+        let size = be_values.first().map_or(0, Vec::len);
+        let mut planes = vec![0u8; n * size];
+        for (k, v) in be_values.iter().enumerate() {
+            for (j, b) in v.iter().enumerate() {
+                planes[j * n + k] = *b;
+            }
+        }
+        for i in (samples..planes.len()).rev() {
+            planes[i] = planes[i].wrapping_sub(planes[i - samples]);
+        }
+        planes
+    }
+
     #[test]
     fn floating_point_predictor_restores_float_samples() {
         let s = SampleLayout {
@@ -304,17 +322,7 @@ mod tests {
             little: true,
         };
         let values = [0.5f32, -2.25, 1e-3];
-        // Encode as libtiff does: byte planes (most significant first), then differences.
-        let n = values.len();
-        let mut planes = vec![0u8; n * 4];
-        for (k, v) in values.iter().enumerate() {
-            for (j, b) in v.to_be_bytes().iter().enumerate() {
-                planes[j * n + k] = *b;
-            }
-        }
-        for i in (1..planes.len()).rev() {
-            planes[i] = planes[i].wrapping_sub(planes[i - 1]);
-        }
+        let mut planes = libtiff_float_predicted(&values.map(|v| v.to_be_bytes().to_vec()), 1);
         unpredict(&s, &mut planes, 3, 1);
         let got: Vec<f32> = planes
             .chunks_exact(4)
@@ -331,16 +339,8 @@ mod tests {
             .iter()
             .map(|&v| f16::from_f32(v))
             .collect();
-        let n = values.len();
-        let mut planes = vec![0u8; n * 2];
-        for (k, v) in values.iter().enumerate() {
-            for (j, b) in v.to_be_bytes().iter().enumerate() {
-                planes[j * n + k] = *b;
-            }
-        }
-        for i in (2..planes.len()).rev() {
-            planes[i] = planes[i].wrapping_sub(planes[i - 2]);
-        }
+        let be: Vec<Vec<u8>> = values.iter().map(|v| v.to_be_bytes().to_vec()).collect();
+        let mut planes = libtiff_float_predicted(&be, 2);
         unpredict(&s, &mut planes, 3, 2);
         let got: Vec<f16> = planes
             .chunks_exact(2)
