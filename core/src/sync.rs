@@ -1,4 +1,4 @@
-//! The atomics and locks of the lock-free structures (page bits, epochs, tile trailers,
+//! The atomics and locks of the lock-free structures (page bits, page table, epochs,
 //! tickets), in one place so the model checker can replace them: built with
 //! `RUSTFLAGS="--cfg loom"`, they are [loom](https://docs.rs/loom)'s, which explores every
 //! interleaving and memory-order outcome of a small model (`scripts/loom.sh`, the models
