@@ -101,7 +101,8 @@ typedef unsigned long long uint64_t;
 // Procedural kind: tileable value noise (`param` = seed).
 #define DTEX_PROCEDURAL_NOISE 1
 
-// Procedural kind: the Mandelbrot set (`param` = max iterations; 0 is taken as 1).
+// Procedural kind: the Mandelbrot set (`param` = max iterations; 0 is taken as 1; more
+// than 65,536 fails the texture at open, so that a fill's work stays bounded).
 #define DTEX_PROCEDURAL_MANDELBROT 2
 
 // Pixel ownership: copied before `dtex_texture_create_from_pixels` returns.
@@ -463,6 +464,14 @@ typedef struct DtexStats {
   uint64_t tiles_published_unread;
   // File tiles read into such pages (their bytes are in `bytes_read`).
   uint64_t file_tiles_filled;
+  // CPU loader and cache: of `tiles_filled`, constant tiles (every texel one value)
+  // given the shared slot of their value instead of a slot of their own.
+  uint64_t tiles_coalesced;
+  // Pages served by a shared constant slot now.
+  uint64_t coalesced_pages;
+  // Shared constant slots held now (distinct values; each counts once in
+  // `resident_bytes`).
+  uint64_t shared_constant_tiles;
 } DtexStats;
 
 // A procedural texture: one of demandtex's built-in sources, at any virtual size, with
@@ -2063,7 +2072,7 @@ DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexTextureDesc, filter) == 12, "offsetof(DtexT
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexTextureDesc, mip_filter) == 16, "offsetof(DtexTextureDesc, mip_filter)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexTextureDesc, max_anisotropy) == 20, "offsetof(DtexTextureDesc, max_anisotropy)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexTextureDesc, fallback_color) == 24, "offsetof(DtexTextureDesc, fallback_color)");
-DTEX_STATIC_ASSERT(sizeof(DtexStats) == 288, "sizeof(DtexStats)");
+DTEX_STATIC_ASSERT(sizeof(DtexStats) == 312, "sizeof(DtexStats)");
 DTEX_STATIC_ASSERT(DTEX_ALIGNOF(DtexStats) == 8, "alignof(DtexStats)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, struct_size) == 0, "offsetof(DtexStats, struct_size)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, reserved) == 4, "offsetof(DtexStats, reserved)");
@@ -2102,6 +2111,9 @@ DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, fills_dropped_stale) == 256, "offset
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, publications_capped) == 264, "offsetof(DtexStats, publications_capped)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, tiles_published_unread) == 272, "offsetof(DtexStats, tiles_published_unread)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, file_tiles_filled) == 280, "offsetof(DtexStats, file_tiles_filled)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, tiles_coalesced) == 288, "offsetof(DtexStats, tiles_coalesced)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, coalesced_pages) == 296, "offsetof(DtexStats, coalesced_pages)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, shared_constant_tiles) == 304, "offsetof(DtexStats, shared_constant_tiles)");
 DTEX_STATIC_ASSERT(sizeof(DtexImageInfo) == 20, "sizeof(DtexImageInfo)");
 DTEX_STATIC_ASSERT(DTEX_ALIGNOF(DtexImageInfo) == 4, "alignof(DtexImageInfo)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexImageInfo, width) == 0, "offsetof(DtexImageInfo, width)");

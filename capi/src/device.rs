@@ -348,6 +348,9 @@ pub const LAYOUTS: &[StructLayout] = &[
             publications_capped,
             tiles_published_unread,
             file_tiles_filled,
+            tiles_coalesced,
+            coalesced_pages,
+            shared_constant_tiles,
         ]
     ),
     layout!(

@@ -360,6 +360,14 @@ pub struct DtexStats {
     pub tiles_published_unread: u64,
     /// File tiles read into such pages (their bytes are in `bytes_read`).
     pub file_tiles_filled: u64,
+    /// CPU loader and cache: of `tiles_filled`, constant tiles (every texel one value)
+    /// given the shared slot of their value instead of a slot of their own.
+    pub tiles_coalesced: u64,
+    /// Pages served by a shared constant slot now.
+    pub coalesced_pages: u64,
+    /// Shared constant slots held now (distinct values; each counts once in
+    /// `resident_bytes`).
+    pub shared_constant_tiles: u64,
 }
 
 /// `sizeof(DtexStats)` of ABI 0.1.0, before `host_tile_bytes`: callers built against that
@@ -376,6 +384,10 @@ pub const DTEX_STATS_SIZE_HOST_TILES: u32 =
 pub const DTEX_STATS_SIZE_INTERACTIVE: u32 =
     std::mem::offset_of!(DtexStats, tiles_published_unread) as u32;
 
+/// `sizeof(DtexStats)` with the file-tile counters, before the constant-tile counters
+/// (`tiles_coalesced`): callers built against that header get the fields they know.
+pub const DTEX_STATS_SIZE_FILE_TILES: u32 = std::mem::offset_of!(DtexStats, tiles_coalesced) as u32;
+
 // SAFETY: repr(C), first field u32 struct_size.
 unsafe impl Versioned for DtexStats {
     const NAME: &'static str = "DtexStats";
@@ -383,6 +395,7 @@ unsafe impl Versioned for DtexStats {
         DTEX_STATS_SIZE_0_1_0,
         DTEX_STATS_SIZE_HOST_TILES,
         DTEX_STATS_SIZE_INTERACTIVE,
+        DTEX_STATS_SIZE_FILE_TILES,
         std::mem::size_of::<DtexStats>() as u32,
     ];
 }
@@ -428,6 +441,9 @@ impl DtexStats {
             publications_capped,
             tiles_published_unread,
             file_tiles_filled,
+            tiles_coalesced,
+            coalesced_pages,
+            shared_constant_tiles,
             ..
         } = s.clone();
         DtexStats {
@@ -468,6 +484,9 @@ impl DtexStats {
             publications_capped,
             tiles_published_unread,
             file_tiles_filled,
+            tiles_coalesced,
+            coalesced_pages,
+            shared_constant_tiles,
         }
     }
 }

@@ -28,7 +28,8 @@ pub const DTEX_TEXEL_F32: u32 = 3;
 pub const DTEX_PROCEDURAL_CHECKERBOARD: u32 = 0;
 /// Procedural kind: tileable value noise (`param` = seed).
 pub const DTEX_PROCEDURAL_NOISE: u32 = 1;
-/// Procedural kind: the Mandelbrot set (`param` = max iterations; 0 is taken as 1).
+/// Procedural kind: the Mandelbrot set (`param` = max iterations; 0 is taken as 1; more
+/// than 65,536 fails the texture at open, so that a fill's work stays bounded).
 pub const DTEX_PROCEDURAL_MANDELBROT: u32 = 2;
 
 /// An image's description: level-0 size, texel format and mip levels.

@@ -50,6 +50,12 @@ pub struct LoaderOptions {
     /// thrashing cache a page costs the file tiles used, not all those it covers
     /// (default true).
     pub fill_by_file_tile: bool,
+    /// A filled tile whose texels all hold one value is stored once per distinct value: its
+    /// page points at one shared slot, counted against the budget once, and is not evicted
+    /// while its texture's contents stay (`Stats::coalesced_pages`). Needs a backend that
+    /// samples host tiles (the CPU loader and cache); sources whose tiles are written after
+    /// publication (Ptex pages) never share (default true).
+    pub coalesce_constant_tiles: bool,
 }
 
 /// How a loader streams (see [`LoaderOptions::mode`]).
@@ -84,6 +90,7 @@ impl Default for LoaderOptions {
             max_publications_per_launch: usize::MAX,
             max_fill_age: 3,
             fill_by_file_tile: true,
+            coalesce_constant_tiles: true,
         }
     }
 }

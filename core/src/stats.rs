@@ -95,4 +95,13 @@ pub struct Stats {
     pub tiles_published_unread: u64,
     /// File tiles read into such pages (their bytes are in `bytes_read`).
     pub file_tiles_filled: u64,
+    /// Of `tiles_filled`, constant tiles given the shared slot of their value instead of
+    /// one of their own (`LoaderOptions::coalesce_constant_tiles`).
+    pub tiles_coalesced: u64,
+    /// Pages served by a shared constant slot now.
+    pub coalesced_pages: u64,
+    /// Shared constant slots held now (distinct values; each counts once in
+    /// `resident_bytes`). The budget saved is `coalesced_pages - shared_constant_tiles`
+    /// tiles.
+    pub shared_constant_tiles: u64,
 }

@@ -4,6 +4,7 @@
 //! assert timings.
 
 mod baseline;
+mod coalescing;
 pub mod compare;
 pub mod cuda;
 mod exr_fill;
@@ -94,6 +95,9 @@ pub enum Which {
     LaunchPrepare,
     /// Memory per texture and page, 10,000 and 100,000 8K textures (CPU, not default).
     ManyTextures,
+    /// Constant-tile coalescing on masks: budget and bytes read, on against off (CPU, not
+    /// default).
+    Coalescing,
 }
 
 impl Which {
@@ -120,7 +124,8 @@ impl Which {
             | Which::Fill
             | Which::ExrFill
             | Which::LaunchPrepare
-            | Which::ManyTextures => backend == Backend::Cpu,
+            | Which::ManyTextures
+            | Which::Coalescing => backend == Backend::Cpu,
             Which::Fetch | Which::Upload | Which::Converge => backend == Backend::Cuda,
         }
     }
@@ -287,6 +292,10 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
     if only.contains(&Which::ManyTextures) {
         eprintln!("bench: memory per texture…");
         emit(many_textures::run()?, &mut records);
+    }
+    if only.contains(&Which::Coalescing) {
+        eprintln!("bench: constant-tile coalescing…");
+        emit(coalescing::run()?, &mut records);
     }
     print!("{}", render_tables(&records));
     Ok(())

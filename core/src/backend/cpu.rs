@@ -51,6 +51,11 @@ impl Backend for CpuBackend {
         true
     }
 
+    /// The directory stores one address per page; many may hold the same one.
+    fn shares_tiles(&self) -> bool {
+        true
+    }
+
     fn withdraw(&self, withdrawal: Withdrawal) -> Result<(), Error> {
         if let Withdrawal::TileReleased(page) = withdrawal {
             self.directory.set(page.0, std::ptr::null());

@@ -129,6 +129,14 @@ pub trait Backend: Send + Sync + 'static {
         false
     }
 
+    /// Whether one tile's data may be published for many pages at once (constant-tile
+    /// coalescing: [`crate::memory::constant_tiles`]): `publish_tile` is then given the
+    /// same buffer for each page, and `withdraw` of one page must leave the others. Default:
+    /// no (each page's tile is its own).
+    fn shares_tiles(&self) -> bool {
+        false
+    }
+
     /// Something stopped being visible.
     fn withdraw(&self, withdrawal: Withdrawal) -> Result<(), Error>;
 

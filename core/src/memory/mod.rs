@@ -1,8 +1,9 @@
 //! Memory: 64 KiB tile buffers, the budgeted pool that hands them out, epochs that say when
 //! no reader can still see memory made invisible, and [`Residency`] — the one owner of every
 //! tile slot's state (filling, publishing, resident, staged for a second chance, retired)
-//! and of eviction.
+//! and of eviction; constant tiles stored once per value ([`constant_tiles`]).
 
+pub mod constant_tiles;
 pub mod epoch;
 pub mod pool;
 pub mod raw_box;
@@ -10,6 +11,7 @@ pub mod residency;
 pub mod retired;
 pub mod tile_buffer;
 
+pub use constant_tiles::{ConstantKey, TileShape};
 pub use epoch::Epochs;
 pub use pool::TilePool;
 pub use raw_box::RawBox;

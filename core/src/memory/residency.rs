@@ -39,6 +39,7 @@
 //! - a staged or retired slot is reused only when no pinned reader can see it;
 //! - every slot that leaves (evicted, retired) is reported released exactly once.
 
+use super::constant_tiles::{ConstantKey, SharedTiles};
 use super::epoch::{Epochs, Quiescence};
 use super::pool::TilePool;
 use super::raw_box::RawBox;
@@ -91,7 +92,10 @@ enum State {
 
 struct Tile {
     state: State,
+    /// The slot's own buffer (none for a shared tile, or once the backend holds the data).
     host: Option<TileBuffer>,
+    /// A constant tile served by the shared slot of this value (no slot of its own).
+    shared: Option<ConstantKey>,
 }
 
 /// What [`Residency`] counts.
@@ -113,6 +117,8 @@ pub struct ResidencyCounts {
     pub evictions: u64,
     /// Clock sweeps over the resident tiles, since creation.
     pub clock_sweeps: u64,
+    /// Constant tiles given a shared slot instead of one of their own, since creation.
+    pub tiles_coalesced: u64,
 }
 
 /// The tile slots of one loader (see the module docs).
@@ -131,6 +137,8 @@ pub struct Residency {
     reserved_tail_bytes: u64,
     events: Vec<TileEvent>,
     counts: ResidencyCounts,
+    /// The shared slots of constant tiles (see `residency/coalesce.rs`).
+    shared: SharedTiles,
 }
 
 impl Residency {
@@ -146,6 +154,7 @@ impl Residency {
             retired: RetiredQueue::new(),
             events: Vec::new(),
             counts: ResidencyCounts::default(),
+            shared: SharedTiles::default(),
         }
     }
 
@@ -287,6 +296,7 @@ impl Residency {
         let tile = Tile {
             state: State::Publishing { restored: false },
             host: Some(buffer),
+            shared: None,
         };
         self.tiles.insert(page.0, tile);
         self.counts.publishing += 1;
@@ -299,8 +309,11 @@ impl Residency {
             Tile {
                 state: State::Publishing { restored },
                 host,
+                shared,
             } => Some(Publishing {
-                data: host.as_ref(),
+                data: host
+                    .as_ref()
+                    .or_else(|| self.shared.buffer(shared.as_ref()?)),
                 restored: *restored,
             }),
             _ => None,
@@ -428,19 +441,29 @@ impl Residency {
         None
     }
 
-    /// Evict the oldest staged tile if no reader can see it: its slot is released and its
-    /// host buffer (if any) handed over.
+    /// Evict the oldest staged tiles no reader can see until a slot is released: that
+    /// slot's host buffer (if any) is handed over. A constant tile's page leaves without
+    /// freeing a slot unless it was the last page of its shared slot.
     fn evict_oldest(&mut self, epochs: &Epochs) -> Option<(PageId, Option<TileBuffer>)> {
-        let (page, stamp) = self.oldest_staged()?;
-        if !epochs.is_quiescent(stamp) {
-            return None;
+        loop {
+            let (page, stamp) = self.oldest_staged()?;
+            if !epochs.is_quiescent(stamp) {
+                return None;
+            }
+            self.staged_order.pop_front();
+            let tile = self.tiles.remove(&page)?;
+            self.counts.staged -= 1;
+            self.counts.evictions += 1;
+            self.events.push(TileEvent::Released(PageId(page)));
+            match tile.shared {
+                None => return Some((PageId(page), tile.host)),
+                Some(key) => {
+                    if let Some(buffer) = self.shared.remove_page(&key) {
+                        return Some((PageId(page), Some(buffer)));
+                    }
+                }
+            }
         }
-        self.staged_order.pop_front();
-        let tile = self.tiles.remove(&page)?;
-        self.counts.staged -= 1;
-        self.counts.evictions += 1;
-        self.events.push(TileEvent::Released(PageId(page)));
-        Some((PageId(page), tile.host))
     }
 
     /// Free memory while the pool is over its budget: retired memory no reader can see,
@@ -481,10 +504,11 @@ impl Residency {
         if staged >= want_staged {
             return;
         }
+        // Constant tiles are not staged: that frees nothing while other pages share the slot.
         let mut victims: Vec<StalePage> = stale
             .iter()
             .copied()
-            .filter(|s| self.is_resident(s.page))
+            .filter(|s| self.is_resident(s.page) && !self.is_shared(s.page))
             .collect();
         victims.sort_by(|a, b| b.age.cmp(&a.age).then(a.page.cmp(&b.page)));
         let pages_to_stage: Vec<PageId> = victims
@@ -495,7 +519,9 @@ impl Residency {
         self.stage(pages, epochs, &pages_to_stage);
     }
 
-    /// Blocking-mode eviction, one clock sweep over the resident tiles: referenced ones are
+    /// Blocking-mode eviction, one clock sweep over the resident tiles with a slot of their
+    /// own (constant tiles' pages are left alone: staging one frees nothing while other
+    /// pages share its slot): referenced ones are
     /// spared (bit cleared, age 0), the others age; the oldest are staged — at least
     /// `needed`, and a sixteenth of the resident set so that sweeps are rare. If every tile
     /// was referenced, a second step ages them all. Returns how many were staged.
@@ -507,7 +533,7 @@ impl Residency {
         let batch = needed.max(resident / 16).max(1);
         let mut candidates: Vec<(u8, PageId)> = Vec::with_capacity(resident);
         for _ in 0..2 {
-            candidates.extend(self.resident_pages().filter_map(|page| {
+            candidates.extend(self.own_slot_pages().filter_map(|page| {
                 let age = pages.clock_step(page.0);
                 (age > 0).then_some((age, page))
             }));
@@ -526,7 +552,8 @@ impl Residency {
 
     /// Change the budget. Memory no reader can see is freed at once — spare buffers,
     /// retired memory, staged tiles, then (staged first, oldest LRU age first) resident
-    /// tiles; the rest as soon as the readers that can see it are gone.
+    /// tiles, constant tiles' pages last; the rest as soon as the readers that can see it
+    /// are gone.
     pub fn set_budget(&mut self, pages: &PageTable, epochs: &Epochs, bytes: u64) {
         self.pool.set_budget(bytes);
         self.free_excess(epochs);
@@ -535,13 +562,21 @@ impl Residency {
             return;
         }
         let mut by_age: Vec<(u8, PageId)> = self
-            .resident_pages()
+            .own_slot_pages()
             .map(|p| (pages.lru_age(p.0), p))
             .collect();
         by_age.sort_unstable_by(|a, b| b.cmp(a));
         let victims: Vec<PageId> = by_age.iter().take(excess_tiles).map(|&(_, p)| p).collect();
         self.stage(pages, epochs, &victims);
         self.free_excess(epochs);
+        if self.pool.excess_bytes() > 0 && !self.shared.is_empty() {
+            let constant: Vec<PageId> = self
+                .resident_pages()
+                .filter(|p| self.is_shared(*p))
+                .collect();
+            self.stage(pages, epochs, &constant);
+            self.free_excess(epochs);
+        }
     }
 
     /// Whether a staged slot could be had by waiting: what holds the oldest staged tile
@@ -574,7 +609,15 @@ impl Residency {
                 State::Resident => self.counts.resident -= 1,
                 State::Staged { .. } => self.counts.staged -= 1,
             }
-            self.retired.retire(stamp, Retired::Tile(tile.host));
+            match tile.shared {
+                None => self.retired.retire(stamp, Retired::Tile(tile.host)),
+                // A constant tile's shared slot is retired with its last page.
+                Some(key) => {
+                    if let Some(buffer) = self.shared.remove_page(&key) {
+                        self.retired.retire(stamp, Retired::Tile(Some(buffer)));
+                    }
+                }
+            }
             self.events.push(TileEvent::Released(PageId(page)));
         }
         withdrawn.len()
@@ -621,10 +664,13 @@ impl Residency {
         }
     }
 
-    /// Slots accounted for, in tiles: filling, held by pages, retired (for tests).
+    /// Slots accounted for, in tiles: filling, held by pages (a shared slot once),
+    /// retired (for tests).
     #[cfg(test)]
     fn slot_tiles(&self) -> u64 {
-        self.counts.filling + self.tiles.len() as u64 + self.retired.len() as u64
+        self.counts.filling + self.tiles.len() as u64 - self.shared.pages()
+            + self.shared.len() as u64
+            + self.retired.len() as u64
     }
 }
 
@@ -638,5 +684,6 @@ impl std::fmt::Debug for Residency {
     }
 }
 
+mod coalesce;
 #[cfg(test)]
 mod tests;

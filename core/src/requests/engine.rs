@@ -189,6 +189,12 @@ impl Engine {
         page.0 < self.layout.page_table_entries && bits::test_bit(&self.resource_failed, page.0)
     }
 
+    /// Whether constant tiles share one slot per value (the option is on and the backend
+    /// can publish one tile for many pages).
+    pub(crate) fn coalesces_constant_tiles(&self) -> bool {
+        self.options.coalesce_constant_tiles && self.backend.shares_tiles()
+    }
+
     /// A statistics snapshot.
     pub fn stats(&self) -> Stats {
         let host = self.host.lock();

@@ -12,7 +12,8 @@ use super::host_state::{Deferral, HostState, Pending};
 use super::ticket::TaskGuard;
 use crate::error::Error;
 use crate::ids::{PageId, TextureId};
-use crate::memory::{RawBox, SubTiles, TileBuffer};
+use crate::memory::constant_tiles::{constant_texel, fill_constant, ConstantKey};
+use crate::memory::{RawBox, SubTiles, TileBuffer, TileShape};
 use crate::options::StreamingMode;
 use crate::paging::{encode_base_color, NO_BASE_COLOR};
 use crate::resources::TextureState;
@@ -171,6 +172,21 @@ impl TileTask {
             Some(_) => Ok(Readiness::Ready),
             None => contain(|| source.read_tile(region, dest, row_bytes)),
         };
+        let constant = match (&outcome, cut) {
+            (Ok(Readiness::Ready), None)
+                if engine.coalesces_constant_tiles() && source.tiles_coalescable() =>
+            {
+                let shape = TileShape {
+                    width: region.width as usize,
+                    height: region.height as usize,
+                    tile_width: tile.0 as usize,
+                    tile_height: tile.1 as usize,
+                    texel_bytes,
+                };
+                constant_tile(&mut buffer, shape, row_bytes)
+            }
+            _ => None,
+        };
         let mut host = engine.host.lock();
         host.queued_fills = host.queued_fills.saturating_sub(1);
         host.counters.fill_seconds += start.elapsed().as_secs_f64();
@@ -193,7 +209,12 @@ impl TileTask {
                     host.counters.bytes_read +=
                         (region.width as usize * region.height as usize * texel_bytes) as u64;
                 }
-                host.residency.filled(job.page, buffer);
+                match constant {
+                    Some(key) => {
+                        host.residency.filled_constant(job.page, buffer, key);
+                    }
+                    None => host.residency.filled(job.page, buffer),
+                }
                 host.pending.push(Pending::Tile(job.page));
             }
             Ok(Readiness::Ready) => {
@@ -217,6 +238,23 @@ impl TileTask {
             }
         }
     }
+}
+
+/// If the tile just read is constant, its key, with the value written over the whole tile
+/// (so its buffer can serve any page of that value: `memory::constant_tiles`).
+fn constant_tile(
+    buffer: &mut TileBuffer,
+    shape: TileShape,
+    row_bytes: usize,
+) -> Option<ConstantKey> {
+    if row_bytes != shape.tile_width * shape.texel_bytes {
+        return None;
+    }
+    let key = constant_texel(buffer.as_slice(), shape)?;
+    if shape.width < shape.tile_width || shape.height < shape.tile_height {
+        fill_constant(buffer.as_mut_slice(), &key);
+    }
+    Some(key)
 }
 
 /// Open a texture, read its mip tail and base colour, and publish its sampler — if the

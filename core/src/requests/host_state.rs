@@ -194,6 +194,9 @@ impl HostState {
             pages_staged: counts.pages_staged,
             evictions: counts.evictions,
             clock_sweeps: counts.clock_sweeps,
+            tiles_coalesced: counts.tiles_coalesced,
+            coalesced_pages: r.coalesced_pages(),
+            shared_constant_tiles: r.shared_tiles(),
             ..self.counters.clone()
         }
     }

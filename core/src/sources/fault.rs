@@ -534,6 +534,10 @@ impl ImageSource for FaultInjectingSource {
     fn read_base_color(&self) -> Result<Option<[f32; 4]>, SourceError> {
         self.inner.read_base_color()
     }
+
+    fn tiles_coalescable(&self) -> bool {
+        self.inner.tiles_coalescable()
+    }
 }
 
 #[cfg(test)]

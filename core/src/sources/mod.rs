@@ -177,6 +177,14 @@ pub trait ImageSource: Send + Sync {
         None
     }
 
+    /// Whether a constant tile from this source may share one slot with other pages holding
+    /// the same value (`LoaderOptions::coalesce_constant_tiles`). False for sources whose
+    /// pages are written again after publication (Ptex pages, filled unit by unit).
+    /// Default: true.
+    fn tiles_coalescable(&self) -> bool {
+        true
+    }
+
     /// The texture's average colour, if the source knows it cheaply. `None` (the default)
     /// lets the loader use the 1×1 level of the mip tail.
     fn read_base_color(&self) -> Result<Option<[f32; 4]>, SourceError> {

@@ -217,9 +217,129 @@ fn make_room_keeps_a_reserve_of_staged_tiles() {
     assert_eq!(r.counts().staged, 6, "enough staged already");
 }
 
+fn key(value: u8) -> ConstantKey {
+    let mut v = [0u8; 16];
+    v[0] = value;
+    ConstantKey {
+        tile_width: 128,
+        tile_height: 128,
+        texel_bytes: 4,
+        value: v,
+    }
+}
+
+/// Fill `page` with a constant tile of `value` and publish it. Whether it was shared.
+fn fill_constant_and_publish(
+    r: &mut Residency,
+    pages: &PageTable,
+    epochs: &Epochs,
+    page: u32,
+    value: u8,
+) -> bool {
+    let b = r.allocate(epochs).expect("a slot");
+    let shared = r.filled_constant(PageId(page), b, key(value));
+    assert!(r.publishing(PageId(page)).unwrap().data.is_some());
+    assert!(r.published(PageId(page), true));
+    pages.push_mapping(PageMapping {
+        page,
+        lru: 0,
+        entry: 0,
+    });
+    shared
+}
+
+#[test]
+fn constant_tiles_share_one_slot_per_value() {
+    let (pages, epochs) = (table(), Epochs::new());
+    let mut r = Residency::new(32 * TILE);
+    for page in 0..10 {
+        assert!(fill_constant_and_publish(
+            &mut r,
+            &pages,
+            &epochs,
+            100 + page,
+            (page % 2) as u8
+        ));
+    }
+    assert_eq!((r.shared_tiles(), r.coalesced_pages()), (2, 10));
+    let spare = r.pool.spare_buffers() as u64 * TILE;
+    assert_eq!(r.allocated_bytes() - spare, 2 * TILE, "one slot per value");
+    let a = r.publishing(PageId(100));
+    assert!(a.is_none(), "published");
+    assert_eq!(r.counts().resident, 10);
+    assert_eq!(r.counts().tiles_coalesced, 10);
+    assert_accounted(&r);
+    // Eviction leaves them alone: staging one frees nothing.
+    let stale: Vec<StalePage> = (0..10)
+        .map(|p| StalePage {
+            page: PageId(100 + p),
+            age: 3,
+        })
+        .collect();
+    r.make_room(&pages, &epochs, 40, &stale, 0.0);
+    assert_eq!(r.sweep(&pages, &epochs, 1), 0);
+    assert_eq!(r.counts().resident, 10);
+    // Dropping the pages of one value (100, 102, 104 of value 0 and 101, 103 of value 1)
+    // frees its slot with its last page, once unseen.
+    assert_eq!(r.retire_range(&pages, &epochs, 100..105), 5);
+    assert_eq!((r.shared_tiles(), r.coalesced_pages()), (2, 5));
+    assert_eq!(r.retire_range(&pages, &epochs, 105..110), 5);
+    assert_eq!((r.shared_tiles(), r.coalesced_pages()), (0, 0));
+    r.reclaim_retired(&epochs);
+    assert_eq!(
+        r.allocated_bytes(),
+        r.pool.spare_buffers() as u64 * TILE,
+        "freed slots stay as spare buffers"
+    );
+    assert_accounted(&r);
+    r.set_budget(&pages, &epochs, 0);
+    assert_eq!(r.allocated_bytes(), 0);
+}
+
+#[test]
+fn sharing_is_bounded_and_a_shrunk_budget_can_take_the_shared_slots_back() {
+    let (pages, epochs) = (table(), Epochs::new());
+    // Under 16 tiles, nothing is shared.
+    let mut small = Residency::new(15 * TILE);
+    assert!(!fill_constant_and_publish(
+        &mut small, &pages, &epochs, 100, 0
+    ));
+    assert_eq!((small.shared_tiles(), small.allocated_bytes()), (0, TILE));
+    assert_accounted(&small);
+    // 32 tiles: two distinct values at most; a third keeps its own slot.
+    let mut r = Residency::new(32 * TILE);
+    assert!(fill_constant_and_publish(&mut r, &pages, &epochs, 200, 0));
+    assert!(fill_constant_and_publish(&mut r, &pages, &epochs, 201, 1));
+    assert!(!fill_constant_and_publish(&mut r, &pages, &epochs, 202, 2));
+    assert!(fill_constant_and_publish(&mut r, &pages, &epochs, 203, 1));
+    let held = r.allocated_bytes() - r.pool.spare_buffers() as u64 * TILE;
+    assert_eq!(
+        (r.shared_tiles(), r.coalesced_pages(), held),
+        (2, 3, 3 * TILE)
+    );
+    // A budget of one tile cannot hold them: the shared pages are staged and evicted too.
+    r.take_events();
+    r.set_budget(&pages, &epochs, TILE);
+    assert_eq!(r.allocated_bytes(), TILE);
+    assert_eq!(r.shared_tiles() + r.counts().resident, 1);
+    let released = r
+        .take_events()
+        .iter()
+        .filter(|e| matches!(e, TileEvent::Released(_)))
+        .count();
+    let c = r.counts();
+    assert_eq!(
+        released as u64 + c.resident + c.staged,
+        4,
+        "each page released once or staged"
+    );
+    assert_accounted(&r);
+}
+
 #[derive(Clone, Debug)]
 enum Op {
     Fill(u8, bool),
+    FillConstant(u8, u8, bool),
     Stage(u8),
     Restore(u8),
     Retire(u8),
@@ -232,12 +352,13 @@ enum Op {
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         4 => (0u8..24, any::<bool>()).prop_map(|(p, k)| Op::Fill(p, k)),
+        2 => (0u8..24, 0u8..3, any::<bool>()).prop_map(|(p, v, k)| Op::FillConstant(p, v, k)),
         2 => (0u8..24).prop_map(Op::Stage),
         2 => (0u8..24).prop_map(Op::Restore),
         1 => (0u8..3).prop_map(Op::Retire),
         1 => Just(Op::Pin),
         1 => Just(Op::Unpin),
-        1 => (2u8..12).prop_map(Op::Budget),
+        1 => (2u8..40).prop_map(Op::Budget),
         1 => Just(Op::Reclaim),
     ]
 }
@@ -248,7 +369,8 @@ proptest! {
     #[test]
     fn random_operations_keep_the_invariants(ops in proptest::collection::vec(op(), 1..200)) {
         let (pages, epochs) = (table(), Epochs::new());
-        let mut r = Residency::new(8 * TILE);
+        // 32 tiles: constant tiles share (budgets of 16 or more); shrinks go below that.
+        let mut r = Residency::new(32 * TILE);
         let mut pins = Vec::new();
         for op in ops {
             let before = r.allocated_bytes();
@@ -263,6 +385,18 @@ proptest! {
                     if let Some(b) = r.allocate(&epochs) {
                         prop_assert!(r.allocated_bytes() <= r.budget_bytes().max(before));
                         r.filled(PageId(page), b);
+                        prop_assert!(r.published(PageId(page), keep));
+                        pages.push_mapping(PageMapping { page, lru: 0, entry: 0 });
+                    }
+                }
+                Op::FillConstant(p, v, keep) => {
+                    let page = 100 + p as u32;
+                    if prev.contains_key(&page) {
+                        continue;
+                    }
+                    if let Some(b) = r.allocate(&epochs) {
+                        r.filled_constant(PageId(page), b, key(v));
+                        prop_assert!(r.allocated_bytes() <= r.budget_bytes().max(before));
                         prop_assert!(r.published(PageId(page), keep));
                         pages.push_mapping(PageMapping { page, lru: 0, entry: 0 });
                     }
@@ -307,6 +441,8 @@ proptest! {
                 r.counts().resident + r.counts().staged + r.counts().publishing,
                 r.tiles.len() as u64
             );
+            let shared_pages = r.tiles.values().filter(|t| t.shared.is_some()).count() as u64;
+            prop_assert_eq!(shared_pages, r.coalesced_pages());
         }
     }
 }

@@ -404,4 +404,9 @@ impl ImageSource for PtexPages {
     fn read_base_color(&self) -> Result<Option<[f32; 4]>, SourceError> {
         Ok(Some([0.0; 4]))
     }
+
+    /// A page of units may be decoded into unit by unit after publication.
+    fn tiles_coalescable(&self) -> bool {
+        false
+    }
 }

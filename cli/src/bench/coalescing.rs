@@ -1,0 +1,186 @@
+//! Constant-tile coalescing (`LoaderOptions::coalesce_constant_tiles`) on a set of masks
+//! as painters make them: eight 4096² RGBA8 textures, each black or white outside three
+//! painted discs (about an eighth of each texture), the same two constant values in
+//! every texture. Three multi-pass frames of the same 64K level-0 lookups (a static camera
+//! rendered progressively) in a budget of a quarter of level 0, with coalescing on and
+//! off in the same run.
+//!
+//! Figures per case: launches, tiles read and bytes read over the three frames and in
+//! the last two alone (what the budget failed to keep), evictions, peak resident bytes
+//! against the budget, pages served by shared slots and the slots themselves, seconds;
+//! and the ratio of bytes read, on against off.
+
+use super::{Record, Rng};
+use crate::error::CliError;
+use demandtex::sources::{ImageInfo, ImageSource, Readiness, SourceError};
+use demandtex::textures::{full_mip_levels, TexelFormat, TileRegion};
+use demandtex::{Loader, LoaderOptions, SampleOptions, TextureDesc, TextureId, TILE_BYTES};
+use std::sync::Arc;
+use std::time::Instant;
+
+const SIDE: u32 = 4096;
+const TEXTURES: u32 = 8;
+const LOOKUPS: usize = 1 << 16;
+const FRAMES: usize = 3;
+/// Level-0 tiles of one texture (RGBA8: 128×128-texel tiles).
+const LEVEL0_TILES: u64 = (SIDE as u64 / 128) * (SIDE as u64 / 128);
+
+/// A mask: detail inside three discs, black left of a diagonal and white right of it.
+struct Mask {
+    discs: [(f32, f32, f32); 3],
+}
+
+impl Mask {
+    fn new(seed: u64) -> Mask {
+        let mut rng = Rng::new(seed);
+        let mut disc = || {
+            let side = SIDE as f32;
+            let r = side * (0.07 + 0.05 * rng.next_f32());
+            (
+                r + rng.next_f32() * (side - 2.0 * r),
+                r + rng.next_f32() * (side - 2.0 * r),
+                r,
+            )
+        };
+        Mask {
+            discs: [disc(), disc(), disc()],
+        }
+    }
+
+    fn texel(&self, level: u32, x: u32, y: u32) -> [f32; 4] {
+        let scale = (1u32 << level) as f32;
+        let (fx, fy) = ((x as f32 + 0.5) * scale, (y as f32 + 0.5) * scale);
+        let inside = self.discs.iter().any(|&(cx, cy, r)| {
+            let (dx, dy) = (fx - cx, fy - cy);
+            dx * dx + dy * dy < r * r
+        });
+        if inside {
+            let h = (x.wrapping_mul(0x9E37_79B9) ^ y.wrapping_mul(0x85EB_CA6B) ^ level) >> 9;
+            let v = (h & 0xff) as f32 / 255.0;
+            return [v, 1.0 - v, 0.5, 1.0];
+        }
+        let v = if fx + fy < SIDE as f32 { 0.0 } else { 1.0 };
+        [v, v, v, 1.0]
+    }
+}
+
+impl ImageSource for Mask {
+    fn name(&self) -> String {
+        format!("mask {SIDE}×{SIDE}")
+    }
+    fn open(&self) -> Result<ImageInfo, SourceError> {
+        Ok(ImageInfo {
+            width: SIDE,
+            height: SIDE,
+            format: TexelFormat::RGBA8,
+            num_levels: full_mip_levels(SIDE, SIDE),
+        })
+    }
+    fn read_region(
+        &self,
+        r: TileRegion,
+        dest: &mut [u8],
+        row_bytes: usize,
+    ) -> Result<Readiness, SourceError> {
+        for y in 0..r.height {
+            let row = &mut dest[y as usize * row_bytes..][..r.width as usize * 4];
+            for (x, texel) in row.chunks_exact_mut(4).enumerate() {
+                TexelFormat::RGBA8.encode(self.texel(r.level, r.x + x as u32, r.y + y), texel);
+            }
+        }
+        Ok(Readiness::Ready)
+    }
+}
+
+/// Run the two cases.
+pub fn run() -> Result<Vec<Record>, CliError> {
+    let mut off = case(false)?;
+    let mut on = case(true)?;
+    let base = figure(&off, "bytes_read").max(1.0);
+    let ratio = figure(&on, "bytes_read") / base;
+    off.figures.push(("bytes_read_ratio_vs_off", 1.0));
+    on.figures.push(("bytes_read_ratio_vs_off", ratio));
+    Ok(vec![off, on])
+}
+
+fn figure(record: &Record, name: &str) -> f64 {
+    record
+        .figures
+        .iter()
+        .find(|(k, _)| *k == name)
+        .map_or(0.0, |(_, v)| *v)
+}
+
+fn case(coalesce: bool) -> Result<Record, CliError> {
+    let budget = TEXTURES as u64 * LEVEL0_TILES / 4 * TILE_BYTES as u64;
+    let loader = Loader::new(LoaderOptions {
+        num_pages: 1 << 20,
+        max_textures: 64,
+        page_table_entries: 1 << 12,
+        max_texture_memory: budget,
+        coalesce_constant_tiles: coalesce,
+        ..LoaderOptions::default()
+    })?;
+    let textures: Vec<TextureId> = (0..TEXTURES)
+        .map(|i| loader.create_texture(Arc::new(Mask::new(i as u64 + 1)), TextureDesc::default()))
+        .collect::<Result<_, _>>()?;
+    let mut rng = Rng::new(42);
+    let d = 1.0 / SIDE as f32;
+    let queries: Vec<(TextureId, f32, f32)> = (0..LOOKUPS)
+        .map(|i| (textures[i % textures.len()], rng.next_f32(), rng.next_f32()))
+        .collect();
+    let start = Instant::now();
+    let mut launches = 0u64;
+    let mut after_first = None;
+    for _ in 0..FRAMES {
+        let mut done = vec![false; queries.len()];
+        while done.iter().any(|d| !d) {
+            if launches > 10_000 {
+                return Err(CliError::Demandtex("the frame did not converge".into()));
+            }
+            let launch = loader.launch_prepare();
+            launches += 1;
+            for (q, d_) in queries.iter().zip(done.iter_mut()) {
+                if !*d_ {
+                    let s = launch.tex2d_grad(
+                        q.0,
+                        q.1,
+                        q.2,
+                        [d, 0.0],
+                        [0.0, d],
+                        &SampleOptions::default(),
+                    );
+                    *d_ = s.resident;
+                }
+            }
+            loader.process_requests(launch).wait();
+        }
+        after_first.get_or_insert(loader.stats());
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    let s = loader.stats();
+    let first = after_first.unwrap_or_else(|| s.clone());
+    Ok(Record {
+        bench: "coalescing",
+        case: format!(
+            "{TEXTURES} masks {SIDE}², budget ¼ of level 0, coalescing {}",
+            if coalesce { "on" } else { "off" }
+        ),
+        threads: 1,
+        figures: vec![
+            ("launches", launches as f64),
+            ("tiles_read", s.tiles_filled as f64),
+            ("bytes_read", s.bytes_read as f64),
+            (
+                "reread_after_frame_1_bytes",
+                (s.bytes_read - first.bytes_read) as f64,
+            ),
+            ("evictions", s.evictions as f64),
+            ("peak_resident_bytes", s.peak_resident_bytes as f64),
+            ("budget_bytes", s.budget_bytes as f64),
+            ("coalesced_pages", s.coalesced_pages as f64),
+            ("shared_constant_tiles", s.shared_constant_tiles as f64),
+            ("seconds", seconds),
+        ],
+    })
+}
