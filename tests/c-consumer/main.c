@@ -196,6 +196,38 @@ static int test_procedural(DtexLoader loader) {
   return run_until_resident(loader, checker_pass, &c, "checkerboard");
 }
 
+/* A checkerboard of 1024-texel squares: every tile of levels 0 and 3 is one colour, so
+   tiles share one slot per colour (constant-tile coalescing), and lookups are unchanged. */
+static void test_constant_tiles(void) {
+  DtexLoader loader = create_loader();
+  DtexProceduralDesc proc;
+  dtex_procedural_desc_default(&proc);
+  proc.kind = DTEX_PROCEDURAL_CHECKERBOARD;
+  proc.width = proc.height = 2048;
+  proc.texel_type = DTEX_TEXEL_U8;
+  proc.channels = 4;
+  proc.param = 1024;
+  DtexTextureDesc desc = point_sampled();
+  Checker c = {DTEX_NO_TEXTURE, 2048, 1024};
+  EXPECT_OK(dtex_texture_create_procedural(loader, &proc, &desc, &c.texture));
+  run_until_resident(loader, checker_pass, &c, "constant checkerboard");
+  DtexStats stats;
+  memset(&stats, 0, sizeof stats);
+  stats.struct_size = sizeof stats;
+  EXPECT_OK(dtex_loader_get_stats(loader, &stats));
+  printf("  constant tiles: %llu filled, %llu on %llu shared slots\n",
+         (unsigned long long)stats.tiles_filled, (unsigned long long)stats.coalesced_pages,
+         (unsigned long long)stats.shared_constant_tiles);
+  CHECK(stats.tiles_coalesced == stats.tiles_filled && stats.coalesced_pages == stats.tiles_filled,
+        "every tile is constant: %llu filled, %llu coalesced, %llu pages",
+        (unsigned long long)stats.tiles_filled, (unsigned long long)stats.tiles_coalesced,
+        (unsigned long long)stats.coalesced_pages);
+  /* Two colours at each of the two levels sampled. */
+  CHECK(stats.shared_constant_tiles == 4, "shared slots: %llu",
+        (unsigned long long)stats.shared_constant_tiles);
+  EXPECT_OK(dtex_loader_destroy(loader));
+}
+
 /* ---- a callback source generating texels in C -------------------------------------------- */
 
 enum { GRAD_W = 256, GRAD_H = 128, GRAD_LEVELS = 9, TEXEL_BYTES = 16 };
@@ -610,6 +642,7 @@ int main(void) {
   test_udim_pattern();
   test_ptex();
   test_files();
+  test_constant_tiles();
 
   DtexLoader loader = create_loader();
   int launches = test_procedural(loader);
