@@ -79,6 +79,11 @@ typedef unsigned long long uint64_t;
 // callers built against that header keep working (those fields take their defaults).
 #define DTEX_LOADER_OPTIONS_SIZE_0_1_0 48
 
+// `sizeof(DtexLoaderOptions)` with `max_fill_age` and `max_publications_per_launch`, before
+// `coalesce_constant_tiles` and `fill_by_file_tile`: callers built against that header keep
+// working (those fields take their defaults).
+#define DTEX_LOADER_OPTIONS_SIZE_FILL_AGE 56
+
 // "No texture": never a valid texture id (`0xFFFFFFFF`).
 #define DTEX_NO_TEXTURE 4294967295u
 
@@ -355,6 +360,17 @@ typedef struct DtexLoaderOptions {
   // Most tile publications one launch start makes; the rest wait for the next, coarse
   // pages first (`publications_capped`) (default 0: no limit).
   uint32_t max_publications_per_launch;
+  // Boolean (default 1): a CPU loader's or cache's tile whose texels all hold one value
+  // shares one slot of the budget with every other page of that value
+  // (`coalesced_pages`, `shared_constant_tiles`). Absent before struct size
+  // `DTEX_LOADER_OPTIONS_SIZE_FILL_AGE`: callers built against that header get the
+  // default.
+  uint32_t coalesce_constant_tiles;
+  // Boolean (default 1): blocking lookups of a CPU loader or cache read a file whose tiles
+  // are smaller than a page (maketx's 64×64) one file tile at a time, as lookups touch
+  // them, rather than whole pages (`tiles_published_unread`, `file_tiles_filled`). Absent
+  // before `DTEX_LOADER_OPTIONS_SIZE_FILL_AGE`, as above.
+  uint32_t fill_by_file_tile;
 } DtexLoaderOptions;
 
 // How a texture is sampled, fixed at creation. Fill it with `dtex_texture_desc_default`.
@@ -2048,7 +2064,7 @@ DTEX_STATIC_ASSERT(DTEX_ALIGNOF(DtexCudaLaunch) == 8, "alignof(DtexCudaLaunch)")
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexCudaLaunch, loader) == 0, "offsetof(DtexCudaLaunch, loader)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexCudaLaunch, number) == 8, "offsetof(DtexCudaLaunch, number)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexCudaLaunch, reserved) == 12, "offsetof(DtexCudaLaunch, reserved)");
-DTEX_STATIC_ASSERT(sizeof(DtexLoaderOptions) == 56, "sizeof(DtexLoaderOptions)");
+DTEX_STATIC_ASSERT(sizeof(DtexLoaderOptions) == 64, "sizeof(DtexLoaderOptions)");
 DTEX_STATIC_ASSERT(DTEX_ALIGNOF(DtexLoaderOptions) == 8, "alignof(DtexLoaderOptions)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, struct_size) == 0, "offsetof(DtexLoaderOptions, struct_size)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, num_pages) == 4, "offsetof(DtexLoaderOptions, num_pages)");

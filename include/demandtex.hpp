@@ -301,6 +301,11 @@ public:
     LoaderOptions& maxFillAge(std::uint32_t v) noexcept { raw_.max_fill_age = v; return *this; }
     /// Most tile publications per launch start (0 = no limit).
     LoaderOptions& maxPublicationsPerLaunch(std::uint32_t v) noexcept { raw_.max_publications_per_launch = v; return *this; }
+    /// Whether constant tiles share one slot per value (CPU loader and cache; default true).
+    LoaderOptions& coalesceConstantTiles(bool on) noexcept { raw_.coalesce_constant_tiles = on ? 1u : 0u; return *this; }
+    /// Whether blocking lookups read files with tiles smaller than a page one file tile at a
+    /// time (CPU loader and cache; default true).
+    LoaderOptions& fillByFileTile(bool on) noexcept { raw_.fill_by_file_tile = on ? 1u : 0u; return *this; }
 
     /// Pages in the virtual page space.
     std::uint32_t numPages() const noexcept { return raw_.num_pages; }

@@ -292,6 +292,8 @@ pub const LAYOUTS: &[StructLayout] = &[
             interactive,
             max_fill_age,
             max_publications_per_launch,
+            coalesce_constant_tiles,
+            fill_by_file_tile,
         ]
     ),
     layout!(

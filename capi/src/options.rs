@@ -57,14 +57,30 @@ pub struct DtexLoaderOptions {
     /// Most tile publications one launch start makes; the rest wait for the next, coarse
     /// pages first (`publications_capped`) (default 0: no limit).
     pub max_publications_per_launch: u32,
+    /// Boolean (default 1): a CPU loader's or cache's tile whose texels all hold one value
+    /// shares one slot of the budget with every other page of that value
+    /// (`coalesced_pages`, `shared_constant_tiles`). Absent before struct size
+    /// `DTEX_LOADER_OPTIONS_SIZE_FILL_AGE`: callers built against that header get the
+    /// default.
+    pub coalesce_constant_tiles: u32,
+    /// Boolean (default 1): blocking lookups of a CPU loader or cache read a file whose tiles
+    /// are smaller than a page (maketx's 64×64) one file tile at a time, as lookups touch
+    /// them, rather than whole pages (`tiles_published_unread`, `file_tiles_filled`). Absent
+    /// before `DTEX_LOADER_OPTIONS_SIZE_FILL_AGE`, as above.
+    pub fill_by_file_tile: u32,
 }
 
 /// `sizeof(DtexLoaderOptions)` before `max_fill_age` and `max_publications_per_launch`:
 /// callers built against that header keep working (those fields take their defaults).
 pub const DTEX_LOADER_OPTIONS_SIZE_0_1_0: u32 = 48;
+/// `sizeof(DtexLoaderOptions)` with `max_fill_age` and `max_publications_per_launch`, before
+/// `coalesce_constant_tiles` and `fill_by_file_tile`: callers built against that header keep
+/// working (those fields take their defaults).
+pub const DTEX_LOADER_OPTIONS_SIZE_FILL_AGE: u32 = 56;
 const _: () = assert!(
     std::mem::offset_of!(DtexLoaderOptions, max_fill_age) == 48
-        && std::mem::size_of::<DtexLoaderOptions>() == 56
+        && std::mem::offset_of!(DtexLoaderOptions, coalesce_constant_tiles) == 56
+        && std::mem::size_of::<DtexLoaderOptions>() == 64
 );
 
 // SAFETY: repr(C), first field u32 struct_size.
@@ -72,6 +88,7 @@ unsafe impl Versioned for DtexLoaderOptions {
     const NAME: &'static str = "DtexLoaderOptions";
     const KNOWN_SIZES: &'static [u32] = &[
         DTEX_LOADER_OPTIONS_SIZE_0_1_0,
+        DTEX_LOADER_OPTIONS_SIZE_FILL_AGE,
         std::mem::size_of::<DtexLoaderOptions>() as u32,
     ];
 }
@@ -97,6 +114,8 @@ impl Default for DtexLoaderOptions {
             } else {
                 d.max_publications_per_launch as u32
             },
+            coalesce_constant_tiles: d.coalesce_constant_tiles as u32,
+            fill_by_file_tile: d.fill_by_file_tile as u32,
         }
     }
 }
@@ -143,6 +162,14 @@ impl DtexLoaderOptions {
                 n => n as usize,
             },
             max_fill_age: self.max_fill_age,
+            coalesce_constant_tiles: c_bool(
+                self.coalesce_constant_tiles,
+                "DtexLoaderOptions.coalesce_constant_tiles",
+            )?,
+            fill_by_file_tile: c_bool(
+                self.fill_by_file_tile,
+                "DtexLoaderOptions.fill_by_file_tile",
+            )?,
             ..LoaderOptions::default()
         })
     }

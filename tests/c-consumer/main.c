@@ -198,8 +198,18 @@ static int test_procedural(DtexLoader loader) {
 
 /* A checkerboard of 1024-texel squares: every tile of levels 0 and 3 is one colour, so
    tiles share one slot per colour (constant-tile coalescing), and lookups are unchanged. */
-static void test_constant_tiles(void) {
-  DtexLoader loader = create_loader();
+static void test_constant_tiles(int coalesce) {
+  DtexLoaderOptions options;
+  dtex_loader_options_default(&options);
+  CHECK(options.coalesce_constant_tiles == 1, "coalescing is on by default");
+  options.num_pages = 1u << 20;
+  options.page_table_entries = 1u << 12;
+  options.max_textures = 64;
+  options.max_texture_memory = BUDGET_BYTES;
+  options.fill_threads = 2;
+  options.coalesce_constant_tiles = (uint32_t)coalesce;
+  DtexLoader loader = {0};
+  EXPECT_OK(dtex_loader_create(&options, &loader));
   DtexProceduralDesc proc;
   dtex_procedural_desc_default(&proc);
   proc.kind = DTEX_PROCEDURAL_CHECKERBOARD;
@@ -215,9 +225,16 @@ static void test_constant_tiles(void) {
   memset(&stats, 0, sizeof stats);
   stats.struct_size = sizeof stats;
   EXPECT_OK(dtex_loader_get_stats(loader, &stats));
-  printf("  constant tiles: %llu filled, %llu on %llu shared slots\n",
-         (unsigned long long)stats.tiles_filled, (unsigned long long)stats.coalesced_pages,
+  printf("  constant tiles (coalescing %s): %llu filled, %llu on %llu shared slots\n",
+         coalesce ? "on" : "off", (unsigned long long)stats.tiles_filled,
+         (unsigned long long)stats.coalesced_pages,
          (unsigned long long)stats.shared_constant_tiles);
+  if (!coalesce) {
+    CHECK(stats.tiles_filled > 0 && stats.tiles_coalesced == 0 && stats.shared_constant_tiles == 0,
+          "coalescing off: %llu coalesced", (unsigned long long)stats.tiles_coalesced);
+    EXPECT_OK(dtex_loader_destroy(loader));
+    return;
+  }
   CHECK(stats.tiles_coalesced == stats.tiles_filled && stats.coalesced_pages == stats.tiles_filled,
         "every tile is constant: %llu filled, %llu coalesced, %llu pages",
         (unsigned long long)stats.tiles_filled, (unsigned long long)stats.tiles_coalesced,
@@ -642,7 +659,8 @@ int main(void) {
   test_udim_pattern();
   test_ptex();
   test_files();
-  test_constant_tiles();
+  test_constant_tiles(1);
+  test_constant_tiles(0);
 
   DtexLoader loader = create_loader();
   int launches = test_procedural(loader);

@@ -516,6 +516,8 @@ fn defaults_match_the_engine_and_null_is_a_no_op() {
         interactive: 0,
         max_fill_age: 0,
         max_publications_per_launch: 9,
+        coalesce_constant_tiles: 0,
+        fill_by_file_tile: 5,
     };
     // SAFETY: valid pointer.
     unsafe { dtex_loader_options_default(&mut o) };

@@ -58,6 +58,44 @@ fn loader_options_of_the_old_size_take_the_new_fields_defaults() {
 }
 
 #[test]
+fn loader_options_switch_constant_tiles_and_file_tile_fills() {
+    let d = DtexLoaderOptions::default();
+    assert_eq!((d.coalesce_constant_tiles, d.fill_by_file_tile), (1, 1));
+    let off = DtexLoaderOptions {
+        coalesce_constant_tiles: 0,
+        fill_by_file_tile: 0,
+        ..small_options()
+    };
+    // SAFETY: a valid struct.
+    let e = unsafe { DtexLoaderOptions::resolve(&off) }.unwrap();
+    assert!(!e.coalesce_constant_tiles && !e.fill_by_file_tile);
+    // A caller built before the switches: its struct ends at max_publications_per_launch.
+    let before = DtexLoaderOptions {
+        struct_size: DTEX_LOADER_OPTIONS_SIZE_FILL_AGE,
+        coalesce_constant_tiles: 0,
+        fill_by_file_tile: 7,
+        ..small_options()
+    };
+    // SAFETY: a valid struct (larger than its struct_size).
+    let e = unsafe { DtexLoaderOptions::resolve(&before) }.unwrap();
+    assert!(
+        e.coalesce_constant_tiles && e.fill_by_file_tile,
+        "the defaults"
+    );
+    let bad = DtexLoaderOptions {
+        fill_by_file_tile: 2,
+        ..small_options()
+    };
+    let mut l = DtexLoader::default();
+    // SAFETY: valid pointers.
+    let m = fails(
+        unsafe { dtex_loader_create(&bad, &mut l) },
+        DTEX_STATUS_INVALID_ARGUMENT,
+    );
+    assert!(m.contains("fill_by_file_tile"), "{m}");
+}
+
+#[test]
 fn sample_options_carry_the_request_key_and_accept_the_old_size() {
     let o = DtexSampleOptions {
         request_key: 1234,
