@@ -66,11 +66,14 @@ static int near(float a, float b, float tolerance) { return fabsf(a - b) <= tole
 
 enum { BUDGET_BYTES = 64u << 20, MAX_LAUNCHES = 8 };
 
-static DtexLoader create_loader(void) {
+/* A CPU loader with small bookkeeping; `coalesce`: constant tiles share one slot per value. */
+static DtexLoader create_loader_coalescing(uint32_t coalesce) {
   DtexLoaderOptions options;
   dtex_loader_options_default(&options);
   CHECK(options.struct_size == sizeof options, "options.struct_size %u, sizeof %zu",
         (unsigned)options.struct_size, sizeof options);
+  CHECK(options.coalesce_constant_tiles == 1, "coalescing is on by default");
+  options.coalesce_constant_tiles = coalesce;
   /* Small bookkeeping keeps the run fast under valgrind. */
   options.num_pages = 1u << 20;
   options.page_table_entries = 1u << 12;
@@ -82,6 +85,8 @@ static DtexLoader create_loader(void) {
   CHECK(loader.id != 0, "dtex_loader_create gave the null handle");
   return loader;
 }
+
+static DtexLoader create_loader(void) { return create_loader_coalescing(1); }
 
 static DtexTextureDesc point_sampled(void) {
   DtexTextureDesc desc;
@@ -181,45 +186,32 @@ static void checker_pass(DtexLaunch launch, const void *ctx, size_t *resident, s
   }
 }
 
-static int test_procedural(DtexLoader loader) {
+/* A 2048² RGBA8 procedural checkerboard of `square`-texel squares, point sampled. */
+static Checker create_checker(DtexLoader loader, uint32_t square) {
   DtexProceduralDesc proc;
   dtex_procedural_desc_default(&proc);
   proc.kind = DTEX_PROCEDURAL_CHECKERBOARD;
   proc.width = proc.height = 2048;
   proc.texel_type = DTEX_TEXEL_U8;
   proc.channels = 4;
-  proc.param = 16;
+  proc.param = square;
   DtexTextureDesc desc = point_sampled();
-  Checker c = {DTEX_NO_TEXTURE, 2048, 16};
+  Checker c = {DTEX_NO_TEXTURE, 2048, square};
   EXPECT_OK(dtex_texture_create_procedural(loader, &proc, &desc, &c.texture));
   CHECK(c.texture != DTEX_NO_TEXTURE, "procedural texture got DTEX_NO_TEXTURE");
+  return c;
+}
+
+static int test_procedural(DtexLoader loader) {
+  Checker c = create_checker(loader, 16);
   return run_until_resident(loader, checker_pass, &c, "checkerboard");
 }
 
 /* A checkerboard of 1024-texel squares: every tile of levels 0 and 3 is one colour, so
    tiles share one slot per colour (constant-tile coalescing), and lookups are unchanged. */
 static void test_constant_tiles(int coalesce) {
-  DtexLoaderOptions options;
-  dtex_loader_options_default(&options);
-  CHECK(options.coalesce_constant_tiles == 1, "coalescing is on by default");
-  options.num_pages = 1u << 20;
-  options.page_table_entries = 1u << 12;
-  options.max_textures = 64;
-  options.max_texture_memory = BUDGET_BYTES;
-  options.fill_threads = 2;
-  options.coalesce_constant_tiles = (uint32_t)coalesce;
-  DtexLoader loader = {0};
-  EXPECT_OK(dtex_loader_create(&options, &loader));
-  DtexProceduralDesc proc;
-  dtex_procedural_desc_default(&proc);
-  proc.kind = DTEX_PROCEDURAL_CHECKERBOARD;
-  proc.width = proc.height = 2048;
-  proc.texel_type = DTEX_TEXEL_U8;
-  proc.channels = 4;
-  proc.param = 1024;
-  DtexTextureDesc desc = point_sampled();
-  Checker c = {DTEX_NO_TEXTURE, 2048, 1024};
-  EXPECT_OK(dtex_texture_create_procedural(loader, &proc, &desc, &c.texture));
+  DtexLoader loader = create_loader_coalescing((uint32_t)coalesce);
+  Checker c = create_checker(loader, 1024);
   run_until_resident(loader, checker_pass, &c, "constant checkerboard");
   DtexStats stats;
   memset(&stats, 0, sizeof stats);
