@@ -46,6 +46,9 @@ struct Shape {
     lookups_per_launch: usize,
     /// Tiles beyond the mip tails in the smallest budget set.
     min_tiles: u64,
+    /// Sources with constant tiles (shared between pages and textures), and the two larger
+    /// budgets big enough for constant tiles to share slots (16 tiles and more).
+    constant_tiles: bool,
 }
 
 /// What a run did.
@@ -56,6 +59,8 @@ struct Figures {
     verified_multipass: u64,
     chaos_ops: u64,
     seconds: f64,
+    /// Constant tiles given a shared slot.
+    coalesced: u64,
 }
 
 /// A small xorshift generator (each thread seeds its own).
@@ -132,10 +137,15 @@ fn tails() -> u64 {
 
 /// `lookups` counts the lookups made (the watchdog's measure of progress).
 fn run(shape: Shape, lookups: &AtomicU64) -> Figures {
+    let (middle, largest) = if shape.constant_tiles {
+        (24, 40)
+    } else {
+        (8, 12)
+    };
     let budgets = [
         tails() + shape.min_tiles * TILE,
-        tails() + 8 * TILE,
-        tails() + 12 * TILE,
+        tails() + middle * TILE,
+        tails() + largest * TILE,
     ];
     let loader = Loader::new(LoaderOptions {
         num_pages: 1 << 16,
@@ -150,7 +160,14 @@ fn run(shape: Shape, lookups: &AtomicU64) -> Figures {
     let sources: Vec<Arc<PatternSource>> = SIZES
         .iter()
         .enumerate()
-        .map(|(i, &(w, h))| Arc::new(PatternSource::new(w, h, TexelFormat::RGBA8, 77 + i as u32)))
+        .map(|(i, &(w, h))| {
+            let source = PatternSource::new(w, h, TexelFormat::RGBA8, 77 + i as u32);
+            Arc::new(if shape.constant_tiles {
+                source.with_constant_blocks()
+            } else {
+                source
+            })
+        })
         .collect();
     let textures = sources
         .iter()
@@ -292,12 +309,13 @@ fn run(shape: Shape, lookups: &AtomicU64) -> Figures {
         verified_multipass: verified_mp.load(Ordering::Relaxed),
         chaos_ops: chaos_ops.load(Ordering::Relaxed),
         seconds,
+        coalesced: stats.tiles_coalesced,
     };
     assert!(f.verified > 0 && f.verified_multipass > 0, "{f:?}");
     println!(
         "{shape:?}: {} lookups in {:.2} s ({:.0}/s), {} verified blocking + {} multi-pass, {} \
          invalidations/budget changes; {} tiles filled, {} evictions, {} second-chance \
-         restores, peak {} of max budget {} bytes",
+         restores, {} tiles coalesced, peak {} of max budget {} bytes",
         f.lookups,
         f.seconds,
         f.lookups as f64 / f.seconds,
@@ -307,6 +325,7 @@ fn run(shape: Shape, lookups: &AtomicU64) -> Figures {
         stats.tiles_filled,
         stats.evictions,
         stats.second_chance_restores,
+        stats.tiles_coalesced,
         stats.peak_resident_bytes,
         max_budget
     );
@@ -355,8 +374,27 @@ fn stress_quick() {
             launches: 60,
             lookups_per_launch: 300,
             min_tiles: 3,
+            constant_tiles: false,
         });
     }
+}
+
+/// Constant tiles sharing slots across pages and textures, under the same chaos: budget
+/// changes between 3 tiles (no sharing) and 40 (shared slots evicted on shrinks) and
+/// invalidations dropping pages of shared slots while lookups read them.
+#[test]
+fn stress_constant_tiles() {
+    let figures = guarded(Shape {
+        blocking_threads: 2,
+        multipass_threads: 2,
+        fill_threads: 2,
+        blocking_lookups: 30_000,
+        launches: 80,
+        lookups_per_launch: 300,
+        min_tiles: 3,
+        constant_tiles: true,
+    });
+    assert!(figures.coalesced > 0, "no tile was shared: {figures:?}");
 }
 
 /// Found by this test: with several fill threads, a texture invalidated while the budget is
@@ -374,6 +412,7 @@ fn stress_eight_fill_threads_at_the_smallest_budget() {
         launches: 60,
         lookups_per_launch: 300,
         min_tiles: 3,
+        constant_tiles: false,
     });
 }
 
@@ -396,6 +435,7 @@ fn stress_long() {
             launches,
             lookups_per_launch: per_thread / launches,
             min_tiles: 3,
+            constant_tiles: false,
         });
     }
 }

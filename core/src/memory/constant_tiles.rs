@@ -101,10 +101,12 @@ pub fn fill_constant(tile: &mut [u8], key: &ConstantKey) {
     }
 }
 
-/// A shared slot: its buffer and how many pages use it.
+/// A shared slot: its buffer, how many pages use it, and the newest stamp at which a page
+/// stopped using it (readers pinned up to then may still read the buffer through it).
 struct Shared {
     buffer: TileBuffer,
     pages: u32,
+    withdrawn_stamp: u64,
 }
 
 /// The shared slots of one loader, one per distinct constant value in use.
@@ -152,7 +154,14 @@ impl SharedTiles {
         if self.add_page(&key) {
             return Some(buffer);
         }
-        self.slots.insert(key, Shared { buffer, pages: 1 });
+        self.slots.insert(
+            key,
+            Shared {
+                buffer,
+                pages: 1,
+                withdrawn_stamp: 0,
+            },
+        );
         self.pages += 1;
         None
     }
@@ -162,16 +171,21 @@ impl SharedTiles {
         self.slots.get(key).map(|s| &s.buffer)
     }
 
-    /// A page stopped using `key`'s slot; the slot's buffer if that was the last page (the
-    /// caller frees it once no reader can see it).
-    pub fn remove_page(&mut self, key: &ConstantKey) -> Option<TileBuffer> {
+    /// A page stopped using `key`'s slot, invisible to readers pinned after `stamp`. If
+    /// that was the last page, the slot's buffer and the newest such stamp of all its pages:
+    /// the caller frees it only once no reader pinned at or before that stamp remains (a
+    /// page withdrawn later than the last one may still be read through).
+    pub fn remove_page(&mut self, key: &ConstantKey, stamp: u64) -> Option<(TileBuffer, u64)> {
         let s = self.slots.get_mut(key)?;
         s.pages -= 1;
+        s.withdrawn_stamp = s.withdrawn_stamp.max(stamp);
         self.pages -= 1;
         if s.pages > 0 {
             return None;
         }
-        self.slots.remove(key).map(|s| s.buffer)
+        self.slots
+            .remove(key)
+            .map(|s| (s.buffer, s.withdrawn_stamp))
     }
 }
 
@@ -231,9 +245,10 @@ mod tests {
             "held already"
         );
         assert_eq!((shared.len(), shared.pages()), (1, 2));
-        assert!(shared.remove_page(&key).is_none());
-        assert!(shared.remove_page(&key).is_some(), "the last page frees it");
+        assert!(shared.remove_page(&key, 9).is_none());
+        let (_, stamp) = shared.remove_page(&key, 4).expect("the last page frees it");
+        assert_eq!(stamp, 9, "the newest withdrawal, not the last one's");
         assert!(shared.is_empty() && shared.pages() == 0);
-        assert!(shared.remove_page(&key).is_none());
+        assert!(shared.remove_page(&key, 1).is_none());
     }
 }

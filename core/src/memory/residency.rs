@@ -443,7 +443,8 @@ impl Residency {
 
     /// Evict the oldest staged tiles no reader can see until a slot is released: that
     /// slot's host buffer (if any) is handed over. A constant tile's page leaves without
-    /// freeing a slot unless it was the last page of its shared slot.
+    /// freeing a slot unless it was the last page of its shared slot, and even then the
+    /// slot is retired instead if a reader may still see it through a page withdrawn later.
     fn evict_oldest(&mut self, epochs: &Epochs) -> Option<(PageId, Option<TileBuffer>)> {
         loop {
             let (page, stamp) = self.oldest_staged()?;
@@ -455,13 +456,14 @@ impl Residency {
             self.counts.staged -= 1;
             self.counts.evictions += 1;
             self.events.push(TileEvent::Released(PageId(page)));
-            match tile.shared {
-                None => return Some((PageId(page), tile.host)),
-                Some(key) => {
-                    if let Some(buffer) = self.shared.remove_page(&key) {
-                        return Some((PageId(page), Some(buffer)));
-                    }
+            let Some(key) = tile.shared else {
+                return Some((PageId(page), tile.host));
+            };
+            if let Some((buffer, newest)) = self.shared.remove_page(&key, stamp) {
+                if epochs.is_quiescent(newest) {
+                    return Some((PageId(page), Some(buffer)));
                 }
+                self.retired.retire(newest, Retired::Tile(Some(buffer)));
             }
         }
     }
@@ -613,8 +615,8 @@ impl Residency {
                 None => self.retired.retire(stamp, Retired::Tile(tile.host)),
                 // A constant tile's shared slot is retired with its last page.
                 Some(key) => {
-                    if let Some(buffer) = self.shared.remove_page(&key) {
-                        self.retired.retire(stamp, Retired::Tile(Some(buffer)));
+                    if let Some((buffer, newest)) = self.shared.remove_page(&key, stamp) {
+                        self.retired.retire(newest, Retired::Tile(Some(buffer)));
                     }
                 }
             }

@@ -37,9 +37,11 @@ impl<T> RetiredQueue<T> {
     }
 
     /// Retire `item`, made invisible before `stamp` was taken
-    /// ([`Epochs::retire_stamp`]). Stamps are pushed in non-decreasing order.
+    /// ([`Epochs::retire_stamp`]). An item older than the newest one waiting (a shared
+    /// constant slot, retired with its pages' newest stamp) waits for that one too: the
+    /// queue stays in stamp order, and waiting longer is always safe.
     pub fn retire(&mut self, stamp: u64, item: T) {
-        debug_assert!(self.items.back().is_none_or(|&(s, _)| s <= stamp));
+        let stamp = self.items.back().map_or(stamp, |&(s, _)| s.max(stamp));
         self.items.push_back((stamp, item));
     }
 

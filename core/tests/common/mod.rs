@@ -10,13 +10,16 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-/// Every texel of every level has its own value, a hash of (seed, level, x, y).
+/// Every texel of every level has its own value, a hash of (seed, level, x, y) — or, with
+/// `constant_blocks`, half of the 256×256 blocks of each level hold one of three values
+/// (so their tiles are constant, in any format, and textures share those values).
 pub struct PatternSource {
     pub width: u32,
     pub height: u32,
     pub format: TexelFormat,
     pub seed: u32,
     pub reads: AtomicUsize,
+    pub constant_blocks: bool,
 }
 
 impl PatternSource {
@@ -27,10 +30,23 @@ impl PatternSource {
             format,
             seed,
             reads: AtomicUsize::new(0),
+            constant_blocks: false,
+        }
+    }
+
+    /// The same, with constant blocks (see the type's docs).
+    pub fn with_constant_blocks(self) -> Self {
+        PatternSource {
+            constant_blocks: true,
+            ..self
         }
     }
 
     pub fn texel(&self, level: u32, x: u32, y: u32) -> [f32; 4] {
+        if self.constant_blocks && ((x >> 8) + (y >> 8) + level) % 2 == 0 {
+            let v = [0.0, 128.0 / 255.0, 1.0][((x >> 8) + level) as usize % 3];
+            return [v, v, v, 1.0];
+        }
         let mut h = self.seed
             ^ level.wrapping_mul(0x9E37_79B9)
             ^ x.wrapping_mul(0x85EB_CA6B)

@@ -336,6 +336,29 @@ fn sharing_is_bounded_and_a_shrunk_budget_can_take_the_shared_slots_back() {
     assert_accounted(&r);
 }
 
+#[test]
+fn a_shared_slot_outlives_every_reader_of_any_of_its_pages() {
+    let (pages, epochs) = (table(), Epochs::new());
+    let mut r = Residency::new(32 * TILE);
+    assert!(fill_constant_and_publish(&mut r, &pages, &epochs, 100, 0));
+    assert!(fill_constant_and_publish(&mut r, &pages, &epochs, 101, 0));
+    // Page 100 is staged first; a reader then pins and can still see page 101 (and the
+    // shared buffer through it) until 101 is dropped.
+    assert_eq!(r.stage(&pages, &epochs, &[PageId(100)]), 1);
+    let reader = epochs.pin();
+    assert_eq!(r.retire_range(&pages, &epochs, 101..102), 1);
+    // Evicting 100, the slot's last page, must not free the buffer the reader may read.
+    r.set_budget(&pages, &epochs, 0);
+    assert!(!r.is_staged(PageId(100)), "evicted");
+    assert_eq!(r.shared_tiles(), 0);
+    assert_eq!(r.allocated_bytes(), TILE, "still held for the reader");
+    assert_accounted(&r);
+    epochs.unpin(reader);
+    r.free_excess(&epochs);
+    assert_eq!(r.allocated_bytes(), 0);
+    assert_accounted(&r);
+}
+
 #[derive(Clone, Debug)]
 enum Op {
     Fill(u8, bool),
