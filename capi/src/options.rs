@@ -170,7 +170,6 @@ impl DtexLoaderOptions {
                 self.fill_by_file_tile,
                 "DtexLoaderOptions.fill_by_file_tile",
             )?,
-            ..LoaderOptions::default()
         })
     }
 }
