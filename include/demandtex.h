@@ -2079,6 +2079,8 @@ DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, staged_reserve) == 40, "offs
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, interactive) == 44, "offsetof(DtexLoaderOptions, interactive)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, max_fill_age) == 48, "offsetof(DtexLoaderOptions, max_fill_age)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, max_publications_per_launch) == 52, "offsetof(DtexLoaderOptions, max_publications_per_launch)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, coalesce_constant_tiles) == 56, "offsetof(DtexLoaderOptions, coalesce_constant_tiles)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, fill_by_file_tile) == 60, "offsetof(DtexLoaderOptions, fill_by_file_tile)");
 DTEX_STATIC_ASSERT(sizeof(DtexTextureDesc) == 40, "sizeof(DtexTextureDesc)");
 DTEX_STATIC_ASSERT(DTEX_ALIGNOF(DtexTextureDesc) == 4, "alignof(DtexTextureDesc)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexTextureDesc, struct_size) == 0, "offsetof(DtexTextureDesc, struct_size)");
