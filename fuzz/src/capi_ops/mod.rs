@@ -168,17 +168,24 @@ fn texture_desc(b: &mut Bytes) -> DtexTextureDesc {
 
 fn loader_options(b: &mut Bytes) -> DtexLoaderOptions {
     let budgets = [0, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 64 << 20];
-    DtexLoaderOptions {
+    let mut options = DtexLoaderOptions {
         struct_size: b.struct_size(std::mem::size_of::<DtexLoaderOptions>()),
         num_pages: [0, 1, 64, 4096, 1 << 20, b.u32() % (1 << 24)][b.u8() as usize % 6],
         max_textures: [0, 1, 4, 1000][b.u8() as usize % 4],
         max_texture_memory: budgets[b.u8() as usize % budgets.len()],
         max_requests_per_launch: [0, 1, 8, 4096][b.u8() as usize % 4],
-        eviction: b.u8() as u32 % 4,
+        eviction: b.u8() as u32, // raw here: its high bits give the later switches below
         fill_threads: b.u8() as u32 % 4,
         interactive: b.u8() as u32 % 3,
         ..Default::default()
-    }
+    };
+    // The switches added later take their values from the eviction byte's high bits, so
+    // that inputs (the regression ones included) consume the bytes they always did.
+    let raw = options.eviction;
+    options.eviction = raw % 4;
+    options.coalesce_constant_tiles = (raw >> 2) % 3;
+    options.fill_by_file_tile = (raw >> 4) % 3;
+    options
 }
 
 /// Run one program.
