@@ -7,8 +7,8 @@
 mod common;
 
 use common::{render, Query};
-use demandtex::sources::{ImageInfo, ImageSource, Readiness, SourceError};
-use demandtex::textures::{full_mip_levels, TexelFormat, TextureDesc, TileRegion};
+use demandtex::sources::{FunctionImage, ImageSource};
+use demandtex::textures::{TexelFormat, TextureDesc};
 use demandtex::{Loader, LoaderOptions, SampleOptions, TextureCache, TextureId, TILE_BYTES};
 use std::sync::Arc;
 
@@ -37,35 +37,15 @@ impl Mask {
     }
 }
 
-impl ImageSource for Mask {
-    fn name(&self) -> String {
-        "mask".into()
-    }
-    fn open(&self) -> Result<ImageInfo, SourceError> {
-        Ok(ImageInfo {
-            width: SIZE,
-            height: SIZE,
-            format: TexelFormat::RGBA8,
-            num_levels: full_mip_levels(SIZE, SIZE),
-        })
-    }
-    fn read_region(
-        &self,
-        r: TileRegion,
-        dest: &mut [u8],
-        row_bytes: usize,
-    ) -> Result<Readiness, SourceError> {
-        for y in 0..r.height {
-            for x in 0..r.width {
-                let at = y as usize * row_bytes + x as usize * 4;
-                TexelFormat::RGBA8.encode(
-                    Mask::texel(r.level, r.x + x, r.y + y),
-                    &mut dest[at..at + 4],
-                );
-            }
-        }
-        Ok(Readiness::Ready)
-    }
+/// The mask as an image source.
+fn mask() -> Arc<dyn ImageSource> {
+    Arc::new(FunctionImage::new(
+        "mask",
+        SIZE,
+        SIZE,
+        TexelFormat::RGBA8,
+        Mask::texel,
+    ))
 }
 
 fn options(budget_tiles: u64, coalesce: bool) -> LoaderOptions {
@@ -104,7 +84,7 @@ fn multipass_lookups_are_unchanged_and_the_detail_fits_without_eviction() {
     let run = |coalesce: bool| {
         let loader = Loader::new(options(64, coalesce)).unwrap();
         let t = loader
-            .create_texture(Arc::new(Mask), TextureDesc::default())
+            .create_texture(mask(), TextureDesc::default())
             .unwrap();
         let r = render(&loader, &queries(t), 2, 400);
         assert!(r.converged);
@@ -162,15 +142,15 @@ fn blocking_lookups_are_unchanged_and_textures_share_the_slots() {
     let plain = TextureCache::new(options(64, false)).unwrap();
     let a = cache
         .loader()
-        .create_texture(Arc::new(Mask), TextureDesc::default())
+        .create_texture(mask(), TextureDesc::default())
         .unwrap();
     let b = cache
         .loader()
-        .create_texture(Arc::new(Mask), TextureDesc::default())
+        .create_texture(mask(), TextureDesc::default())
         .unwrap();
     let p = plain
         .loader()
-        .create_texture(Arc::new(Mask), TextureDesc::default())
+        .create_texture(mask(), TextureDesc::default())
         .unwrap();
     let o = SampleOptions::default();
     std::thread::scope(|s| {
@@ -214,7 +194,7 @@ fn a_budget_too_small_to_share_keeps_tiles_whole() {
     // of the budget); lookups still converge, within the budget.
     let loader = Loader::new(options(12, true)).unwrap();
     let t = loader
-        .create_texture(Arc::new(Mask), TextureDesc::default())
+        .create_texture(mask(), TextureDesc::default())
         .unwrap();
     let r = render(&loader, &queries(t)[..512], 1, 2000);
     assert!(r.converged);

@@ -12,8 +12,8 @@
 
 use super::{Record, Rng};
 use crate::error::CliError;
-use demandtex::sources::{ImageInfo, ImageSource, Readiness, SourceError};
-use demandtex::textures::{full_mip_levels, TexelFormat, TileRegion};
+use demandtex::sources::FunctionImage;
+use demandtex::textures::TexelFormat;
 use demandtex::{Loader, LoaderOptions, SampleOptions, TextureDesc, TextureId, TILE_BYTES};
 use std::sync::Arc;
 use std::time::Instant;
@@ -64,34 +64,6 @@ impl Mask {
     }
 }
 
-impl ImageSource for Mask {
-    fn name(&self) -> String {
-        format!("mask {SIDE}×{SIDE}")
-    }
-    fn open(&self) -> Result<ImageInfo, SourceError> {
-        Ok(ImageInfo {
-            width: SIDE,
-            height: SIDE,
-            format: TexelFormat::RGBA8,
-            num_levels: full_mip_levels(SIDE, SIDE),
-        })
-    }
-    fn read_region(
-        &self,
-        r: TileRegion,
-        dest: &mut [u8],
-        row_bytes: usize,
-    ) -> Result<Readiness, SourceError> {
-        for y in 0..r.height {
-            let row = &mut dest[y as usize * row_bytes..][..r.width as usize * 4];
-            for (x, texel) in row.chunks_exact_mut(4).enumerate() {
-                TexelFormat::RGBA8.encode(self.texel(r.level, r.x + x as u32, r.y + y), texel);
-            }
-        }
-        Ok(Readiness::Ready)
-    }
-}
-
 /// Run the two cases.
 pub fn run() -> Result<Vec<Record>, CliError> {
     let mut off = case(false)?;
@@ -122,7 +94,14 @@ fn case(coalesce: bool) -> Result<Record, CliError> {
         ..LoaderOptions::default()
     })?;
     let textures: Vec<TextureId> = (0..TEXTURES)
-        .map(|i| loader.create_texture(Arc::new(Mask::new(i as u64 + 1)), TextureDesc::default()))
+        .map(|i| {
+            let mask = Mask::new(i as u64 + 1);
+            let image =
+                FunctionImage::new("mask", SIDE, SIDE, TexelFormat::RGBA8, move |l, x, y| {
+                    mask.texel(l, x, y)
+                });
+            loader.create_texture(Arc::new(image), TextureDesc::default())
+        })
         .collect::<Result<_, _>>()?;
     let mut rng = Rng::new(42);
     let d = 1.0 / SIDE as f32;

@@ -46,7 +46,7 @@ pub use exr::{ChannelSelection, ExrOptions, ExrSource, FileHandles};
 pub use float_image::FloatImage;
 pub use limits::SizeLimits;
 pub use memory::InMemoryImage;
-pub use procedural::{Checkerboard, Mandelbrot, Noise, LEVEL_COLORS};
+pub use procedural::{Checkerboard, FunctionImage, Mandelbrot, Noise, LEVEL_COLORS};
 pub use region::check_read;
 pub use tiff::{TiffOptions, TiffSource};
 

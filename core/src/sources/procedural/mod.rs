@@ -1,5 +1,5 @@
-//! Procedural image sources: a checkerboard with a colour per mip level, periodic fBm noise
-//! and the Mandelbrot set, at any virtual size up to 65536×65536, each with a full mip chain.
+//! Procedural image sources: a checkerboard with a colour per mip level, periodic fBm noise,
+//! the Mandelbrot set and any function of (level, x, y) ([`FunctionImage`]), at any virtual size up to 65536×65536, each with a full mip chain.
 //!
 //! Every level is computed from a formula evaluated at that level's texel centres, so any
 //! region of any level can be produced on its own, from any thread, in any order, and the
@@ -9,8 +9,8 @@
 //! encoded by [`TexelFormat::encode_row`], which resolves the format once per run; no read
 //! allocates.
 //!
-//! One file per source ([`Checkerboard`], [`Noise`], [`Mandelbrot`]); this module holds what
-//! they share: the run-at-a-time fill and the colour ramp.
+//! One file per source ([`Checkerboard`], [`Noise`], [`Mandelbrot`], [`FunctionImage`]);
+//! this module holds what they share: the run-at-a-time fill and the colour ramp.
 //!
 //! Sizes: the constructors never fail and never panic. A side of 0 or more than
 //! [`MAX_TEXTURE_SIZE`] (or a format that is not 1, 2 or 4 channels) is kept as given and
@@ -20,12 +20,14 @@
 //! [`ImageSource::open`]: super::ImageSource::open
 
 mod checkerboard;
+mod function;
 mod mandelbrot;
 mod noise;
 #[cfg(test)]
 mod tests;
 
 pub use checkerboard::{Checkerboard, LEVEL_COLORS};
+pub use function::FunctionImage;
 pub use mandelbrot::{Mandelbrot, MAX_MANDELBROT_ITERATIONS};
 pub use noise::Noise;
 
