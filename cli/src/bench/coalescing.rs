@@ -68,19 +68,11 @@ impl Mask {
 pub fn run() -> Result<Vec<Record>, CliError> {
     let mut off = case(false)?;
     let mut on = case(true)?;
-    let base = figure(&off, "bytes_read").max(1.0);
-    let ratio = figure(&on, "bytes_read") / base;
+    let bytes_read = |r: &Record| r.figure("bytes_read").unwrap_or(0.0);
+    let ratio = bytes_read(&on) / bytes_read(&off).max(1.0);
     off.figures.push(("bytes_read_ratio_vs_off", 1.0));
     on.figures.push(("bytes_read_ratio_vs_off", ratio));
     Ok(vec![off, on])
-}
-
-fn figure(record: &Record, name: &str) -> f64 {
-    record
-        .figures
-        .iter()
-        .find(|(k, _)| *k == name)
-        .map_or(0.0, |(_, v)| *v)
 }
 
 fn case(coalesce: bool) -> Result<Record, CliError> {

@@ -168,6 +168,14 @@ pub struct Record {
 }
 
 impl Record {
+    /// The figure named `name`, if the record has it.
+    pub fn figure(&self, name: &str) -> Option<f64> {
+        self.figures
+            .iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| *v)
+    }
+
     /// The record as one JSON object.
     pub fn to_json(&self) -> serde_json::Value {
         let mut m = serde_json::Map::new();
@@ -230,7 +238,7 @@ pub fn render_tables(records: &[Record]) -> String {
         for r in rows {
             let mut cells = vec![r.case.clone(), r.threads.to_string()];
             for n in &names {
-                let v = r.figures.iter().find(|(k, _)| k == n).map(|(_, v)| *v);
+                let v = r.figure(n);
                 cells.push(v.map_or(String::new(), |v| format_figure(n, v)));
             }
             t.row(cells);

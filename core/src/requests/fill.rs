@@ -183,7 +183,7 @@ impl TileTask {
                     tile_height: tile.1 as usize,
                     texel_bytes,
                 };
-                constant_tile(&mut buffer, shape, row_bytes)
+                constant_tile(&mut buffer, shape)
             }
             _ => None,
         };
@@ -241,15 +241,9 @@ impl TileTask {
 }
 
 /// If the tile just read is constant, its key, with the value written over the whole tile
-/// (so its buffer can serve any page of that value: `memory::constant_tiles`).
-fn constant_tile(
-    buffer: &mut TileBuffer,
-    shape: TileShape,
-    row_bytes: usize,
-) -> Option<ConstantKey> {
-    if row_bytes != shape.tile_width * shape.texel_bytes {
-        return None;
-    }
+/// (so its buffer can serve any page of that value: `memory::constant_tiles`). Tiles are
+/// read with rows of `tile_width` texels, the shape `constant_texel` reads.
+fn constant_tile(buffer: &mut TileBuffer, shape: TileShape) -> Option<ConstantKey> {
     let key = constant_texel(buffer.as_slice(), shape)?;
     if shape.width < shape.tile_width || shape.height < shape.tile_height {
         fill_constant(buffer.as_mut_slice(), &key);
