@@ -7,8 +7,8 @@
 mod common;
 
 use common::{render, Query};
-use demandtex::sources::{FunctionImage, ImageSource};
-use demandtex::textures::{TexelFormat, TextureDesc};
+use demandtex::sources::{file_source, FunctionImage, ImageSource};
+use demandtex::textures::{FilterMode, MipFilter, TexelFormat, TextureDesc};
 use demandtex::{Loader, LoaderOptions, SampleOptions, TextureCache, TextureId, TILE_BYTES};
 use std::sync::Arc;
 
@@ -201,4 +201,80 @@ fn a_budget_too_small_to_share_keeps_tiles_whole() {
     let s = loader.stats();
     assert_eq!(s.tiles_coalesced, 0);
     assert!(s.peak_resident_bytes <= 12 * TILE);
+}
+
+/// maketx's `.tx` of a mask (`tests/fixtures/tx/mask8.tx`: 512² 8-bit RGBA, 64×64 file
+/// tiles, black left half, white right half, a noise patch at the top left): multi-pass
+/// pages are read whole, so 15 of level 0's 16 pages and 3 of level 1's 4 are constant.
+/// Every texel of both levels samples the same with coalescing on and off, and the texels
+/// OpenImageIO decoded (`mask8.ref`) are what the coalesced loader returns.
+#[test]
+fn a_maketx_mask_samples_the_same_and_its_constant_pages_share() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/tx");
+    let path = dir.join("mask8.tx");
+    let desc = TextureDesc {
+        filter: FilterMode::Point,
+        mip_filter: MipFilter::Point,
+        ..TextureDesc::default()
+    };
+    let texel_query = |texture, level: u32, x: u32, y: u32| {
+        let side = (512 >> level) as f32;
+        Query {
+            texture,
+            s: (x as f32 + 0.5) / side,
+            t: (y as f32 + 0.5) / side,
+            ddx: [1.0 / side, 0.0],
+            ddy: [0.0, 1.0 / side],
+        }
+    };
+    let run = |coalesce: bool, queries: &dyn Fn(TextureId) -> Vec<Query>| {
+        let loader = Loader::new(options(64, coalesce)).unwrap();
+        let t = loader.create_texture(file_source(&path), desc).unwrap();
+        let r = render(&loader, &queries(t), 2, 100);
+        assert!(r.converged);
+        (r.values, loader.stats())
+    };
+    let every_texel = |t| {
+        (0..2u32)
+            .flat_map(|level| {
+                let side = 512 >> level;
+                (0..side * side).map(move |i| (level, i % side, i / side))
+            })
+            .map(|(level, x, y)| texel_query(t, level, x, y))
+            .collect::<Vec<_>>()
+    };
+    let (on, stats) = run(true, &every_texel);
+    let (off, _) = run(false, &every_texel);
+    assert!(on == off, "coalescing changed a texel of the maketx file");
+    assert_eq!(
+        (stats.tiles_coalesced, stats.shared_constant_tiles),
+        (18, 2),
+        "{stats:?}"
+    );
+    // OpenImageIO's decode of the same file (levels 0 and 1 of its sampled texels).
+    let reference: Vec<(u32, u32, u32, [f32; 4])> = std::fs::read_to_string(dir.join("mask8.ref"))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let v: Vec<f32> = l.split_whitespace().map(|w| w.parse().unwrap()).collect();
+            (
+                v[0] as u32,
+                v[1] as u32,
+                v[2] as u32,
+                [v[3], v[4], v[5], v[6]],
+            )
+        })
+        .filter(|r| r.0 < 2)
+        .collect();
+    assert!(reference.len() >= 80);
+    let (values, _) = run(true, &|t| {
+        reference
+            .iter()
+            .map(|&(level, x, y, _)| texel_query(t, level, x, y))
+            .collect()
+    });
+    for (v, (level, x, y, want)) in values.iter().zip(&reference) {
+        let close = v.iter().zip(want).all(|(a, b)| (a - b).abs() < 1e-6);
+        assert!(close, "level {level} ({x}, {y}): {v:?}, OIIO {want:?}");
+    }
 }
