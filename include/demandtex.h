@@ -807,8 +807,10 @@ typedef struct DtexSample {
   // Boolean: every texel the filter needed was resident. 0: the value is an
   // approximation (or 0 / the base colour) and the missing pages were requested.
   uint32_t resident;
-  // Zero.
-  uint32_t reserved;
+  // Boolean: with `fallback_to_coarser`, a coarser resident level stood in for the
+  // missing level of detail asked for (`resident` is then 1, and the missing pages
+  // were requested): the lookup is not yet at full detail. (Was `reserved`, always 0.)
+  uint32_t coarser;
 } DtexSample;
 
 // One lookup of a batch: a texture id and (s, t) with their screen-space gradients.
@@ -2181,7 +2183,7 @@ DTEX_STATIC_ASSERT(sizeof(DtexSample) == 24, "sizeof(DtexSample)");
 DTEX_STATIC_ASSERT(DTEX_ALIGNOF(DtexSample) == 4, "alignof(DtexSample)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexSample, value) == 0, "offsetof(DtexSample, value)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexSample, resident) == 16, "offsetof(DtexSample, resident)");
-DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexSample, reserved) == 20, "offsetof(DtexSample, reserved)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexSample, coarser) == 20, "offsetof(DtexSample, coarser)");
 DTEX_STATIC_ASSERT(sizeof(DtexGradQuery) == 28, "sizeof(DtexGradQuery)");
 DTEX_STATIC_ASSERT(DTEX_ALIGNOF(DtexGradQuery) == 4, "alignof(DtexGradQuery)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexGradQuery, texture) == 0, "offsetof(DtexGradQuery, texture)");

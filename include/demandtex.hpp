@@ -187,10 +187,17 @@ struct Sample {
     /// Whether every texel the filter needed was resident (otherwise the value is the base
     /// colour or zeros, and the missing pages were requested).
     bool resident = false;
+    /// With `fallbackToCoarser`: a coarser resident level stood in for the missing level of
+    /// detail asked for (`resident` is then true): not yet at full detail.
+    bool coarser = false;
+
+    /// Resident at the level of detail asked for.
+    bool fullDetail() const noexcept { return resident && !coarser; }
 
     /// The C++ form of a C sample.
     static Sample fromC(const DtexSample& s) noexcept {
-        return Sample{{s.value[0], s.value[1], s.value[2], s.value[3]}, s.resident != 0};
+        return Sample{{s.value[0], s.value[1], s.value[2], s.value[3]}, s.resident != 0,
+                      s.coarser != 0};
     }
 };
 

@@ -406,7 +406,7 @@ pub const LAYOUTS: &[StructLayout] = &[
     layout!(
         "DtexSample",
         crate::sampling::DtexSample,
-        [value, resident, reserved]
+        [value, resident, coarser]
     ),
     layout!(
         "DtexGradQuery",

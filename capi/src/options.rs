@@ -157,6 +157,7 @@ impl DtexLoaderOptions {
                 StreamingMode::Final
             },
             request_rejection: None,
+            background_fills: None,
             max_publications_per_launch: match self.max_publications_per_launch {
                 0 => usize::MAX,
                 n => n as usize,

@@ -58,8 +58,10 @@ pub struct DtexSample {
     /// Boolean: every texel the filter needed was resident. 0: the value is an
     /// approximation (or 0 / the base colour) and the missing pages were requested.
     pub resident: u32,
-    /// Zero.
-    pub reserved: u32,
+    /// Boolean: with `fallback_to_coarser`, a coarser resident level stood in for the
+    /// missing level of detail asked for (`resident` is then 1, and the missing pages
+    /// were requested): the lookup is not yet at full detail. (Was `reserved`, always 0.)
+    pub coarser: u32,
 }
 
 impl From<Sample> for DtexSample {
@@ -68,7 +70,7 @@ impl From<Sample> for DtexSample {
         DtexSample {
             value: s.value,
             resident: s.resident as u32,
-            reserved: 0,
+            coarser: s.coarser as u32,
         }
     }
 }

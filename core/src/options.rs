@@ -2,6 +2,11 @@
 
 use crate::error::{Error, Result};
 
+/// How much higher the niceness of background fill threads is than their creator's
+/// ([`LoaderOptions::background_fills`]): at +10, the Linux scheduler gives a runnable fill
+/// thread about a tenth of the share of a render thread.
+pub const BACKGROUND_FILL_NICENESS: i32 = 10;
+
 /// How a [`crate::Loader`] is set up. Sizes are in pages and bytes, never "MB".
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct LoaderOptions {
@@ -22,6 +27,12 @@ pub struct LoaderOptions {
     pub eviction: bool,
     /// Fill threads (0 = one per core).
     pub fill_threads: usize,
+    /// Fill threads run at a lower OS scheduling priority than the threads that created the
+    /// loader (Linux: niceness [`BACKGROUND_FILL_NICENESS`] higher), so that a burst of
+    /// fills takes the cycles the render threads leave rather than theirs. `None` (the
+    /// default) = on in interactive mode (a frame must not slow down because tiles are
+    /// being decoded), off in final mode. No effect on other systems.
+    pub background_fills: Option<bool>,
     /// Pages must go unused for about 2^(threshold-1) launches before they may be staged
     /// (default 1: unused in the last launch).
     pub lru_threshold: u8,
@@ -83,6 +94,7 @@ impl Default for LoaderOptions {
             max_requests_per_launch: 8192,
             eviction: true,
             fill_threads: 0,
+            background_fills: None,
             lru_threshold: 1,
             staged_reserve: 0.0625,
             mode: StreamingMode::Final,
@@ -99,6 +111,13 @@ impl LoaderOptions {
     /// Whether launches reject requests: `request_rejection`, else on in interactive mode.
     pub fn rejects_requests(&self) -> bool {
         self.request_rejection
+            .unwrap_or(self.mode == StreamingMode::Interactive)
+    }
+
+    /// Whether fill threads run in the background: `background_fills`, else on in
+    /// interactive mode.
+    pub fn fills_in_background(&self) -> bool {
+        self.background_fills
             .unwrap_or(self.mode == StreamingMode::Interactive)
     }
 

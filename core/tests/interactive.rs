@@ -310,7 +310,7 @@ fn interactive_textures_open_at_creation_and_a_miss_shows_a_coarser_level() {
         ..SampleOptions::default()
     };
     let got = launch.tex2d(id, 0.3, 0.3, &coarser);
-    assert!(got.resident);
+    assert!(got.resident && got.coarser && !got.full_detail());
     assert_ne!(got.value, demandtex::textures::DEFAULT_FALLBACK_COLOR);
     let exact = launch.tex2d(id, 0.3, 0.3, &SampleOptions::default());
     assert!(!exact.resident);

@@ -182,8 +182,12 @@ fn tex2d_and_lod_lookups_and_fallback_to_coarser() {
     let second = loader.launch();
     let (a, _) = lookups(second, null());
     let (fa, _) = lookups(second, &fallback);
-    assert_eq!(a.resident, 0);
-    assert_eq!(fa.resident, 1);
+    assert_eq!((a.resident, a.coarser), (0, 0));
+    assert_eq!(
+        (fa.resident, fa.coarser),
+        (1, 1),
+        "a coarser level stood in"
+    );
     process_and_wait(second);
     let mut converged = None;
     for _ in 0..10 {

@@ -72,23 +72,16 @@ fn shade(launch: &Launch, job: &RenderJob<'_>, i: u32, j: u32, mode: Shading) ->
         );
     }
     let key = j * job.width + i;
+    // A lookup not at full detail shows the finest resident coarser level (its requests
+    // were made); `Sample::full_detail` tells the two apart.
+    let options = SampleOptions {
+        request_key: key,
+        fallback_to_coarser: true,
+    };
     let look = |l: &super::scene::Lookup| {
-        let exact = SampleOptions {
-            request_key: key,
-            ..SampleOptions::default()
-        };
         let id = job.textures[l.texture];
-        let s = launch.tex2d_grad(id, l.st[0], l.st[1], l.ddx, l.ddy, &exact);
-        if s.resident {
-            return (s.value, true);
-        }
-        // Not at full detail: show the finest resident coarser level (requests were made).
-        let coarser = SampleOptions {
-            fallback_to_coarser: true,
-            ..exact
-        };
-        let s = launch.tex2d_grad(id, l.st[0], l.st[1], l.ddx, l.ddy, &coarser);
-        (s.value, false)
+        let s = launch.tex2d_grad(id, l.st[0], l.st[1], l.ddx, l.ddy, &options);
+        (s.value, s.full_detail())
     };
     let (b, b_full) = look(&base);
     let (d, d_full) = match detail {

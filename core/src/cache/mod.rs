@@ -190,10 +190,7 @@ impl TextureCache {
             Ok(texture) => self.tex2d_grad(texture, s, t, ddx, ddy, options),
             Err(e) => {
                 tracing::error!("{e}");
-                Sample {
-                    value: DEFAULT_FALLBACK_COLOR,
-                    resident: true,
-                }
+                Sample::new(DEFAULT_FALLBACK_COLOR, true)
             }
         }
     }

@@ -22,8 +22,9 @@
 //!
 //! [`DeviceContext::reject_threshold`]: super::DeviceContext::reject_threshold
 
+use super::sharded_counter::ShardedCounter;
 use super::PageTable;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 
 /// The largest rejection probability used, as a fraction (a launch never rejects every
 /// new request, whatever the previous one saw).
@@ -62,10 +63,11 @@ pub fn reject_probability(threshold: u32) -> f64 {
 
 /// The engine's rejection state: this launch's count of misses whose request stood (the
 /// `total` of eq. 1), the threshold for the next launch, and the requests rejected so far.
+/// Every missing lookup bumps one of the two counts, so they are sharded per thread.
 #[derive(Debug, Default)]
 pub struct RequestGate {
-    standing: AtomicU64,
-    rejected: AtomicU64,
+    standing: ShardedCounter,
+    rejected: ShardedCounter,
     threshold: AtomicU32,
 }
 
@@ -98,17 +100,17 @@ impl RequestGate {
             && !pages.is_referenced(page)
             && request_hash(key, launch_num, page) < threshold
         {
-            self.rejected.fetch_add(1, Ordering::Relaxed);
+            self.rejected.add(1);
             return false;
         }
-        self.standing.fetch_add(1, Ordering::Relaxed);
+        self.standing.add(1);
         pages.request_and_test(page)
     }
 
     /// A launch's requests were pulled (`unique` distinct pages): set the threshold of the
     /// launches that follow from it and start counting afresh. Returns the new threshold.
     pub fn end_launch(&self, unique: u64) -> u32 {
-        let total = self.standing.swap(0, Ordering::Relaxed);
+        let total = self.standing.take();
         let threshold = reject_threshold(unique, total);
         self.threshold.store(threshold, Ordering::Relaxed);
         threshold
@@ -121,17 +123,17 @@ impl RequestGate {
 
     /// Requests rejected since creation.
     pub fn rejected(&self) -> u64 {
-        self.rejected.load(Ordering::Relaxed)
+        self.rejected.sum()
     }
 
     /// Count `n` rejections made elsewhere (a GPU's device counter).
     pub fn add_rejected(&self, n: u64) {
-        self.rejected.fetch_add(n, Ordering::Relaxed);
+        self.rejected.add(n);
     }
 
     /// Count `n` standing misses made elsewhere (a GPU's device counter).
     pub fn add_standing(&self, n: u64) {
-        self.standing.fetch_add(n, Ordering::Relaxed);
+        self.standing.add(n);
     }
 }
 

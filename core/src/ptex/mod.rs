@@ -264,10 +264,7 @@ impl TextureCache {
             let mut guard = cell.borrow_mut();
             let (out, result) = &mut *guard;
             *result = sample_store(&store, face, [u, v], [dudx, dvdx, dudy, dvdy], options, out);
-            Sample {
-                value: [0.0; 4],
-                resident: result.resident,
-            }
+            Sample::new([0.0; 4], result.resident)
         });
         let (_, result) = cell.into_inner();
         result

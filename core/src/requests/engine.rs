@@ -79,7 +79,7 @@ impl Engine {
             0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
             n => n,
         };
-        let workers = FillPool::new(threads)?;
+        let workers = FillPool::new(threads, options.fills_in_background())?;
         let budget = options.max_texture_memory;
         Ok(Arc::new_cyclic(|me| Engine {
             me: me.clone(),

@@ -18,6 +18,7 @@ pub(crate) mod lifecycle;
 pub(crate) mod process;
 pub(crate) mod publish;
 pub(crate) mod resource;
+mod thread_priority;
 mod ticket;
 pub(crate) mod workers;
 

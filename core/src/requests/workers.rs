@@ -7,7 +7,9 @@
 //! task holding the last reference to the engine), which cannot wait for itself: the
 //! threads are then left to finish on their own, as rayon does.
 
+use super::thread_priority;
 use crate::error::{Error, Result};
+use crate::options::BACKGROUND_FILL_NICENESS;
 use std::thread::JoinHandle;
 
 /// A fill thread pool joined on drop (see the module docs).
@@ -25,8 +27,9 @@ struct JoinOnDrop {
 }
 
 impl FillPool {
-    /// A pool of `threads` threads named `demandtex-fill-<i>`.
-    pub(crate) fn new(threads: usize) -> Result<FillPool> {
+    /// A pool of `threads` threads named `demandtex-fill-<i>`; with `background`, each
+    /// raises its niceness by [`BACKGROUND_FILL_NICENESS`] when it starts.
+    pub(crate) fn new(threads: usize, background: bool) -> Result<FillPool> {
         let mut handles = Vec::with_capacity(threads);
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
@@ -40,7 +43,14 @@ impl FillPool {
                 if let Some(size) = thread.stack_size() {
                     builder = builder.stack_size(size);
                 }
-                handles.push(builder.spawn(|| thread.run())?);
+                handles.push(builder.spawn(move || {
+                    if background
+                        && thread_priority::lower_current_thread(BACKGROUND_FILL_NICENESS).is_none()
+                    {
+                        tracing::debug!("fill threads keep their priority (not supported here)");
+                    }
+                    thread.run()
+                })?);
                 Ok(())
             })
             .build();
@@ -106,7 +116,7 @@ mod tests {
 
     #[test]
     fn dropping_the_pool_joins_its_threads() {
-        let pool = FillPool::new(3).unwrap();
+        let pool = FillPool::new(3, false).unwrap();
         assert_eq!(pool.num_threads(), 3);
         // Thread-local destructors run when a thread exits: count them.
         struct Exit(Arc<AtomicUsize>);
@@ -220,7 +230,7 @@ mod tests {
 
     #[test]
     fn dropping_the_pool_on_its_own_thread_does_not_deadlock() {
-        let pool = Arc::new(FillPool::new(2).unwrap());
+        let pool = Arc::new(FillPool::new(2, false).unwrap());
         let (tx, rx) = mpsc::channel();
         let inner = pool.clone();
         pool.spawn(move || {
@@ -232,5 +242,28 @@ mod tests {
         drop(pool);
         rx.recv_timeout(Duration::from_secs(30))
             .expect("the drop on a fill thread returned");
+    }
+
+    #[test]
+    fn background_fill_threads_run_at_a_lower_priority_than_their_creator() {
+        let Some(creator) = thread_priority::current_niceness() else {
+            return; // not Linux: nothing to check
+        };
+        let niceness_on = |background: bool| {
+            let pool = FillPool::new(1, background).unwrap();
+            let (tx, rx) = mpsc::channel();
+            pool.spawn(move || tx.send(thread_priority::current_niceness()).unwrap());
+            rx.recv_timeout(Duration::from_secs(30)).unwrap()
+        };
+        assert_eq!(niceness_on(false), Some(creator));
+        assert_eq!(
+            niceness_on(true),
+            Some((creator + BACKGROUND_FILL_NICENESS).min(19))
+        );
+        assert_eq!(
+            thread_priority::current_niceness(),
+            Some(creator),
+            "the creator keeps its own"
+        );
     }
 }

@@ -37,12 +37,7 @@ pub(crate) fn sample(
         (Some(F32), 2) => run::<Texels<Float, 2>>,
         (Some(F32), 4) => run::<Texels<Float, 4>>,
         // Rejected by `resolve::is_well_formed` before we get here.
-        _ => {
-            return Sample {
-                value: sampler.fallback_color,
-                resident: true,
-            }
-        }
+        _ => return Sample::new(sampler.fallback_color, true),
     };
     filter(view, texture, sampler, s, t, fp, options)
 }
@@ -76,23 +71,14 @@ fn run<D: Texel>(
         }
     }
     if acc.resident {
-        return Sample {
-            value: acc.value,
-            resident: true,
-        };
+        return Sample::new(acc.value, true);
     }
     if options.fallback_to_coarser {
         if let Some(value) = coarser::<D>(&fetch, sampler, s, t, fp, levels.fine + 1) {
-            return Sample {
-                value,
-                resident: true,
-            };
+            return Sample::from_coarser(value);
         }
     }
-    Sample {
-        value: miss_color(view, texture),
-        resident: false,
-    }
+    Sample::new(miss_color(view, texture), false)
 }
 
 /// The value of the first level from `first` on whose whole footprint is resident, found

@@ -288,13 +288,44 @@ pub struct Sample {
     /// Whether every texel the filter needed was resident (or, with
     /// `fallback_to_coarser`, a coarser resident level stood in).
     pub resident: bool,
+    /// With `fallback_to_coarser`: the value is that of a coarser resident level, standing
+    /// in for the missing level of detail asked for (whose pages were requested). A
+    /// viewport counts such lookups as not yet at full detail; see [`Sample::full_detail`].
+    pub coarser: bool,
+}
+
+impl Sample {
+    /// A value and its residency, at the level of detail asked for (not a coarser one).
+    #[inline]
+    pub const fn new(value: [f32; 4], resident: bool) -> Sample {
+        Sample {
+            value,
+            resident,
+            coarser: false,
+        }
+    }
+
+    /// A coarser resident level's value standing in for a missing one: reported resident,
+    /// and [`coarser`](Sample::coarser).
+    #[inline]
+    pub const fn from_coarser(value: [f32; 4]) -> Sample {
+        Sample {
+            value,
+            resident: true,
+            coarser: true,
+        }
+    }
+
+    /// Resident at the level of detail asked for: no page was missing and no coarser level
+    /// stood in.
+    #[inline]
+    pub const fn full_detail(&self) -> bool {
+        self.resident && !self.coarser
+    }
 }
 
 /// The answer for a texture id outside the page layout.
-const UNKNOWN_TEXTURE: Sample = Sample {
-    value: DEFAULT_FALLBACK_COLOR,
-    resident: true,
-};
+const UNKNOWN_TEXTURE: Sample = Sample::new(DEFAULT_FALLBACK_COLOR, true);
 
 /// Sample level 0 of `texture` at (s, t): [`tex2d_lod`] at lod 0.
 #[inline]
@@ -367,18 +398,8 @@ pub fn tex2d_grad(
     let whole_texture = len2(ddx).min(len2(ddy)) >= 1.0;
     if whole_texture {
         match resolve::base_color(view, texture) {
-            BaseColor::Color(value) => {
-                return Sample {
-                    value,
-                    resident: true,
-                }
-            }
-            BaseColor::NotResident => {
-                return Sample {
-                    value: [0.0; 4],
-                    resident: false,
-                }
-            }
+            BaseColor::Color(value) => return Sample::new(value, true),
+            BaseColor::NotResident => return Sample::new([0.0; 4], false),
             BaseColor::Absent => {}
         }
     }
@@ -404,19 +425,10 @@ pub fn tex2d_grad(
 #[cold]
 fn non_finite(view: CpuView<'_>, texture: TextureId) -> Sample {
     match resolve::base_color(view, texture) {
-        BaseColor::Color(value) => Sample {
-            value,
-            resident: true,
-        },
-        BaseColor::NotResident => Sample {
-            value: [0.0; 4],
-            resident: false,
-        },
+        BaseColor::Color(value) => Sample::new(value, true),
+        BaseColor::NotResident => Sample::new([0.0; 4], false),
         BaseColor::Absent => match resolve::sampler(view, texture) {
-            Ok(sampler) => Sample {
-                value: sampler.fallback_color,
-                resident: true,
-            },
+            Ok(sampler) => Sample::new(sampler.fallback_color, true),
             Err(sample) => sample,
         },
     }

@@ -52,25 +52,13 @@ pub(crate) fn sampler<'a>(
     texture: TextureId,
 ) -> Result<&'a TextureSampler, Sample> {
     let Some(entry) = view.map_or_request(view.pages().layout().sampler_page(texture).0) else {
-        return Err(Sample {
-            value: miss_color(view, texture),
-            resident: false,
-        });
+        return Err(Sample::new(miss_color(view, texture), false));
     };
     if entry == 0 {
         return Err(match base_color(view, texture) {
-            BaseColor::Color(value) => Sample {
-                value,
-                resident: true,
-            },
-            BaseColor::Absent => Sample {
-                value: DEFAULT_FALLBACK_COLOR,
-                resident: true,
-            },
-            BaseColor::NotResident => Sample {
-                value: [0.0; 4],
-                resident: false,
-            },
+            BaseColor::Color(value) => Sample::new(value, true),
+            BaseColor::Absent => Sample::new(DEFAULT_FALLBACK_COLOR, true),
+            BaseColor::NotResident => Sample::new([0.0; 4], false),
         });
     }
     debug_assert_eq!(entry as usize % std::mem::align_of::<TextureSampler>(), 0);
@@ -79,10 +67,7 @@ pub(crate) fn sampler<'a>(
     // written nor freed while the view (lifetime 'a) lives.
     let sampler = unsafe { &*(entry as usize as *const TextureSampler) };
     if sampler.flags & SAMPLER_FLAG_FAILED != 0 || !is_well_formed(sampler) {
-        return Err(Sample {
-            value: sampler.fallback_color,
-            resident: true,
-        });
+        return Err(Sample::new(sampler.fallback_color, true));
     }
     Ok(sampler)
 }

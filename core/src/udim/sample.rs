@@ -21,7 +21,7 @@
 //!    (a tile spans one unit), under its own address modes. With
 //!    [`SampleOptions::fallback_to_coarser`], a tile lookup that missed (its sampler is
 //!    not resident yet) is replaced by the base texture's lookup if that one is resident,
-//!    reported resident; the tile's requests stand.
+//!    reported resident and [`Sample::coarser`]; the tile's requests stand.
 //! 5. **Holes and the outside of the grid**: the base texture (as in 3, whatever the
 //!    footprint), else transparent black `[0, 0, 0, 0]`, resident. A tile is a hole when
 //!    its sampler page is resident with entry 0 and its base-colour entry is
@@ -40,16 +40,10 @@ use crate::sampling::{tex2d_grad, CpuView, Sample, SampleOptions};
 use crate::textures::{TextureSampler, DEFAULT_FALLBACK_COLOR};
 
 /// The answer for an id that names no UDIM texture.
-const UNKNOWN_UDIM: Sample = Sample {
-    value: DEFAULT_FALLBACK_COLOR,
-    resident: true,
-};
+const UNKNOWN_UDIM: Sample = Sample::new(DEFAULT_FALLBACK_COLOR, true);
 
 /// The answer for a hole or the outside of a grid without a base texture.
-const EMPTY: Sample = Sample {
-    value: [0.0; 4],
-    resident: true,
-};
+const EMPTY: Sample = Sample::new([0.0; 4], true);
 
 /// Sample the UDIM texture `udim` at (s, t) over the footprint of the screen-space
 /// gradients `ddx`, `ddy` (see the [module documentation](self)).
@@ -111,15 +105,15 @@ pub fn tex2d_grad_udim(
             // Which of the two serves this lookup is known once the base sampler is
             // resident: request it (and the tile's pages, above) and report a miss.
             base_lookup(base);
-            Sample {
-                value: sample.value,
-                resident: false,
-            }
+            Sample::new(sample.value, false)
         }
         Some(base) if !sample.resident && options.fallback_to_coarser => {
             let stand_in = base_lookup(base);
             if stand_in.resident {
-                stand_in
+                Sample {
+                    coarser: true,
+                    ..stand_in
+                }
             } else {
                 sample
             }

@@ -165,14 +165,7 @@ fn tiles_are_picked_by_floor_without_bleeding_across_boundaries() {
         (1e30, 0.5),
     ] {
         let r = launch.tex2d_grad_udim(udim, s, t, [g, 0.0], [0.0, g], &opts);
-        assert_eq!(
-            r,
-            Sample {
-                value: [0.0; 4],
-                resident: true
-            },
-            "({s}, {t})"
-        );
+        assert_eq!(r, Sample::new([0.0; 4], true), "({s}, {t})");
     }
     drop(launch);
     // A large footprint without a base stays on its tile (its coarsest level).
@@ -296,13 +289,8 @@ fn with_fallback_to_coarser_the_base_stands_in_for_a_missing_tile() {
     let plain = launch.tex2d_grad_udim(udim, 1.5, 0.5, [g, 0.0], [0.0, g], &Default::default());
     assert!(!plain.resident);
     let stand_in = launch.tex2d_grad_udim(udim, 1.5, 0.5, [g, 0.0], [0.0, g], &fallback);
-    assert_eq!(
-        stand_in,
-        Sample {
-            value: base_color,
-            resident: true
-        }
-    );
+    assert_eq!(stand_in, Sample::from_coarser(base_color));
+    assert!(!stand_in.full_detail());
     loader.process_requests(launch).wait();
     // The tile was requested all the same; it takes over once resident.
     let v = converge(&loader, |l| {
@@ -343,13 +331,7 @@ fn non_finite_inputs_give_the_base_colour_or_black() {
         assert_eq!(v, base_color);
         let launch = loader.launch_prepare();
         let r = launch.tex2d_grad_udim(b, s, t, ddx, g, &Default::default());
-        assert_eq!(
-            r,
-            Sample {
-                value: [0.0; 4],
-                resident: true
-            }
-        );
+        assert_eq!(r, Sample::new([0.0; 4], true));
     }
 }
 
@@ -379,14 +361,7 @@ fn unknown_udim_ids_give_the_fallback_colour_and_request_nothing() {
     let launch = loader.launch_prepare();
     for id in unknown {
         let r = launch.tex2d_grad_udim(id, 0.5, 0.5, [0.01, 0.0], [0.0, 0.01], &Default::default());
-        assert_eq!(
-            r,
-            Sample {
-                value: DEFAULT_FALLBACK_COLOR,
-                resident: true
-            },
-            "{id:?}"
-        );
+        assert_eq!(r, Sample::new(DEFAULT_FALLBACK_COLOR, true), "{id:?}");
         assert_eq!(loader.udim_tiles(id), None);
     }
     loader.process_requests(launch).wait();
@@ -483,13 +458,7 @@ fn tiles_get_consecutive_ids_and_holes_resolve_without_requests() {
     // A hole sampled as a texture: resident at once, the default fallback colour.
     let launch = loader.launch_prepare();
     let r = launch.tex2d(TextureId(first + 1), 0.5, 0.5, &Default::default());
-    assert_eq!(
-        r,
-        Sample {
-            value: DEFAULT_FALLBACK_COLOR,
-            resident: true
-        }
-    );
+    assert_eq!(r, Sample::new(DEFAULT_FALLBACK_COLOR, true));
     loader.process_requests(launch).wait();
     assert_eq!(loader.stats().requests, 0);
     assert_eq!(loader.texture_error(TextureId(first + 1)), None);

@@ -78,14 +78,26 @@ struct Sample {
     float4 value;
     /// Every page the lookup needed was resident (or a coarser level stood in).
     bool resident;
+    /// A coarser resident level stood in for the missing level of detail asked for
+    /// (`fallbackToCoarser`; the engine's `Sample::coarser`): not yet at full detail.
+    bool coarser;
 };
 
-/// A `Sample` from its parts.
+/// A `Sample` at the level of detail asked for, from its parts.
 static __device__ __forceinline__ Sample makeSample(float4 value, bool resident)
 {
     Sample s;
     s.value = value;
     s.resident = resident;
+    s.coarser = false;
+    return s;
+}
+
+/// A coarser resident level's value standing in for a missing one (reported resident).
+static __device__ __forceinline__ Sample makeCoarserSample(float4 value)
+{
+    Sample s = makeSample(value, true);
+    s.coarser = true;
     return s;
 }
 
@@ -273,7 +285,7 @@ static __device__ __forceinline__ Sample filterFootprint(const DtexDeviceContext
     float4 value;
     if (options.fallbackToCoarser &&
         coarserLevel(ctx, smp, s, t, fp, levels.fine + 1u, &value))
-        return makeSample(value, true);
+        return makeCoarserSample(value);
     return makeSample(missColor(ctx, texture), false);
 }
 

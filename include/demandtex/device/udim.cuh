@@ -207,7 +207,11 @@ static __device__ __forceinline__ Sample sampleGradUdim(const DtexDeviceContext&
         // both were requested; report a miss.
         return makeSample(tileSample.value, false);
     }
-    return result.resident ? result : tileSample;
+    if (!result.resident)
+        return tileSample;
+    // The base stood in for a tile that missed.
+    result.coarser = true;
+    return result;
 }
 
 /// Sample the UDIM texture `udim` at (s, t) in UDIM space over the footprint of the

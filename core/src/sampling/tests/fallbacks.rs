@@ -26,12 +26,15 @@ fn fallback_to_coarser_uses_the_first_resident_coarser_level_and_requests_only_t
     let tex = fx.tex(id);
     let (s, t) = (0.3, 0.6);
     let got = tex2d(fx.view(), id, s, t, &COARSER);
-    assert!(got.resident);
+    assert!(got.resident && got.coarser && !got.full_detail());
     assert_close(got.value, tex.bilinear(1, s, t), 1e-5, "level 1 stands in");
     assert_eq!(fx.requests(), vec![fx.texel_page(id, 0, 299, 179)]);
+    // Level 1 asked for: resident, no stand-in.
+    let got = tex2d_lod(fx.view(), id, s, t, 1.0, &COARSER);
+    assert!(got.full_detail() && !got.coarser);
     // Without the option: the base colour, non-resident, same request.
     let got = tex2d(fx.view(), id, s, t, &OPTS);
-    assert_eq!((got.value, got.resident), (BASE, false));
+    assert_eq!((got.value, got.resident, got.coarser), (BASE, false, false));
     assert_eq!(fx.requests(), vec![fx.texel_page(id, 0, 299, 179)]);
 
     // Level 1 missing too: the tail (level 2) stands in; level 1 is not requested.
@@ -73,9 +76,9 @@ fn with_no_coarser_resident_level_a_miss_gives_the_base_colour_or_zeros() {
     fx.map_sampler(with_base);
     fx.map_sampler(without);
     let got = tex2d(fx.view(), with_base, 0.5, 0.5, &COARSER);
-    assert_eq!((got.value, got.resident), (BASE, false));
+    assert_eq!(got, crate::sampling::Sample::new(BASE, false));
     let got = tex2d(fx.view(), without, 0.5, 0.5, &COARSER);
-    assert_eq!((got.value, got.resident), ([0.0; 4], false));
+    assert_eq!(got, crate::sampling::Sample::new([0.0; 4], false));
 }
 
 #[test]
