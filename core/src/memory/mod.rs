@@ -13,7 +13,7 @@ pub mod tile_buffer;
 
 pub use constant_tiles::{ConstantKey, TileShape};
 pub use epoch::Epochs;
-pub use pool::TilePool;
+pub use pool::{TilePool, TileSlot};
 pub use raw_box::RawBox;
 pub use residency::{Publishing, Residency, ResidencyCounts, TileEvent};
 pub use retired::RetiredQueue;

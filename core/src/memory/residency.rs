@@ -41,7 +41,7 @@
 
 use super::constant_tiles::{ConstantKey, SharedTiles};
 use super::epoch::{Epochs, Quiescence};
-use super::pool::TilePool;
+use super::pool::{TilePool, TileSlot};
 use super::raw_box::RawBox;
 use super::retired::RetiredQueue;
 use super::tile_buffer::TileBuffer;
@@ -247,20 +247,24 @@ impl Residency {
 
     // ---- fills and publication ------------------------------------------------------------
 
-    /// A slot and its host buffer for a fill: free memory first, then retired memory no
+    /// A slot (and its host buffer, or a new one for the fill to make) for a fill: free
+    /// memory first, then retired memory no
     /// reader can see, then the oldest staged tile no reader can see (evicted). `None` if
     /// none can be had now.
-    pub fn allocate(&mut self, epochs: &Epochs) -> Option<TileBuffer> {
-        let buffer = self.take_free(epochs).or_else(|| {
+    pub fn allocate(&mut self, epochs: &Epochs) -> Option<TileSlot> {
+        let slot = self.take_free(epochs).or_else(|| {
             let (_, host) = self.evict_oldest(epochs)?;
-            Some(host.unwrap_or_else(|| self.pool.buffer_for_slot()))
+            Some(match host {
+                Some(buffer) => TileSlot::Ready(buffer),
+                None => self.pool.new_slot(),
+            })
         })?;
         self.counts.filling += 1;
-        Some(buffer)
+        Some(slot)
     }
 
     /// Free memory or reclaimable retired memory, without evicting.
-    fn take_free(&mut self, epochs: &Epochs) -> Option<TileBuffer> {
+    fn take_free(&mut self, epochs: &Epochs) -> Option<TileSlot> {
         if self.pool.excess_bytes() == 0 {
             if let Some(b) = self.pool.take() {
                 return Some(b);
@@ -278,8 +282,13 @@ impl Residency {
 
     /// A fill's slot comes back unpublished (failed, "not yet", or obsolete).
     pub fn cancel(&mut self, buffer: TileBuffer) {
+        self.cancel_slot(TileSlot::Ready(buffer));
+    }
+
+    /// A fill's slot comes back before its buffer was made (the fill was dropped unread).
+    pub fn cancel_slot(&mut self, slot: TileSlot) {
         self.counts.filling -= 1;
-        self.pool.give_back(buffer);
+        self.pool.give_back_slot(slot);
     }
 
     /// A fill finished: `page` holds the slot, waiting for the next publication.

@@ -21,7 +21,7 @@ use super::resource::ResourceTask;
 use super::ticket::Ticket;
 use crate::ids::PageId;
 use crate::memory::epoch::Quiescence;
-use crate::memory::TileBuffer;
+use crate::memory::TileSlot;
 use crate::resources::Route;
 use parking_lot::MutexGuard;
 use std::time::Duration;
@@ -179,7 +179,7 @@ fn resource_now(
 /// Read one tile in this thread and publish it.
 fn tile_now(engine: &Engine, mut host: MutexGuard<'_, HostState>, job: TileJob) -> bool {
     host.in_flight.insert(job.page);
-    let Some(buffer) = take_buffer_now(engine, &mut host) else {
+    let Some(slot) = take_slot_now(engine, &mut host) else {
         // The marker is ours unless the contents were dropped while we waited for memory
         // (then it may be a newer fill's).
         if host.is_current(job.texture, job.generation) {
@@ -190,7 +190,7 @@ fn tile_now(engine: &Engine, mut host: MutexGuard<'_, HostState>, job: TileJob) 
         return false;
     };
     let ticket = Ticket::new(1);
-    let Some(task) = fill::prepare_tile(&mut host, job, buffer, ticket.task()) else {
+    let Some(task) = fill::prepare_tile(&mut host, job, slot, ticket.task()) else {
         engine.fill_done.notify_all();
         return false;
     };
@@ -213,14 +213,14 @@ fn publish_now(engine: &Engine, host: &mut HostState) -> usize {
     })
 }
 
-/// A tile buffer: free memory, then reclaimable staged tiles, then tiles staged by a clock
+/// A tile slot: free memory, then reclaimable staged tiles, then tiles staged by a clock
 /// sweep. Waits (yielding, lock released) while staged memory is held only by lookups in
 /// progress. `None` if every tile is held by a live launch or nothing is evictable.
-fn take_buffer_now(engine: &Engine, host: &mut MutexGuard<'_, HostState>) -> Option<TileBuffer> {
+fn take_slot_now(engine: &Engine, host: &mut MutexGuard<'_, HostState>) -> Option<TileSlot> {
     let mut spins = 0;
     loop {
-        if let Some(buffer) = host.residency.allocate(&engine.epochs) {
-            return Some(buffer);
+        if let Some(slot) = host.residency.allocate(&engine.epochs) {
+            return Some(slot);
         }
         match host.residency.staged_quiescence(&engine.epochs) {
             None => {
@@ -239,22 +239,23 @@ fn take_buffer_now(engine: &Engine, host: &mut MutexGuard<'_, HostState>) -> Opt
 }
 
 /// Free `bytes` of pool memory (for a mip tail) by evicting tiles: each slot taken goes
-/// back as a spare buffer, which reserving the tail then frees. Whether it worked.
+/// back (as a spare buffer, which reserving the tail then frees, or straight to the
+/// budget if it was a new slot). Whether it worked.
 fn free_bytes(engine: &Engine, host: &mut MutexGuard<'_, HostState>, bytes: u64) -> bool {
     let tiles = bytes.div_ceil(crate::TILE_BYTES as u64) as usize;
     let mut taken = Vec::with_capacity(tiles);
     let mut enough = true;
     for _ in 0..tiles {
-        match take_buffer_now(engine, host) {
-            Some(buffer) => taken.push(buffer),
+        match take_slot_now(engine, host) {
+            Some(slot) => taken.push(slot),
             None => {
                 enough = false;
                 break;
             }
         }
     }
-    for buffer in taken {
-        host.residency.cancel(buffer);
+    for slot in taken {
+        host.residency.cancel_slot(slot);
     }
     enough
 }

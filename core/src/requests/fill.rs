@@ -13,7 +13,7 @@ use super::ticket::TaskGuard;
 use crate::error::Error;
 use crate::ids::{PageId, TextureId};
 use crate::memory::constant_tiles::{constant_texel, fill_constant, ConstantKey};
-use crate::memory::{RawBox, SubTiles, TileBuffer, TileShape};
+use crate::memory::{RawBox, SubTiles, TileBuffer, TileShape, TileSlot};
 use crate::options::StreamingMode;
 use crate::paging::{encode_base_color, NO_BASE_COLOR};
 use crate::resources::TextureState;
@@ -48,7 +48,8 @@ pub(crate) struct TileTask {
     /// Publish the page before reading it, to be filled file tile by file tile, if the
     /// file's tiles are smaller than a page (a blocking fill on the CPU backend).
     by_file_tile: bool,
-    buffer: TileBuffer,
+    /// The slot filled: its buffer is made (if new) on the fill thread.
+    buffer: TileSlot,
     guard: Option<TaskGuard>,
 }
 
@@ -57,19 +58,19 @@ pub(crate) struct TileTask {
 pub(crate) fn prepare_tile(
     host: &mut HostState,
     job: TileJob,
-    buffer: TileBuffer,
+    buffer: TileSlot,
     guard: TaskGuard,
 ) -> Option<TileTask> {
     if !host.is_current(job.texture, job.generation) {
         // The buffer was never visible. The page's in-flight marker was dropped with the
         // contents (it may be a newer fill's now).
-        host.residency.cancel(buffer);
+        host.residency.cancel_slot(buffer);
         return None;
     }
     let record = host.resources.get(job.texture);
     let layout = record.and_then(|r| r.layout.as_ref());
     let (Some(record), Some(layout)) = (record, layout) else {
-        host.residency.cancel(buffer);
+        host.residency.cancel_slot(buffer);
         host.in_flight.remove(&job.page);
         return None;
     };
@@ -133,7 +134,7 @@ impl TileTask {
             return Some(self);
         }
         host.queued_fills = host.queued_fills.saturating_sub(1);
-        host.residency.cancel(self.buffer);
+        host.residency.cancel_slot(self.buffer);
         host.in_flight.remove(&self.job.page);
         host.counters.fills_dropped_stale += 1;
         None
@@ -150,9 +151,10 @@ impl TileTask {
             texel_bytes,
             tile,
             by_file_tile,
-            mut buffer,
+            buffer,
         } = self;
         let start = Instant::now();
+        let mut buffer = buffer.into_buffer();
         // Read now, or leave the file tiles to the lookups that need them.
         let cut = if by_file_tile {
             contain(|| Ok(source.file_tile(region.level)))

@@ -8,7 +8,10 @@ fn table() -> PageTable {
 
 /// Fill `page` and publish it (setting its residence bit, as the engine does).
 fn fill_and_publish(r: &mut Residency, pages: &PageTable, epochs: &Epochs, page: u32, keep: bool) {
-    let b = r.allocate(epochs).expect("a slot");
+    let b = r
+        .allocate(epochs)
+        .map(TileSlot::into_buffer)
+        .expect("a slot");
     r.filled(PageId(page), b);
     assert!(r.publishing(PageId(page)).is_some());
     assert!(r.published(PageId(page), keep));
@@ -57,17 +60,23 @@ fn staged_slots_are_reused_only_when_no_reader_can_see_them() {
     let mut r = Residency::new(2 * TILE);
     fill_and_publish(&mut r, &pages, &epochs, 100, true);
     fill_and_publish(&mut r, &pages, &epochs, 101, true);
-    assert!(r.allocate(&epochs).is_none(), "the budget is full");
+    assert!(
+        r.allocate(&epochs).map(TileSlot::into_buffer).is_none(),
+        "the budget is full"
+    );
     let launch = epochs.pin();
     r.stage(&pages, &epochs, &[PageId(101), PageId(100)]);
     r.take_events();
     assert!(
-        r.allocate(&epochs).is_none(),
+        r.allocate(&epochs).map(TileSlot::into_buffer).is_none(),
         "the launch may still see them"
     );
     assert_eq!(r.staged_quiescence(&epochs), Some(Quiescence::LaunchPinned));
     epochs.unpin(launch);
-    let b = r.allocate(&epochs).expect("the oldest staged tile");
+    let b = r
+        .allocate(&epochs)
+        .map(TileSlot::into_buffer)
+        .expect("the oldest staged tile");
     assert_eq!(r.take_events(), vec![TileEvent::Released(PageId(101))]);
     assert!(!r.restore(PageId(101)), "evicted: no second chance");
     assert!(r.restore(PageId(100)));
@@ -98,6 +107,7 @@ fn a_backend_holding_the_data_leaves_only_fills_on_the_host() {
     r.stage(&pages, &epochs, &[PageId(101)]);
     let b = r
         .allocate(&epochs)
+        .map(TileSlot::into_buffer)
         .expect("the staged slot, with a new host buffer");
     assert_eq!(r.allocated_bytes(), 8 * TILE);
     assert_eq!(r.host_bytes(), TILE);
@@ -125,7 +135,7 @@ fn retired_tiles_and_contents_are_freed_once_unseen() {
         fill_and_publish(&mut r, &pages, &epochs, page, true);
     }
     r.stage(&pages, &epochs, &[PageId(101)]);
-    let b = r.allocate(&epochs).unwrap();
+    let b = r.allocate(&epochs).map(TileSlot::into_buffer).unwrap();
     r.filled(PageId(102 + 1), b); // publishing, never published
     r.take_events();
     let launch = epochs.pin();
@@ -236,7 +246,10 @@ fn fill_constant_and_publish(
     page: u32,
     value: u8,
 ) -> bool {
-    let b = r.allocate(epochs).expect("a slot");
+    let b = r
+        .allocate(epochs)
+        .map(TileSlot::into_buffer)
+        .expect("a slot");
     let shared = r.filled_constant(PageId(page), b, key(value));
     assert!(r.publishing(PageId(page)).unwrap().data.is_some());
     assert!(r.published(PageId(page), true));
@@ -405,7 +418,7 @@ proptest! {
                     if prev.contains_key(&page) {
                         continue;
                     }
-                    if let Some(b) = r.allocate(&epochs) {
+                    if let Some(b) = r.allocate(&epochs).map(TileSlot::into_buffer) {
                         prop_assert!(r.allocated_bytes() <= r.budget_bytes().max(before));
                         r.filled(PageId(page), b);
                         prop_assert!(r.published(PageId(page), keep));
@@ -417,7 +430,7 @@ proptest! {
                     if prev.contains_key(&page) {
                         continue;
                     }
-                    if let Some(b) = r.allocate(&epochs) {
+                    if let Some(b) = r.allocate(&epochs).map(TileSlot::into_buffer) {
                         r.filled_constant(PageId(page), b, key(v));
                         prop_assert!(r.allocated_bytes() <= r.budget_bytes().max(before));
                         prop_assert!(r.published(PageId(page), keep));
