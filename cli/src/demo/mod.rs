@@ -86,6 +86,11 @@ pub struct DemoArgs {
     /// With --interactive: turn probabilistic request rejection off.
     #[arg(long)]
     pub no_rejection: bool,
+    /// With --interactive: fill threads of the streaming loader (0: --threads). Reads that
+    /// wait on a slow store (--io-latency-ms) need more threads than cores; they run in the
+    /// background (below the shading threads' priority).
+    #[arg(long, default_value_t = 0)]
+    pub fill_threads: usize,
     /// With --interactive: a soak run instead: the streaming frames of the camera path,
     /// over and over for this many minutes (no reference runs), the process's resident
     /// memory sampled as it goes; writes soak.csv and soak.json.
@@ -356,6 +361,7 @@ impl DemoArgs {
             request_cap: 0,
             publish_cap: 0,
             no_rejection: false,
+            fill_threads: 0,
             soak_minutes: 0.0,
         }
     }
