@@ -350,7 +350,9 @@ typedef struct DtexLoaderOptions {
   float staged_reserve;
   // Boolean (default 0): interactive streaming (a viewport; new requests are rejected at
   // random, with the previous launch's `1 - unique / total`, to spread them over the
-  // frame) rather than final (a render that converges). Was `reserved` (0) in 0.1.0.
+  // frame) rather than final (a render that converges). Interactive loaders also run
+  // their fill threads in the background (Linux: niceness +10). Was `reserved` (0) in
+  // 0.1.0.
   uint32_t interactive;
   // Interactive mode: a queued tile fill that a fill thread takes when its launch is
   // this many launches old or more is dropped unread and counted

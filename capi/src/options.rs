@@ -47,7 +47,9 @@ pub struct DtexLoaderOptions {
     pub staged_reserve: f32,
     /// Boolean (default 0): interactive streaming (a viewport; new requests are rejected at
     /// random, with the previous launch's `1 - unique / total`, to spread them over the
-    /// frame) rather than final (a render that converges). Was `reserved` (0) in 0.1.0.
+    /// frame) rather than final (a render that converges). Interactive loaders also run
+    /// their fill threads in the background (Linux: niceness +10). Was `reserved` (0) in
+    /// 0.1.0.
     pub interactive: u32,
     /// Interactive mode: a queued tile fill that a fill thread takes when its launch is
     /// this many launches old or more is dropped unread and counted
