@@ -9,7 +9,9 @@
 //! then what the loader serves (part, channels, texel format, levels from the file or
 //! generated, pages against file tiles) or the error it gives. This module only formats it
 //! (text, `--json`). Ptex files get their faces, data type and levels (`info_ptex`); DDS
-//! files their encoding and levels (`info_dds`); other image formats their kind and size. `--check` and `--stats` read every texel (`info_check`).
+//! files their encoding and levels (`info_dds`); TIFF (maketx `.tx`) files their samples,
+//! compression, levels and texture metadata (`info_tiff`); other image formats their kind
+//! and size. `--check` and `--stats` read every texel (`info_check`).
 
 use crate::convert::load::{detect_format, format_name, guarded, InputFormat};
 use crate::error::CliError;
@@ -26,7 +28,8 @@ use std::path::PathBuf;
 /// Arguments of `demandtex info`.
 #[derive(clap::Args, Debug)]
 pub struct InfoArgs {
-    /// The file to describe (OpenEXR, Ptex, DDS; other images get their format and size).
+    /// The file to describe (OpenEXR, Ptex, DDS, TIFF / maketx .tx; other images get their
+    /// format and size).
     pub file: PathBuf,
     /// Print JSON instead of text.
     #[arg(long)]
@@ -84,6 +87,7 @@ pub fn run(args: &InfoArgs) -> Result<(), CliError> {
             }
         }
         InputFormat::Dds => crate::info_dds::print_dds(args)?,
+        InputFormat::Image(image::ImageFormat::Tiff) => crate::info_tiff::print_tiff(args)?,
         InputFormat::Image(format) => {
             let (width, height) = guarded(&args.file, || {
                 let reader = image::ImageReader::open(&args.file).map_err(|e| {

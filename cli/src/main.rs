@@ -23,6 +23,7 @@ mod info;
 mod info_check;
 mod info_dds;
 mod info_ptex;
+mod info_tiff;
 mod progress;
 mod ptex;
 mod rss;

@@ -175,6 +175,30 @@ fn maketx_tx_whole_and_truncated() {
 }
 
 #[test]
+fn maketx_tx_described_from_its_directories() {
+    let tx = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/tx/gray_float.tx");
+    let out = demandtex(&["info", p(&tx)]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("TIFF texture (\"Plain Texture\"), 130x70, 1 channel, 32-bit float")
+            && text.contains("8 stored levels")
+            && text.contains("served as R32F"),
+        "{text}"
+    );
+    let out = demandtex(&["info", "--json", p(&tx)]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["format"], "TIFF");
+    assert_eq!(v["levels"].as_array().unwrap().len(), 8);
+    assert_eq!(v["compression"], "ZIP (deflate)");
+    assert_eq!(v["wrap_modes"], serde_json::json!(["black", "black"]));
+}
+
+#[test]
 fn dds_converted_here_and_from_other_tools_whole_and_truncated() {
     let dir = test_dir("dds");
     let input = png(&dir);
