@@ -133,6 +133,21 @@ else
   failed=$((failed + 1))
   failures+=("demo --verify")
 fi
+# The interactive camera path on the GPU (docs/INTERACTIVE.md): frame times of the streaming
+# run against the same frames resident and untextured. Figures; it fails only if it cannot
+# run (a reference frame that does not converge, a driver error).
+echo "== demo: interactive (480x270, 120 frames, 256 MiB)"
+ilog="$(mktemp)"; idir="$(mktemp -d)"
+if bin/demandtex demo --backend cuda --interactive --threads 2 --budget-mb 256 --frames 120 \
+    --width 480 --height 270 --out "$idir" >"$ilog" 2>&1; then
+  passed=$((passed + 1))
+  grep -E '^(device|median|max frame|stalled|frames to full|final full|last frame|requests rejected) ' "$ilog" | sed 's/^/  /'
+else
+  failed=$((failed + 1))
+  failures+=("demo --interactive")
+  sed 's/^/  | /' "$ilog"
+fi
+rm -rf "$ilog" "$idir"
 # The GPU benchmarks: demand-path fetch vs hardware tex2DGrad, requests/s through pull ->
 # fill -> push, tile upload GB/s and map ops/s, launches to converge (demo scene in 256 MiB,
 # 1 TiB virtual set through a 2 GiB pool). Figures only: a non-zero exit means it could

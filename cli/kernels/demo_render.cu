@@ -7,6 +7,7 @@
  * built with `--fmad=false`, so no multiply-add is contracted where the CPU rounds twice).
  *
  *   dtex_demo_render(ctx, scene, pixels, done, first_pixel, end_pixel, newly_done)
+ *   dtex_demo_frame(ctx, scene, pixels, untextured, full_detail)   (an interactive frame)
  *
  * One thread per pixel index in `[first_pixel, end_pixel)` (row-major; a 1D grid of any
  * shape). A pixel whose `done` byte is set is skipped; otherwise its colour is written to
@@ -217,9 +218,11 @@ __device__ __forceinline__ bool intersect(const DtexDemoScene& scene, const Ray 
 }
 
 /// `Scene::lookup` + the demo's `sample`: the lookup of `layer` at `hit`, through
-/// `dtex::tex2DGrad` with default options. False if a page was missing.
+/// `dtex::sampleGrad` with `options`. False if it was not at full detail (a page was
+/// missing; with `fallbackToCoarser` a coarser level then stood in).
 __device__ __forceinline__ bool lookup(const DtexDeviceContext& ctx, const DtexDemoLayer& layer,
-                                       const Hit& hit, float4* value)
+                                       const Hit& hit, const dtex::SampleOptions& options,
+                                       float4* value)
 {
     float st[2];
     for (int k = 0; k < 2; ++k) {
@@ -230,9 +233,9 @@ __device__ __forceinline__ bool lookup(const DtexDeviceContext& ctx, const DtexD
                                    static_cast<float>(hit.dlocalDx[1] * layer.scale[1]));
     const float2 ddy = make_float2(static_cast<float>(hit.dlocalDy[0] * layer.scale[0]),
                                    static_cast<float>(hit.dlocalDy[1] * layer.scale[1]));
-    bool resident = false;
-    *value = dtex::tex2DGrad<float4>(ctx, layer.texture, st[0], st[1], ddx, ddy, &resident);
-    return resident;
+    const dtex::Sample sample = dtex::sampleGrad(ctx, layer.texture, st[0], st[1], ddx, ddy, options);
+    *value = sample.value;
+    return sample.resident && !sample.coarser;
 }
 
 /// `Scene::sky`: the colour along a ray that hits nothing.
@@ -248,10 +251,14 @@ __device__ __forceinline__ float4 sky(const Ray& ray)
     return make_float4(c[0], c[1], c[2], 1.0f);
 }
 
-/// `shade_pixel`: the colour of pixel (i, j) and whether every lookup was resident.
+/// How `shadePixel` shades: the multi-pass render's exact lookups, the interactive
+/// frame's (a coarser level stands in for a miss), or no texture at all.
+enum class Shading { Exact, Coarser, Untextured };
+
+/// `shade_pixel`: the colour of pixel (i, j) and whether every lookup was at full detail.
 __device__ __forceinline__ bool shadePixel(const DtexDeviceContext& ctx,
                                            const DtexDemoScene& scene, uint32_t i, uint32_t j,
-                                           float4* colour)
+                                           Shading shading, float4* colour)
 {
     const double x = static_cast<double>(i) + 0.5, y = static_cast<double>(j) + 0.5;
     const Ray rays[3] = {cameraRay(scene.camera, x, y), cameraRay(scene.camera, x + 1.0, y),
@@ -262,13 +269,17 @@ __device__ __forceinline__ bool shadePixel(const DtexDeviceContext& ctx,
         return true;
     }
     const DtexDemoQuad& q = scene.quads[hit.quad];
-    float4 base;
-    bool ok = lookup(ctx, q.base, hit, &base);
+    dtex::SampleOptions options;
+    options.fallbackToCoarser = shading == Shading::Coarser;
+    // Untextured (interactive.rs `Shading::Untextured`): base 0.5, detail 1.
+    float4 base = make_float4(0.5f, 0.5f, 0.5f, 0.5f);
+    bool ok = shading == Shading::Untextured || lookup(ctx, q.base, hit, options, &base);
     // `Scene::shade`: base x detail x (ambient + N.L).
     float d = 1.0f;
     if (q.detail.texture != DTEX_NO_TEXTURE) {
-        float4 c;
-        ok = lookup(ctx, q.detail, hit, &c) && ok;
+        float4 c = make_float4(1.0f, 1.0f, 1.0f, 1.0f);
+        if (shading != Shading::Untextured)
+            ok = lookup(ctx, q.detail, hit, options, &c) && ok;
         d = 0.55f + 0.9f * (c.x + c.y + c.z) / 3.0f;
     }
     const Vec3 light = vec3(scene.light);
@@ -297,11 +308,35 @@ extern "C" __global__ void dtex_demo_render(DtexDeviceContext ctx, DtexDemoScene
         if (done[idx] != 0u)
             continue;
         float4 colour;
-        const bool ok = shadePixel(ctx, scene, idx % width, idx / width, &colour);
+        const bool ok =
+            shadePixel(ctx, scene, idx % width, idx / width, Shading::Exact, &colour);
         pixels[idx] = colour;
         if (ok) {
             done[idx] = 1u;
             atomicAdd(newly_done, 1u);
         }
+    }
+}
+
+/// Shade every pixel of one interactive frame (`demandtex demo --interactive --backend
+/// cuda`): `untextured` 0 samples with `fallbackToCoarser` (a miss shows the finest resident
+/// coarser level and records its request) and counts in `*full_detail` the pixels whose
+/// lookups were all at full detail; 1 shades without textures (the reference).
+extern "C" __global__ void dtex_demo_frame(DtexDeviceContext ctx, DtexDemoScene scene,
+                                           float4* pixels, uint32_t untextured,
+                                           uint32_t* full_detail)
+{
+    const uint32_t width = scene.camera.width, height = scene.camera.height;
+    if (width == 0u || height == 0u)
+        return;
+    const unsigned long long total = static_cast<unsigned long long>(width) * height;
+    const uint32_t stride = gridDim.x * blockDim.x;
+    const Shading shading = untextured != 0u ? Shading::Untextured : Shading::Coarser;
+    for (uint32_t idx = blockIdx.x * blockDim.x + threadIdx.x; idx < total; idx += stride) {
+        float4 colour;
+        const bool full = shadePixel(ctx, scene, idx % width, idx / width, shading, &colour);
+        pixels[idx] = colour;
+        if (full)
+            atomicAdd(full_detail, 1u);
     }
 }

@@ -40,7 +40,11 @@ fn without_a_driver_cuda_is_exit_code_2_and_the_cpu_demo_still_renders() {
     if cuda::driver_present() {
         eprintln!("a CUDA driver is present: the no-driver checks need a machine without one");
     } else {
-        for args in [&["cuda-info"][..], &["demo", "--backend", "cuda"]] {
+        for args in [
+            &["cuda-info"][..],
+            &["demo", "--backend", "cuda"],
+            &["demo", "--backend", "cuda", "--interactive", "--frames", "4"],
+        ] {
             let (code, stdout, stderr) = run(demandtex(args));
             assert_eq!(code, 2, "{args:?}: {stdout}\n{stderr}");
             assert_eq!(
@@ -81,6 +85,7 @@ fn a_driver_without_a_device_is_exit_code_2_with_the_drivers_message() {
         &["cuda-info"][..],
         &["cuda-info", "--json"],
         &["demo", "--backend", "cuda"],
+        &["demo", "--backend", "cuda", "--interactive"],
     ] {
         let mut c = stub.command(BIN);
         c.args(args);

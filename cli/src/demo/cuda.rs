@@ -88,7 +88,7 @@ pub fn device_quads(scene: &Scene, ids: &[TextureId]) -> Vec<DemoQuad> {
 
 /// The demo's loader on device 0.
 pub fn open_loader(budget_bytes: u64, fill_threads: usize) -> Result<CudaLoader, CliError> {
-    CudaLoader::new(
+    open_cuda_loader(
         0,
         LoaderOptions {
             max_texture_memory: budget_bytes,
@@ -96,7 +96,11 @@ pub fn open_loader(budget_bytes: u64, fill_threads: usize) -> Result<CudaLoader,
             ..LoaderOptions::default()
         },
     )
-    .map_err(cuda_error)
+}
+
+/// A loader with `options` on device `ordinal` (no driver or device: exit code 2).
+pub fn open_cuda_loader(ordinal: u32, options: LoaderOptions) -> Result<CudaLoader, CliError> {
+    CudaLoader::new(ordinal, options).map_err(cuda_error)
 }
 
 /// Create `scene`'s textures on `loader` and render them through `camera`, multi-pass,

@@ -1,4 +1,5 @@
-//! The demo's CUDA kernel, `dtex_demo_render` of `cli/kernels/demo_render.cu` (its PTX
+//! The demo's CUDA kernels, `dtex_demo_render` (a multi-pass launch) and `dtex_demo_frame`
+//! (an interactive frame) of `cli/kernels/demo_render.cu` (its PTX
 //! shipped in `cli/kernels/ptx/`), and the `#[repr(C)]` scene structs it reads, laid out as
 //! the kernel's `DtexDemo*` structs (sizes and offsets asserted here and there).
 
@@ -25,6 +26,9 @@ pub const DEMO_PARAMS: &[usize] = &[
     4,
     8,
 ];
+
+/// The interactive frame kernel's parameter sizes as [`DemoKernel::frame`] passes them.
+pub const FRAME_PARAMS: &[usize] = &[size_of::<DeviceContext>(), size_of::<DemoScene>(), 8, 4, 8];
 
 /// One texture layer of a demo rectangle (kernels/demo_render.cu `DtexDemoLayer`).
 #[repr(C)]
@@ -114,23 +118,32 @@ unsafe impl DeviceRepr for DemoQuad {}
 #[derive(Debug, Clone)]
 pub struct DemoKernel {
     render: CudaFunction,
+    frame: CudaFunction,
 }
 
 impl DemoKernel {
     /// Load the embedded PTX into `ctx`.
     pub fn load(ctx: &Arc<CudaContext>) -> Result<DemoKernel> {
         // Launch arguments the PTX does not declare would be undefined behaviour.
-        let declared = ptx_param_sizes(DEMO_RENDER_PTX, "dtex_demo_render");
-        if declared.as_deref() != Some(DEMO_PARAMS) {
-            return Err(Error::Internal(format!(
-                "dtex_demo_render: the PTX declares {declared:?}, the launch passes {DEMO_PARAMS:?}"
-            )));
+        for (name, params) in [
+            ("dtex_demo_render", DEMO_PARAMS),
+            ("dtex_demo_frame", FRAME_PARAMS),
+        ] {
+            let declared = ptx_param_sizes(DEMO_RENDER_PTX, name);
+            if declared.as_deref() != Some(params) {
+                return Err(Error::Internal(format!(
+                    "{name}: the PTX declares {declared:?}, the launch passes {params:?}"
+                )));
+            }
         }
-        let [render]: [CudaFunction; 1] =
-            load_functions(ctx, DEMO_RENDER_PTX, &["dtex_demo_render"])?
-                .try_into()
-                .map_err(|_| Error::Internal("the demo module lacks its kernel".into()))?;
-        Ok(DemoKernel { render })
+        let [render, frame]: [CudaFunction; 2] = load_functions(
+            ctx,
+            DEMO_RENDER_PTX,
+            &["dtex_demo_render", "dtex_demo_frame"],
+        )?
+        .try_into()
+        .map_err(|_| Error::Internal("the demo module lacks its kernels".into()))?;
+        Ok(DemoKernel { render, frame })
     }
 
     /// Enqueue `dtex_demo_render(ctx, scene, pixels, done, first_pixel, end_pixel,
@@ -172,14 +185,52 @@ impl DemoKernel {
     }
 }
 
+impl DemoKernel {
+    /// Enqueue `dtex_demo_frame(ctx, scene, pixels, untextured, full_detail)` over every
+    /// pixel of the camera's image.
+    ///
+    /// # Safety
+    /// As [`DemoKernel::render`]: `ctx` alive in device memory, `scene.quads` `num_quads`
+    /// quads, `pixels` one `float4` per pixel, `full_detail` one counter, all device memory
+    /// of this context.
+    pub unsafe fn frame(
+        &self,
+        stream: &CudaStream,
+        ctx: &DeviceContext,
+        scene: &DemoScene,
+        pixels: u64,
+        untextured: bool,
+        full_detail: u64,
+    ) -> Result<()> {
+        let mut b = stream.launch_builder(&self.frame);
+        let ctx = KernelContext(*ctx);
+        let untextured = u32::from(untextured);
+        b.arg(&ctx)
+            .arg(scene)
+            .arg(&pixels)
+            .arg(&untextured)
+            .arg(&full_detail);
+        let threads = scene.camera.width as u64 * scene.camera.height as u64;
+        // SAFETY: the arguments match the kernel's parameters (FRAME_PARAMS, tested against
+        // the PTX); the caller vouches for the memory they address.
+        safe("cuLaunchKernel(dtex_demo_frame)", || unsafe {
+            b.launch(launch_config(threads))
+        })
+        .map(|_| ())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn the_launch_helper_passes_what_the_shipped_ptx_declares() {
+    fn the_launch_helpers_pass_what_the_shipped_ptx_declares() {
         let declared = ptx_param_sizes(DEMO_RENDER_PTX, "dtex_demo_render")
             .expect("dtex_demo_render is an entry of the shipped PTX");
         assert_eq!(declared, DEMO_PARAMS);
+        let declared = ptx_param_sizes(DEMO_RENDER_PTX, "dtex_demo_frame")
+            .expect("dtex_demo_frame is an entry of the shipped PTX");
+        assert_eq!(declared, FRAME_PARAMS);
     }
 }

@@ -70,6 +70,17 @@ impl DemoRenderer {
         })
     }
 
+    /// Render through `camera` from now on (of the same size as the frame's).
+    pub fn set_camera(&mut self, camera: DemoCamera) {
+        debug_assert_eq!(
+            (camera.width, camera.height),
+            (self.scene.camera.width, self.scene.camera.height)
+        );
+        if (camera.width, camera.height) == (self.scene.camera.width, self.scene.camera.height) {
+            self.scene.camera = camera;
+        }
+    }
+
     /// Pixels in the frame.
     pub fn pixel_count(&self) -> usize {
         self.scene.camera.width as usize * self.scene.camera.height as usize
@@ -104,6 +115,38 @@ impl DemoRenderer {
             )
         }?;
         let counter = safe("reading the done counter", || {
+            let v = stream.clone_dtoh(&self.newly_done)?;
+            stream.synchronize()?;
+            Ok(v)
+        })?;
+        Ok(counter[0])
+    }
+
+    /// Shade every pixel of one interactive frame in `launch` (textured: a miss shows a
+    /// coarser level and records its request; or untextured) and wait for it; returns the
+    /// pixels at full detail.
+    pub fn frame(&mut self, launch: &CudaLaunch, untextured: bool) -> Result<u32> {
+        let stream = launch.stream();
+        safe("cuMemsetD8Async", || {
+            stream.memset_zeros(&mut self.newly_done)
+        })?;
+        let (p, n) = (
+            self.pixels.device_ptr(stream).0,
+            self.newly_done.device_ptr(stream).0,
+        );
+        // SAFETY: as in `render`: the launch's context, the scene's quads, 4 floats a pixel
+        // in `p` and one counter in `n`, all alive in `self`.
+        unsafe {
+            self.kernel.frame(
+                stream,
+                &launch.device_context(),
+                &self.scene,
+                p,
+                untextured,
+                n,
+            )
+        }?;
+        let counter = safe("reading the full-detail counter", || {
             let v = stream.clone_dtoh(&self.newly_done)?;
             stream.synchronize()?;
             Ok(v)

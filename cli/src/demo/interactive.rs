@@ -146,7 +146,7 @@ pub(super) fn scene_loader(
 
 /// `source` on a slow store: every tile and mip-tail read first sleeps `latency` (core's
 /// fault-injecting source with latency and no faults); `source` itself when `latency` is 0.
-fn slow_store(
+pub(super) fn slow_store(
     source: Arc<dyn ImageSource>,
     latency: Duration,
 ) -> Result<Arc<dyn ImageSource>, CliError> {
@@ -260,16 +260,16 @@ pub(super) fn job<'a>(
 }
 
 /// Launches a reference frame may take to converge before it is timed.
-const REFERENCE_LAUNCHES: u32 = 64;
+pub(super) const REFERENCE_LAUNCHES: u32 = 64;
 
 /// Timings of each reference frame; the median is kept. The same frame, all resident,
 /// takes the same work each time: the median drops the odd slow one (a vCPU taken away
 /// for a few milliseconds), so each streaming frame is compared with what its resident
 /// counterpart usually costs.
-const REFERENCE_TIMINGS: usize = 3;
+pub(super) const REFERENCE_TIMINGS: usize = 3;
 
 /// The median of `n` values of `time` (run `n` times, in order).
-fn median_of(n: usize, mut time: impl FnMut() -> f64) -> f64 {
+pub(super) fn median_of(n: usize, mut time: impl FnMut() -> f64) -> f64 {
     let mut t: Vec<f64> = (0..n.max(1)).map(|_| time()).collect();
     t.sort_by(f64::total_cmp);
     t[t.len() / 2]
@@ -427,8 +427,28 @@ pub fn run(args: &DemoArgs, scene: &Scene, pool: &rayon::ThreadPool) -> Result<(
     let (mut records, last_stream, stats) = streaming_run(scene, args, pool)?;
     println!("streaming run done; reference runs (every needed tile resident; untextured)");
     let last_resident = reference_runs(scene, args, pool, &mut records)?;
-    let last_diff = last_stream.max_abs_diff(&last_resident);
-    let mut summary = frame_stats_json(&records, STALL_RATIO);
+    let mut summary = summarize(args, &records, &last_stream, &last_resident, &stats);
+    summary.insert("threads".into(), (pool.current_num_threads() as u64).into());
+    if args.request_cap != 0 {
+        let on = cap_experiment(scene, args, pool, true)?;
+        let off = cap_experiment(scene, args, pool, false)?;
+        summary.insert("request_cap_rejection_on".into(), Value::Object(on));
+        summary.insert("request_cap_rejection_off".into(), Value::Object(off));
+    }
+    write_outputs(args, &records, &summary)
+}
+
+/// The summary of a run: frame statistics, the streaming loader's counters and how the
+/// last streaming frame differs from the last resident one.
+pub(super) fn summarize(
+    args: &DemoArgs,
+    records: &[FrameRecord],
+    last_stream: &Frame,
+    last_resident: &Frame,
+    stats: &demandtex::Stats,
+) -> Map<String, Value> {
+    let last_diff = last_stream.max_abs_diff(last_resident);
+    let mut summary = frame_stats_json(records, STALL_RATIO);
     summary.insert("io_latency_ms".into(), args.io_latency_ms.into());
     summary.insert("requests_rejected".into(), stats.requests_rejected.into());
     summary.insert("requests_dropped".into(), stats.requests_dropped.into());
@@ -448,21 +468,23 @@ pub fn run(args: &DemoArgs, scene: &Scene, pool: &rayon::ThreadPool) -> Result<(
     summary.insert("fps_target".into(), args.fps.into());
     summary.insert("width".into(), args.width.into());
     summary.insert("height".into(), args.height.into());
-    summary.insert("threads".into(), (pool.current_num_threads() as u64).into());
     summary.insert(
         "fill_threads".into(),
         (streaming_options(args, true).fill_threads as u64).into(),
     );
-    if args.request_cap != 0 {
-        let on = cap_experiment(scene, args, pool, true)?;
-        let off = cap_experiment(scene, args, pool, false)?;
-        summary.insert("request_cap_rejection_on".into(), Value::Object(on));
-        summary.insert("request_cap_rejection_off".into(), Value::Object(off));
-    }
-    write_csv(&args.out.join("frames.csv"), &records)?;
-    super::output::write_json(&args.out.join("interactive.json"), &summary)?;
-    super::interactive_plot::write(&args.out.join("interactive.png"), &records)?;
-    print!("{}", crate::table::object_table(&summary).render());
+    summary
+}
+
+/// Write `frames.csv`, `interactive.json` and `interactive.png`, and print the summary.
+pub(super) fn write_outputs(
+    args: &DemoArgs,
+    records: &[FrameRecord],
+    summary: &Map<String, Value>,
+) -> Result<(), CliError> {
+    write_csv(&args.out.join("frames.csv"), records)?;
+    super::output::write_json(&args.out.join("interactive.json"), summary)?;
+    super::interactive_plot::write(&args.out.join("interactive.png"), records)?;
+    print!("{}", crate::table::object_table(summary).render());
     println!(
         "wrote {}/frames.csv, interactive.json, interactive.png",
         args.out.display()

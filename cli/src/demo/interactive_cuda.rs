@@ -1,0 +1,209 @@
+//! `demandtex demo --interactive --backend cuda`: the camera path of [`super::interactive`]
+//! rendered on device 0 by cli/kernels/demo_render.cu's `dtex_demo_frame` through a
+//! [`CudaLoader`] in interactive mode — the frame never waits for a fill; a lookup that
+//! misses shows the finest resident coarser level (`fallbackToCoarser`) and records its
+//! request (rejected at random with the previous launch's `RP`; the request key is the
+//! thread's global index, i.e. the pixel) — then the same frames with every needed tile
+//! resident and untextured, timed the same way. The outputs are the CPU run's
+//! (`frames.csv`, `interactive.json`, `interactive.png`).
+//!
+//! A frame's time is the host's wall clock from the publication at its start to the
+//! requests handed to the fill threads, with the kernel waited for (its counter of pixels at
+//! full detail is read back).
+
+use super::builtin;
+use super::cuda::{device_camera, device_quads, open_cuda_loader};
+use super::cuda_render::DemoRenderer;
+use super::interactive::{
+    camera_path, median_of, slow_store, streaming_options, summarize, write_outputs,
+    REFERENCE_LAUNCHES, REFERENCE_TIMINGS,
+};
+use super::interactive_io::FrameRecord;
+use super::render::Frame;
+use super::scene::Scene;
+use super::DemoArgs;
+use crate::error::CliError;
+use demandtex::{LoaderOptions, TextureId};
+use demandtex_cuda::CudaLoader;
+use std::time::{Duration, Instant};
+
+/// Run the interactive demo on device 0; returns the scene's virtual texture bytes and
+/// texture count. Without a driver or device: the probe's error (exit code 2), nothing
+/// written.
+pub fn run(args: &DemoArgs) -> Result<(u64, usize), CliError> {
+    if let Err(e) = demandtex_cuda::probe_device(0) {
+        return Err(crate::cuda::unavailable(e));
+    }
+    let scene = builtin::scene(builtin::SceneSize {
+        texture_size: args.texture_size,
+        ..builtin::SceneSize::FULL
+    });
+    std::fs::create_dir_all(&args.out)
+        .map_err(|e| CliError::Io(format!("{}: {e}", args.out.display())))?;
+    println!(
+        "interactive on CUDA: {} frames, I/O latency {} ms per tile read, rejection {}",
+        args.frames,
+        args.io_latency_ms,
+        if args.no_rejection { "off" } else { "on" }
+    );
+    let (mut records, last_stream, stats, device) = streaming_run(&scene, args)?;
+    println!("streaming run done; reference runs (every needed tile resident; untextured)");
+    let last_resident = reference_runs(&scene, args, &mut records)?;
+    let mut summary = summarize(args, &records, &last_stream, &last_resident, &stats);
+    summary.insert("backend".into(), "cuda".into());
+    summary.insert("device".into(), device.into());
+    write_outputs(args, &records, &summary)?;
+    Ok((super::virtual_texture_bytes(&scene)?, scene.textures.len()))
+}
+
+/// `scene`'s textures on `loader`, each read delayed by `latency`.
+fn create_textures(
+    loader: &CudaLoader,
+    scene: &Scene,
+    latency: Duration,
+) -> Result<Vec<TextureId>, CliError> {
+    scene
+        .textures
+        .iter()
+        .map(|t| {
+            let source = slow_store(t.source(), latency)?;
+            Ok(loader.create_texture(source, t.desc())?)
+        })
+        .collect()
+}
+
+/// A renderer of `scene` through frame 0's camera (each frame sets its own).
+fn renderer(
+    loader: &CudaLoader,
+    scene: &Scene,
+    ids: &[TextureId],
+    args: &DemoArgs,
+) -> Result<DemoRenderer, CliError> {
+    let (camera, _) = camera_path(0, args.frames, args.width, args.height);
+    Ok(DemoRenderer::new(
+        loader,
+        device_camera(&camera),
+        [scene.light.x, scene.light.y, scene.light.z],
+        &device_quads(scene, ids),
+    )?)
+}
+
+fn image(renderer: &DemoRenderer, args: &DemoArgs) -> Result<Frame, CliError> {
+    Ok(Frame {
+        width: args.width,
+        height: args.height,
+        pixels: renderer.pixels()?,
+    })
+}
+
+type StreamingRun = (Vec<FrameRecord>, Frame, demandtex::Stats, String);
+
+/// The streaming frames: never waiting for a fill, paced to `--fps` when given.
+fn streaming_run(scene: &Scene, args: &DemoArgs) -> Result<StreamingRun, CliError> {
+    let loader = open_cuda_loader(0, streaming_options(args, !args.no_rejection))?;
+    let ids = create_textures(&loader, scene, Duration::from_millis(args.io_latency_ms))?;
+    let mut frame = renderer(&loader, scene, &ids, args)?;
+    let period = (args.fps > 0.0).then(|| Duration::from_secs_f64(1.0 / args.fps));
+    let total = frame.pixel_count().max(1) as f64;
+    let mut records = Vec::with_capacity(args.frames as usize);
+    for f in 0..args.frames {
+        let (camera, cut) = camera_path(f, args.frames, args.width, args.height);
+        frame.set_camera(device_camera(&camera));
+        let before = loader.stats();
+        let start = Instant::now();
+        let published = loader.publish_pending()?;
+        let launch = loader.launch_prepare()?;
+        let full = frame.frame(&launch, false)?;
+        let ticket = loader.process_requests(launch)?; // never waited for
+        let seconds = start.elapsed().as_secs_f64();
+        drop(ticket);
+        let after = loader.stats();
+        records.push(FrameRecord {
+            frame: f,
+            cut,
+            seconds,
+            requests: after.requests - before.requests,
+            rejected: after.requests_rejected - before.requests_rejected,
+            dropped: after.requests_dropped - before.requests_dropped,
+            fills_dropped: after.fills_dropped_stale - before.fills_dropped_stale,
+            published: published as u64,
+            resident_bytes: after.resident_bytes,
+            full_detail: full as f64 / total,
+            resident_seconds: 0.0,
+            untextured_seconds: 0.0,
+        });
+        if let Some(p) = period {
+            std::thread::sleep(p.saturating_sub(start.elapsed()));
+        }
+    }
+    let last = image(&frame, args)?;
+    // Fills still queued are cancelled, not waited for.
+    loader.cancel_queued_fills();
+    let device = loader.device_info().name.clone();
+    Ok((records, last, loader.stats(), device))
+}
+
+/// For every frame: make its tiles resident (untimed), then time it textured and
+/// untextured ([`REFERENCE_TIMINGS`] times each, the median kept), as the CPU reference.
+fn reference_runs(
+    scene: &Scene,
+    args: &DemoArgs,
+    records: &mut [FrameRecord],
+) -> Result<Frame, CliError> {
+    let budget = (args.budget_mb << 20).max(1 << 30) * 4;
+    let options = LoaderOptions {
+        max_texture_memory: budget,
+        fill_threads: args.threads,
+        ..LoaderOptions::default()
+    };
+    let loader = open_cuda_loader(0, options)?;
+    let ids = create_textures(&loader, scene, Duration::ZERO)?;
+    let mut frame = renderer(&loader, scene, &ids, args)?;
+    let total = frame.pixel_count() as u32;
+    for r in records.iter_mut() {
+        let (camera, _) = camera_path(r.frame, args.frames, args.width, args.height);
+        frame.set_camera(device_camera(&camera));
+        let mut converged = false;
+        for _ in 0..REFERENCE_LAUNCHES {
+            let launch = loader.launch_prepare()?;
+            let full = frame.frame(&launch, false)?;
+            loader.process_requests(launch)?.wait();
+            if full == total {
+                converged = true;
+                break;
+            }
+        }
+        if !converged {
+            return Err(CliError::Demandtex(format!(
+                "reference frame {} did not converge in {REFERENCE_LAUNCHES} launches",
+                r.frame
+            )));
+        }
+        let mut failure = None;
+        let mut time = |untextured: bool| {
+            median_of(REFERENCE_TIMINGS, || {
+                let start = Instant::now();
+                let run = loader.launch_prepare().and_then(|launch| {
+                    frame.frame(&launch, untextured)?;
+                    loader.process_requests(launch)
+                });
+                let seconds = start.elapsed().as_secs_f64();
+                match run {
+                    Ok(ticket) => ticket.wait(),
+                    Err(e) => failure = Some(e),
+                }
+                seconds
+            })
+        };
+        r.resident_seconds = time(false);
+        r.untextured_seconds = time(true);
+        if let Some(e) = failure {
+            return Err(e.into());
+        }
+    }
+    // The last frame, textured again (the untextured timing overwrote the pixels).
+    let launch = loader.launch_prepare()?;
+    frame.frame(&launch, false)?;
+    loader.process_requests(launch)?.wait();
+    image(&frame, args)
+}
