@@ -43,7 +43,14 @@ fn without_a_driver_cuda_is_exit_code_2_and_the_cpu_demo_still_renders() {
         for args in [
             &["cuda-info"][..],
             &["demo", "--backend", "cuda"],
-            &["demo", "--backend", "cuda", "--interactive", "--frames", "4"],
+            &[
+                "demo",
+                "--backend",
+                "cuda",
+                "--interactive",
+                "--frames",
+                "4",
+            ],
         ] {
             let (code, stdout, stderr) = run(demandtex(args));
             assert_eq!(code, 2, "{args:?}: {stdout}\n{stderr}");

@@ -91,6 +91,7 @@ fn maketx_files_decode_as_oiio_reads_them_at_every_level() {
         ("rgba16_lzw.tx", TexelType::U16, 4, (160, 96)),
         ("rgb_half_separate.tx", TexelType::F32, 4, (64, 40)),
         ("gray_float.tx", TexelType::F32, 1, (130, 70)),
+        ("rgba_float.tx", TexelType::F32, 4, (60, 40)),
         ("rgba8_none_tile32.tx", TexelType::U8, 4, (60, 40)),
         ("rgba8_packbits.tx", TexelType::U8, 4, (60, 40)),
         ("const.tx", TexelType::U8, 4, (64, 64)),
