@@ -116,6 +116,13 @@ pub fn run(args: &InfoArgs) -> Result<(), CliError> {
     Ok(())
 }
 
+/// The size of `path` on disk.
+pub fn bytes_on_disk(path: &std::path::Path) -> Result<u64, CliError> {
+    std::fs::metadata(path)
+        .map(|m| m.len())
+        .map_err(|e| CliError::Io(format!("cannot read {}: {e}", path.display())))
+}
+
 /// Writes `text` to stdout; a closed pipe (`demandtex info x.exr | head`) is not an error.
 pub fn print_stdout(text: &str) -> Result<(), CliError> {
     use std::io::Write;

@@ -19,9 +19,7 @@ pub fn print_dds(args: &InfoArgs) -> Result<(), CliError> {
     let layout = source
         .layout()
         .map_err(|e| CliError::Demandtex(e.to_string()))?;
-    let on_disk = std::fs::metadata(&args.file)
-        .map(|m| m.len())
-        .map_err(|e| CliError::Io(format!("cannot read {}: {e}", args.file.display())))?;
+    let on_disk = crate::info::bytes_on_disk(&args.file)?;
     let served_bits = info.format.texel_bytes() as u32 * 8;
     let stored_bits = layout.encoding.bits_per_texel();
     if args.json {

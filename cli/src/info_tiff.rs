@@ -23,9 +23,7 @@ pub fn print_tiff(args: &InfoArgs) -> Result<(), CliError> {
     let layout = source
         .layout()
         .map_err(|e| CliError::Demandtex(e.to_string()))?;
-    let on_disk = std::fs::metadata(&args.file)
-        .map(|m| m.len())
-        .map_err(|e| CliError::Io(format!("cannot read {}: {e}", args.file.display())))?;
+    let on_disk = crate::info::bytes_on_disk(&args.file)?;
     if args.json {
         return print_stdout(&format!("{:#}\n", to_json(args, &layout, on_disk, &info)));
     }

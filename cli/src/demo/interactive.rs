@@ -210,20 +210,15 @@ fn streaming_run(
         let seconds = start.elapsed().as_secs_f64();
         drop(ticket);
         let after = loader.stats();
-        records.push(FrameRecord {
-            frame: f,
-            cut,
+        let full_detail = full.iter().filter(|&&x| x).count() as f64 / full.len().max(1) as f64;
+        records.push(FrameRecord::streaming(
+            (f, cut),
             seconds,
-            requests: after.requests - before.requests,
-            rejected: after.requests_rejected - before.requests_rejected,
-            dropped: after.requests_dropped - before.requests_dropped,
-            fills_dropped: after.fills_dropped_stale - before.fills_dropped_stale,
-            published: published as u64,
-            resident_bytes: after.resident_bytes,
-            full_detail: full.iter().filter(|&&x| x).count() as f64 / full.len().max(1) as f64,
-            resident_seconds: 0.0,
-            untextured_seconds: 0.0,
-        });
+            published as u64,
+            full_detail,
+            &before,
+            &after,
+        ));
         last = Some(frame);
         if let Some(p) = period {
             std::thread::sleep(p.saturating_sub(start.elapsed()));
@@ -259,6 +254,16 @@ pub(super) fn job<'a>(
     }
 }
 
+/// The reference runs' loader: final mode, room for one frame's working set at any point
+/// of the path (with eviction between).
+pub(super) fn reference_options(args: &DemoArgs) -> LoaderOptions {
+    LoaderOptions {
+        max_texture_memory: (args.budget_mb << 20).max(1 << 30) * 4,
+        fill_threads: args.threads,
+        ..LoaderOptions::default()
+    }
+}
+
 /// Launches a reference frame may take to converge before it is timed.
 pub(super) const REFERENCE_LAUNCHES: u32 = 64;
 
@@ -284,14 +289,7 @@ fn reference_runs(
     pool: &rayon::ThreadPool,
     records: &mut [FrameRecord],
 ) -> Result<Frame, CliError> {
-    // Room for one frame's working set at any point of the path, with eviction between.
-    let budget = (args.budget_mb << 20).max(1 << 30) * 4;
-    let options = LoaderOptions {
-        max_texture_memory: budget,
-        fill_threads: args.threads,
-        ..LoaderOptions::default()
-    };
-    let (loader, ids) = scene_loader(scene, options, Duration::ZERO)?;
+    let (loader, ids) = scene_loader(scene, reference_options(args), Duration::ZERO)?;
     let mut last = None;
     for r in records.iter_mut() {
         let (camera, _) = camera_path(r.frame, args.frames, args.width, args.height);
@@ -414,16 +412,22 @@ fn progress_spread(before: &[bool], after: &[bool], width: u32, height: u32) -> 
     (touched, cv)
 }
 
-/// Run the interactive demo (CPU).
-pub fn run(args: &DemoArgs, scene: &Scene, pool: &rayon::ThreadPool) -> Result<(), CliError> {
+/// Make the output folder and say what runs (`on`: where it renders).
+pub(super) fn begin(args: &DemoArgs, on: &str) -> Result<(), CliError> {
     std::fs::create_dir_all(&args.out)
         .map_err(|e| CliError::Io(format!("{}: {e}", args.out.display())))?;
     println!(
-        "interactive: {} frames, I/O latency {} ms per tile read, rejection {}",
+        "interactive{on}: {} frames, I/O latency {} ms per tile read, rejection {}",
         args.frames,
         args.io_latency_ms,
         if args.no_rejection { "off" } else { "on" }
     );
+    Ok(())
+}
+
+/// Run the interactive demo (CPU).
+pub fn run(args: &DemoArgs, scene: &Scene, pool: &rayon::ThreadPool) -> Result<(), CliError> {
+    begin(args, "")?;
     let (mut records, last_stream, stats) = streaming_run(scene, args, pool)?;
     println!("streaming run done; reference runs (every needed tile resident; untextured)");
     let last_resident = reference_runs(scene, args, pool, &mut records)?;

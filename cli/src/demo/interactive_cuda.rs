@@ -15,15 +15,15 @@ use super::builtin;
 use super::cuda::{device_camera, device_quads, open_cuda_loader};
 use super::cuda_render::DemoRenderer;
 use super::interactive::{
-    camera_path, median_of, slow_store, streaming_options, summarize, write_outputs,
-    REFERENCE_LAUNCHES, REFERENCE_TIMINGS,
+    begin, camera_path, median_of, reference_options, slow_store, streaming_options, summarize,
+    write_outputs, REFERENCE_LAUNCHES, REFERENCE_TIMINGS,
 };
 use super::interactive_io::FrameRecord;
 use super::render::Frame;
 use super::scene::Scene;
 use super::DemoArgs;
 use crate::error::CliError;
-use demandtex::{LoaderOptions, TextureId};
+use demandtex::TextureId;
 use demandtex_cuda::CudaLoader;
 use std::time::{Duration, Instant};
 
@@ -38,14 +38,7 @@ pub fn run(args: &DemoArgs) -> Result<(u64, usize), CliError> {
         texture_size: args.texture_size,
         ..builtin::SceneSize::FULL
     });
-    std::fs::create_dir_all(&args.out)
-        .map_err(|e| CliError::Io(format!("{}: {e}", args.out.display())))?;
-    println!(
-        "interactive on CUDA: {} frames, I/O latency {} ms per tile read, rejection {}",
-        args.frames,
-        args.io_latency_ms,
-        if args.no_rejection { "off" } else { "on" }
-    );
+    begin(args, " on CUDA")?;
     let (mut records, last_stream, stats, device) = streaming_run(&scene, args)?;
     println!("streaming run done; reference runs (every needed tile resident; untextured)");
     let last_resident = reference_runs(&scene, args, &mut records)?;
@@ -118,20 +111,14 @@ fn streaming_run(scene: &Scene, args: &DemoArgs) -> Result<StreamingRun, CliErro
         let seconds = start.elapsed().as_secs_f64();
         drop(ticket);
         let after = loader.stats();
-        records.push(FrameRecord {
-            frame: f,
-            cut,
+        records.push(FrameRecord::streaming(
+            (f, cut),
             seconds,
-            requests: after.requests - before.requests,
-            rejected: after.requests_rejected - before.requests_rejected,
-            dropped: after.requests_dropped - before.requests_dropped,
-            fills_dropped: after.fills_dropped_stale - before.fills_dropped_stale,
-            published: published as u64,
-            resident_bytes: after.resident_bytes,
-            full_detail: full as f64 / total,
-            resident_seconds: 0.0,
-            untextured_seconds: 0.0,
-        });
+            published as u64,
+            full as f64 / total,
+            &before,
+            &after,
+        ));
         if let Some(p) = period {
             std::thread::sleep(p.saturating_sub(start.elapsed()));
         }
@@ -150,13 +137,7 @@ fn reference_runs(
     args: &DemoArgs,
     records: &mut [FrameRecord],
 ) -> Result<Frame, CliError> {
-    let budget = (args.budget_mb << 20).max(1 << 30) * 4;
-    let options = LoaderOptions {
-        max_texture_memory: budget,
-        fill_threads: args.threads,
-        ..LoaderOptions::default()
-    };
-    let loader = open_cuda_loader(0, options)?;
+    let loader = open_cuda_loader(0, reference_options(args))?;
     let ids = create_textures(&loader, scene, Duration::ZERO)?;
     let mut frame = renderer(&loader, scene, &ids, args)?;
     let total = frame.pixel_count() as u32;

@@ -35,6 +35,34 @@ pub struct FrameRecord {
 }
 
 impl FrameRecord {
+    /// A streaming frame's record: frame `frame` (a cut or not) took `seconds`, made
+    /// `published` publications at its start and had `full_detail` of its pixels at full
+    /// detail; the counts are the loader's statistics `after` the frame less those
+    /// `before` it. The reference times are filled in later.
+    pub fn streaming(
+        (frame, cut): (u32, bool),
+        seconds: f64,
+        published: u64,
+        full_detail: f64,
+        before: &demandtex::Stats,
+        after: &demandtex::Stats,
+    ) -> FrameRecord {
+        FrameRecord {
+            frame,
+            cut,
+            seconds,
+            requests: after.requests - before.requests,
+            rejected: after.requests_rejected - before.requests_rejected,
+            dropped: after.requests_dropped - before.requests_dropped,
+            fills_dropped: after.fills_dropped_stale - before.fills_dropped_stale,
+            published,
+            resident_bytes: after.resident_bytes,
+            full_detail,
+            resident_seconds: 0.0,
+            untextured_seconds: 0.0,
+        }
+    }
+
     /// Streaming time over resident time (1 when the resident time is 0).
     pub fn ratio(&self) -> f64 {
         if self.resident_seconds > 0.0 {
