@@ -22,6 +22,7 @@
 //! an [`ImageSource`] (`docs/PTEX.md`), and `crate::sampling::ptex` filters them.
 
 pub mod box_filter;
+pub(crate) mod byte_sums;
 pub mod check;
 pub mod dds;
 mod decoded;

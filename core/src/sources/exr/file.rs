@@ -274,6 +274,19 @@ impl ExrFile {
             }
             _ => return Err("deep data is not supported".into()),
         }
+        let expected = w * h * header.channels.bytes_per_pixel;
+        let compressed = match &chunk.compressed_block {
+            CompressedBlock::Tile(t) => &t.compressed_pixels_le,
+            CompressedBlock::ScanLine(s) => &s.compressed_pixels_le,
+            _ => &Vec::new(),
+        };
+        if let Some(data) = super::zip::decode(header.compression, compressed, expected) {
+            return Ok(DecodedBlock {
+                width: w,
+                height: h,
+                data,
+            });
+        }
         let block = UncompressedBlock::decompress_chunk(chunk, &self.meta, true)
             .map_err(|e| format!("cannot decompress ({}): {e}", header.compression))?;
         if block.index.pixel_size != Vec2(w, h)

@@ -63,6 +63,7 @@ pub(crate) mod handles;
 pub(crate) mod mips;
 mod serve;
 pub mod writer;
+mod zip;
 
 #[cfg(test)]
 mod tests;
