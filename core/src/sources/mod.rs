@@ -31,6 +31,7 @@ pub mod exr;
 pub mod fault;
 mod file_backed;
 pub mod float_image;
+pub(crate) mod inflate;
 pub mod limits;
 pub mod memory;
 pub mod mips;

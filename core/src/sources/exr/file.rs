@@ -248,7 +248,7 @@ impl ExrFile {
             ));
         }
         let header = self.header();
-        match &chunk.compressed_block {
+        let compressed = match &chunk.compressed_block {
             CompressedBlock::Tile(t) => {
                 let c = t.coordinates;
                 if c.tile_index != Vec2(bx, by) || c.level_index != Vec2(level, level) {
@@ -261,6 +261,7 @@ impl ExrFile {
                         c.level_index.y()
                     ));
                 }
+                &t.compressed_pixels_le
             }
             CompressedBlock::ScanLine(s) => {
                 let y = header.own_attributes.layer_position.y() as i64
@@ -271,15 +272,11 @@ impl ExrFile {
                         s.y_coordinate
                     ));
                 }
+                &s.compressed_pixels_le
             }
             _ => return Err("deep data is not supported".into()),
-        }
-        let expected = w * h * header.channels.bytes_per_pixel;
-        let compressed = match &chunk.compressed_block {
-            CompressedBlock::Tile(t) => &t.compressed_pixels_le,
-            CompressedBlock::ScanLine(s) => &s.compressed_pixels_le,
-            _ => &Vec::new(),
         };
+        let expected = w * h * header.channels.bytes_per_pixel;
         if let Some(data) = super::zip::decode(header.compression, compressed, expected) {
             return Ok(DecodedBlock {
                 width: w,
@@ -289,9 +286,7 @@ impl ExrFile {
         }
         let block = UncompressedBlock::decompress_chunk(chunk, &self.meta, true)
             .map_err(|e| format!("cannot decompress ({}): {e}", header.compression))?;
-        if block.index.pixel_size != Vec2(w, h)
-            || block.data.len() != w * h * header.channels.bytes_per_pixel
-        {
+        if block.index.pixel_size != Vec2(w, h) || block.data.len() != expected {
             return Err(format!(
                 "decoded {} bytes for {}×{} texels, expected {}×{w}×{h}",
                 block.data.len(),

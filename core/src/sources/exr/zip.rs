@@ -6,13 +6,13 @@
 //! big-endian machine) is left to the crate, whose errors stay what they were.
 
 use crate::sources::byte_sums::byte_prefix_sums;
+use crate::sources::inflate::inflate_whole;
 use exr::compression::Compression;
 use std::cell::RefCell;
 
 thread_local! {
-    /// Each thread's decompressor and scratch (the inflated, still predicted bytes).
-    static DEFLATE: RefCell<Option<(libdeflater::Decompressor, Vec<u8>)>> =
-        const { RefCell::new(None) };
+    /// Each thread's scratch: the inflated, still predicted bytes.
+    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
 /// The decoded bytes (`expected` of them) of a block stored with `compression` as
@@ -30,13 +30,10 @@ pub(super) fn decode(
         // Stored raw: compression did not make it smaller.
         return Some(compressed.to_vec());
     }
-    DEFLATE.with_borrow_mut(|state| {
-        let (inflater, tmp) =
-            state.get_or_insert_with(|| (libdeflater::Decompressor::new(), Vec::new()));
+    SCRATCH.with_borrow_mut(|tmp| {
         tmp.resize(expected, 0);
-        match inflater.zlib_decompress(compressed, tmp) {
-            Ok(n) if n == expected => {}
-            _ => return None,
+        if inflate_whole(compressed, tmp) != Some(expected) {
+            return None;
         }
         // Differences to samples: t[i] = t[i - 1] + t[i] - 128.
         for b in &mut tmp[1..] {

@@ -5,26 +5,15 @@
 
 use super::layout::{SampleLayout, TiffCompression, TiffPredictor};
 use crate::sources::byte_sums::byte_prefix_sums;
+use crate::sources::inflate::inflate_whole;
 use half::f16;
 use std::cell::RefCell;
 
 thread_local! {
-    /// Each thread's libdeflate decompressor for ZIP chunks (whole chunks of known size:
-    /// 1.3× the inflate rate of zlib-rs on maketx's float tiles).
-    static DEFLATE: RefCell<Option<libdeflater::Decompressor>> = const { RefCell::new(None) };
-    /// Each thread's zlib inflater, for the chunks libdeflate will not take whole (a stream
-    /// that holds more than the chunk, or one damaged after its last needed byte).
+    /// Each thread's zlib inflater, for the ZIP chunks libdeflate will not take whole
+    /// (`inflate_whole`: a stream that holds more than the chunk, or one damaged after its
+    /// last needed byte).
     static INFLATE: RefCell<Option<flate2::Decompress>> = const { RefCell::new(None) };
-}
-
-/// Inflate the zlib stream `input` into `out` with libdeflate: `Some(bytes written)`, or
-/// `None` when it cannot take the stream whole (see `DEFLATE`).
-fn inflate_whole(input: &[u8], out: &mut [u8]) -> Option<usize> {
-    DEFLATE.with_borrow_mut(|d| {
-        d.get_or_insert_with(libdeflater::Decompressor::new)
-            .zlib_decompress(input, out)
-            .ok()
-    })
 }
 
 /// Decompress `input` into exactly `out.len()` bytes. A chunk that decodes to fewer bytes
