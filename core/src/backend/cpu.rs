@@ -112,7 +112,7 @@ impl TileDirectory {
 
     /// The tile data of `page` (or null), and whether it was published with file tiles
     /// missing (see [`crate::memory::TileTrailer`]): the flag rides in the address's low
-    /// bit (tile buffers are 4096-aligned).
+    /// bit (tile buffers are 16-byte aligned).
     #[inline]
     pub fn get_tagged(&self, page: u32) -> (*const u8, bool) {
         let Some(top) = self.blocks.get(page as usize / BLOCK_PAGES) else {

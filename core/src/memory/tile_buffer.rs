@@ -1,4 +1,4 @@
-//! `TileBuffer`: one 64 KiB, page-aligned, zero-initialised block of tile memory with a
+//! `TileBuffer`: one 64 KiB, 16-byte aligned, zero-initialised block of tile memory with a
 //! stable address (samplers read it through raw pointers while it is visible), followed by
 //! a small [`TileTrailer`]: which of its file tiles are still missing when the tile is
 //! filled file tile by file tile ([`SubTiles`]; see `requests::sub_tiles`).
@@ -8,7 +8,11 @@ use std::alloc::{alloc_zeroed, dealloc, handle_alloc_error, Layout};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-const ALIGN: usize = 4096;
+/// 16 bytes: the most the system allocator gives through `calloc`, which takes fresh memory
+/// from the kernel already zeroed, so a new buffer costs only the pages its fill writes (a
+/// lazily filled Ptex page touches a few). Page alignment (4096) went through
+/// `posix_memalign` and a 64 KiB `memset`, faulting in every page of every new buffer.
+const ALIGN: usize = 16;
 /// Bytes after the texels: the trailer, padded.
 const TRAILER_BYTES: usize = 64;
 
@@ -96,7 +100,7 @@ impl TileTrailer {
     #[inline]
     pub unsafe fn of<'a>(tile: *const u8) -> &'a TileTrailer {
         // SAFETY: a TileBuffer's allocation has TRAILER_BYTES after TILE_BYTES of texels,
-        // 4096-aligned, so the trailer is in bounds and aligned; it is only accessed
+        // 16-byte aligned, so the trailer is in bounds and aligned; it is only accessed
         // atomically (or through &mut TileBuffer, when no sampler sees the buffer).
         unsafe { &*(tile.add(TILE_BYTES) as *const TileTrailer) }
     }

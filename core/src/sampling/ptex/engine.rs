@@ -42,8 +42,6 @@ pub struct EnginePtex<'a> {
     info: PtexTextureInfo,
     sampler: Cell<Option<&'a TextureSampler>>,
     failed: Cell<bool>,
-    /// The last unit located: a filter asks for a unit's tiling, then its texels.
-    last: Cell<Option<(u32, Res, Option<UnitLoc>)>>,
 }
 
 impl<'a> EnginePtex<'a> {
@@ -56,23 +54,16 @@ impl<'a> EnginePtex<'a> {
             info: texture_info(pages),
             sampler: Cell::new(None),
             failed: Cell::new(false),
-            last: Cell::new(None),
         }
     }
 
-    /// Where the unit of `face` at `res` lies ([`PackLayout::locate`], remembered for the
-    /// next call).
+    /// Where the unit of `face` at `res` lies ([`PackLayout::locate`], which remembers the
+    /// units of reduced levels per thread).
     ///
     /// [`PackLayout::locate`]: crate::sources::ptex::pack::PackLayout::locate
+    #[inline]
     fn locate(&self, face: u32, res: Res) -> Option<UnitLoc> {
-        if let Some((f, r, loc)) = self.last.get() {
-            if (f, r) == (face, res) {
-                return loc;
-            }
-        }
-        let loc = self.pages.layout().locate(face, res);
-        self.last.set(Some((face, res, loc)));
-        loc
+        self.pages.layout().locate(face, res)
     }
 
     /// Whether the pages texture failed to open (its units can never be read).

@@ -48,6 +48,7 @@
 //! ([`PtexSampled::resident`] false). The stochastic filter replaces only the missing
 //! texel, and is reported non-resident too.
 
+mod apply;
 mod build;
 mod engine;
 mod kernel;

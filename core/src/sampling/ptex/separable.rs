@@ -2,6 +2,7 @@
 //! split across edges and corners, and its application to face data (constant, packed or
 //! tiled), summed in the reference's order.
 
+use super::apply::apply_texels;
 use super::build::Builder;
 use super::kernel::Kernel;
 use super::{Channels, Lookup, PtexFaces, PtexFilterOptions, Texels};
@@ -367,13 +368,21 @@ impl<F: PtexFaces + ?Sized> Eval<'_, F> {
         }
         let tanvec = self.tanvec && self.ch.count >= 2 && k.rot > 0;
         let mut local = Sums::new(if tanvec { self.ch.count } else { 0 });
-        let mut acc = std::mem::take(&mut self.result);
+        let acc = &mut self.result[..];
         let res = if f.is_constant() {
             Res::new(0, 0)
         } else {
             k.res
         };
-        self.apply_data(k, face, res, &mut acc[..], tanvec.then_some(&mut local[..]));
+        self.resident &= Self::apply_data(
+            self.src,
+            self.ch,
+            k,
+            face,
+            res,
+            acc,
+            tanvec.then_some(&mut local[..]),
+        );
         if tanvec {
             let (r0, r1) = (local[0], local[1]);
             match k.rot {
@@ -398,37 +407,35 @@ impl<F: PtexFaces + ?Sized> Eval<'_, F> {
                 acc[i] += local[i];
             }
         }
-        self.result = acc;
     }
 
     /// Apply `k` to `face` at `res` (tile by tile where the store tiles it), into `acc`,
     /// or into `rotated` (tangent vectors, rotated afterwards) for data that is not one
     /// constant: as the reference, a constant face or reduction is not rotated.
     fn apply_data(
-        &mut self,
+        src: &F,
+        ch: &Channels,
         k: &Kernel,
         face: u32,
         res: Res,
         acc: &mut [f32],
         mut rotated: Option<&mut [f32]>,
-    ) {
-        let ch = *self.ch;
+    ) -> bool {
+        let ch = *ch;
         if res == Res::new(0, 0) {
-            match self.src.constant(face) {
-                Some(texel) => ch.accumulate(acc, texel, 0, k.weight()),
-                None => self.resident = false,
-            }
-            return;
+            return match src.constant(face) {
+                Some(texel) => {
+                    ch.accumulate(acc, texel, 0, k.weight());
+                    true
+                }
+                None => false,
+            };
         }
-        let Some(tiling) = self.src.tiling(face, res) else {
-            let ok = self
-                .src
-                .texels(face, res, 0, &mut |t| match (t, &mut rotated) {
-                    (Texels::Packed(_), Some(dst)) => apply_texels(&ch, k, t, dst),
-                    _ => apply_texels(&ch, k, t, acc),
-                });
-            self.resident &= ok;
-            return;
+        let Some(tiling) = src.tiling(face, res) else {
+            return src.texels(face, res, 0, &mut |t| match (t, &mut rotated) {
+                (Texels::Packed(_), Some(dst)) => apply_texels(&ch, k, t, dst),
+                _ => apply_texels(&ch, k, t, acc),
+            });
         };
         let dst: &mut [f32] = match rotated {
             Some(r) => r,
@@ -436,6 +443,7 @@ impl<F: PtexFaces + ?Sized> Eval<'_, F> {
         };
         let (tru, trv) = (tiling.tile_res.u() as i32, tiling.tile_res.v() as i32);
         let mut kt = Kernel::new(tiling.tile_res);
+        let mut resident = true;
         let (ku, kv) = (k.ku(), k.kv());
         let (mut v, mut vw) = (k.v, k.vw);
         while vw > 0 {
@@ -451,49 +459,13 @@ impl<F: PtexFaces + ?Sized> Eval<'_, F> {
                 kt.set_ku(tu0, &ku[(u - k.u) as usize..(u - k.u + tuw) as usize]);
                 kt.set_kv(tv0, kv_part);
                 let tile = tile_v as usize * tiling.ntiles_u + tile_u as usize;
-                let ok = self
-                    .src
-                    .texels(face, res, tile, &mut |t| apply_texels(&ch, &kt, t, dst));
-                self.resident &= ok;
+                resident &= src.texels(face, res, tile, &mut |t| apply_texels(&ch, &kt, t, dst));
                 uw -= tuw;
                 u += tuw;
             }
             vw -= tvw;
             v += tvw;
         }
-    }
-}
-
-/// Apply `k` (within `texels`' resolution) to `texels`, as the reference's `apply` /
-/// `applyConst`: each row's weighted sum, then the rows weighted by `kv`.
-fn apply_texels(ch: &Channels, k: &Kernel, texels: Texels<'_>, dst: &mut [f32]) {
-    match texels {
-        Texels::Constant(texel) => ch.accumulate(dst, texel, 0, k.weight()),
-        Texels::Packed(bytes) => {
-            let ps = ch.pixel_size;
-            let row = k.res.u() * ps;
-            let n = ch.count;
-            let mut row_result = [0f32; 64];
-            let mut row_vec;
-            let rr: &mut [f32] = if n <= 64 {
-                &mut row_result[..n]
-            } else {
-                row_vec = vec![0f32; n];
-                &mut row_vec
-            };
-            for (j, &wv) in k.kv().iter().enumerate() {
-                let base = (k.v as usize + j) * row + k.u as usize * ps;
-                for (i, &wu) in k.ku().iter().enumerate() {
-                    let at = base + i * ps;
-                    for (c, r) in rr.iter_mut().enumerate() {
-                        let x = ch.raw(bytes, at, c) * wu;
-                        *r = if i == 0 { x } else { *r + x };
-                    }
-                }
-                for (d, r) in dst.iter_mut().zip(rr.iter()) {
-                    *d += r * wv;
-                }
-            }
-        }
+        resident
     }
 }

@@ -47,6 +47,7 @@ pub mod faces;
 pub mod header;
 pub(crate) mod input;
 pub mod levels;
+mod locate_cache;
 pub mod meta;
 pub mod pack;
 pub mod pages;

@@ -111,6 +111,32 @@ pub fn unit_tiling(res: Res, pixel_size: usize) -> Option<UnitTiling> {
     })
 }
 
+/// [`PackLayout::place`] for a unit that shares its page (one piece, at most
+/// [`UNIT_CAPACITY`] bytes): the same cursor arithmetic without tiles, walked by
+/// [`PackLayout::locate`] past up to [`CHECKPOINT`] − 1 faces a lookup.
+#[inline]
+fn place_small(cur: &mut Cursor, res: Res, bytes: u32) -> UnitLoc {
+    const CAPACITY: u32 = UNIT_CAPACITY as u32;
+    cur.offset = cur.offset.next_multiple_of(CHUNK_BYTES as u32);
+    if cur.offset + bytes > CAPACITY {
+        cur.page += 1;
+        cur.offset = 0;
+    }
+    let loc = UnitLoc {
+        page: cur.page,
+        offset: cur.offset,
+        res,
+        tiling: None,
+        bytes,
+    };
+    cur.offset += bytes;
+    if cur.offset + bytes.min(1) > CAPACITY {
+        cur.page += 1;
+        cur.offset = 0;
+    }
+    loc
+}
+
 /// Where a unit lies.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct UnitLoc {
@@ -130,6 +156,9 @@ impl UnitLoc {
     /// The page and offset of tile `t` (0 for an untiled unit): tiles follow each other
     /// as units do, never straddling a page.
     pub fn tile(&self, t: usize) -> (u32, u32) {
+        if t == 0 {
+            return (self.page, self.offset);
+        }
         let (capacity, stride) = (page_capacity(self.bytes), unit_stride(self.bytes));
         // Tiles that fit after the first (their last one needs `bytes`, not a stride).
         let fit = |from: u32| (capacity - from - self.bytes) / stride + 1;
@@ -194,6 +223,8 @@ pub struct PackLayout {
     /// One bit per face: whether `file_tiles` has an entry for it (most faces have none,
     /// and `locate` asks for the tiling of every face it walks past).
     has_file_tiles: Vec<u64>,
+    /// This layout's key in the per-thread memo of unit locations (`locate_cache`).
+    id: u64,
 }
 
 impl std::fmt::Debug for PackLayout {
@@ -239,6 +270,7 @@ impl PackLayout {
             cursor: Cursor::default(),
             file_tiles,
             has_file_tiles,
+            id: super::locate_cache::new_layout_id(),
         };
         for redu in 0..=max_red as i8 {
             for redv in 0..=max_red as i8 {
@@ -297,6 +329,9 @@ impl PackLayout {
     /// where it went.
     fn place(&self, cur: &mut Cursor, face: u32, res: Res) -> UnitLoc {
         let (tiling, bytes) = self.unit_bytes_of(face, res);
+        if tiling.is_none() && has_bitmap(bytes) {
+            return place_small(cur, res, bytes);
+        }
         let capacity = page_capacity(bytes);
         cur.offset = cur.offset.next_multiple_of(CHUNK_BYTES as u32);
         if cur.offset + bytes > capacity {
@@ -367,12 +402,17 @@ impl PackLayout {
         let stride = checkpoint_stride(red);
         let first = face as usize / stride * stride;
         let mut cur = group.checkpoints[face as usize / stride];
-        for prior in first as u32..face {
-            if let Some(r) = self.unit_res(prior, red) {
-                self.place(&mut cur, prior, r);
-            }
+        if first == face as usize {
+            return Some(self.place(&mut cur, face, res));
         }
-        Some(self.place(&mut cur, face, res))
+        super::locate_cache::located(self.id, face, res, || {
+            for prior in first as u32..face {
+                if let Some(r) = self.unit_res(prior, red) {
+                    self.place(&mut cur, prior, r);
+                }
+            }
+            Some(self.place(&mut cur, face, res))
+        })
     }
 
     /// How the unit of `face` at `res` is cut into tiles (`None`: one piece).

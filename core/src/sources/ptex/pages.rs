@@ -291,7 +291,7 @@ impl PtexPages {
         }
         let chunk = offset / CHUNK_BYTES;
         // SAFETY: the caller's contract; the bitmap words are 8-byte aligned (tile memory
-        // is page-aligned and UNIT_CAPACITY is a multiple of 8) and only accessed
+        // is 16-byte aligned and UNIT_CAPACITY is a multiple of 8) and only accessed
         // atomically once the page is published.
         let word = unsafe { bitmap_word(base, chunk / 64) };
         word.load(Ordering::Acquire) & (1 << (chunk % 64)) != 0

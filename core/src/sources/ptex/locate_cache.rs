@@ -1,0 +1,100 @@
+//! A small per-thread memo of where units lie ([`PackLayout::locate`]): a unit of a reduced
+//! level is found by walking up to [`CHECKPOINT`] − 1 faces from a checkpoint, and the
+//! filters of neighbouring lookups ask for the same units again and again.
+//!
+//! Direct-mapped, keyed by the layout's process-unique id (never an address, which a
+//! dropped layout's successor may reuse), the face and the resolution.
+//!
+//! [`PackLayout::locate`]: super::pack::PackLayout::locate
+//! [`CHECKPOINT`]: super::pack::CHECKPOINT
+
+use super::faces::Res;
+use super::pack::UnitLoc;
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Entries per thread (a power of two).
+const ENTRIES: usize = 256;
+
+type Entry = Option<(u64, u32, Res, UnitLoc)>;
+
+thread_local! {
+    static LOCATED: RefCell<[Entry; ENTRIES]> = const { RefCell::new([None; ENTRIES]) };
+}
+
+/// A new layout id, never 0 and never handed out twice in a process.
+pub(crate) fn new_layout_id() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+#[inline]
+fn slot(layout: u64, face: u32, res: Res) -> usize {
+    let key = (layout as u32)
+        .wrapping_mul(0x85eb_ca6b)
+        .wrapping_add(face)
+        .wrapping_mul(0x9e37_79b1)
+        ^ (u32::from(res.ulog2 as u8) << 8 | u32::from(res.vlog2 as u8));
+    (key.wrapping_mul(0x9e37_79b1) >> 24) as usize % ENTRIES
+}
+
+/// The remembered location of `face` at `res` in layout `layout`, or `locate()` (then
+/// remembered).
+#[inline]
+pub(crate) fn located(
+    layout: u64,
+    face: u32,
+    res: Res,
+    locate: impl FnOnce() -> Option<UnitLoc>,
+) -> Option<UnitLoc> {
+    let at = slot(layout, face, res);
+    let hit = LOCATED
+        .try_with(|m| match m.try_borrow().ok()?[at] {
+            Some((l, f, r, loc)) if (l, f, r) == (layout, face, res) => Some(loc),
+            _ => None,
+        })
+        .ok()
+        .flatten();
+    if hit.is_some() {
+        return hit;
+    }
+    let loc = locate()?;
+    let _ = LOCATED.try_with(|m| {
+        if let Ok(mut m) = m.try_borrow_mut() {
+            m[at] = Some((layout, face, res, loc));
+        }
+    });
+    Some(loc)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn loc(page: u32) -> UnitLoc {
+        UnitLoc {
+            page,
+            offset: 0,
+            res: Res::new(1, 1),
+            tiling: None,
+            bytes: 12,
+        }
+    }
+
+    #[test]
+    fn remembers_per_layout_face_and_resolution() {
+        let (a, b) = (new_layout_id(), new_layout_id());
+        assert_ne!(a, b);
+        let r = Res::new(1, 1);
+        assert_eq!(located(a, 7, r, || Some(loc(3))), Some(loc(3)));
+        // Remembered: the walk is not asked again.
+        assert_eq!(located(a, 7, r, || panic!("walked again")), Some(loc(3)));
+        // Another layout, face or resolution is its own key.
+        assert_eq!(located(b, 7, r, || Some(loc(4))), Some(loc(4)));
+        assert_eq!(located(a, 8, r, || Some(loc(5))), Some(loc(5)));
+        assert_eq!(located(a, 7, Res::new(2, 1), || None), None);
+        // A unit that has no location is not remembered.
+        assert_eq!(located(a, 9, r, || None), None);
+        assert_eq!(located(a, 9, r, || Some(loc(6))), Some(loc(6)));
+    }
+}
