@@ -304,6 +304,10 @@ public:
     LoaderOptions& lruThreshold(std::uint32_t v) noexcept { raw_.lru_threshold = v; return *this; }
     /// Fraction of the budget kept staged for second-chance restores (default 0.0625).
     LoaderOptions& stagedReserve(float v) noexcept { raw_.staged_reserve = v; return *this; }
+    /// Interactive streaming (a viewport: requests rejected at random to spread them over
+    /// the frame, fills published at a later launch, background fill threads) rather than
+    /// final (a render that converges; the default).
+    LoaderOptions& interactive(bool on) noexcept { raw_.interactive = on ? 1u : 0u; return *this; }
     /// Interactive mode: drop queued fills this many launches old (at least 1).
     LoaderOptions& maxFillAge(std::uint32_t v) noexcept { raw_.max_fill_age = v; return *this; }
     /// Most tile publications per launch start (0 = no limit).
@@ -332,6 +336,16 @@ public:
     std::uint32_t lruThreshold() const noexcept { return raw_.lru_threshold; }
     /// Staged reserve fraction.
     float stagedReserve() const noexcept { return raw_.staged_reserve; }
+    /// Whether the loader streams interactively.
+    bool interactive() const noexcept { return raw_.interactive != 0; }
+    /// Launches after which a queued interactive fill is dropped.
+    std::uint32_t maxFillAge() const noexcept { return raw_.max_fill_age; }
+    /// Most tile publications per launch start (0 = no limit).
+    std::uint32_t maxPublicationsPerLaunch() const noexcept { return raw_.max_publications_per_launch; }
+    /// Whether constant tiles share one slot per value.
+    bool coalesceConstantTiles() const noexcept { return raw_.coalesce_constant_tiles != 0; }
+    /// Whether blocking lookups fill one file tile at a time.
+    bool fillByFileTile() const noexcept { return raw_.fill_by_file_tile != 0; }
 
     /// The C struct (for mixing with the C API).
     const DtexLoaderOptions& raw() const noexcept { return raw_; }

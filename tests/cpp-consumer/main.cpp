@@ -7,6 +7,7 @@
 #include <demandtex.hpp>
 
 #include "check.hpp"
+#include "checker.hpp"
 #include "exr_writer.hpp"
 #include "sources.hpp"
 
@@ -26,6 +27,8 @@ namespace dt = demandtex;
 
 // tests/cpp-consumer/ptex.cpp
 void testPtex();
+// tests/cpp-consumer/interactive.cpp
+void testInteractive();
 
 namespace {
 
@@ -87,24 +90,6 @@ void testVersion() {
 
 // ----- procedural checkerboard -------------------------------------------------------------
 
-/// The checkerboard's level colours (core's LEVEL_COLORS), and its dark shade factor.
-constexpr float kLevelColors[17][3] = {
-    {0.90f, 0.10f, 0.10f}, {0.95f, 0.50f, 0.05f}, {0.95f, 0.90f, 0.10f}, {0.55f, 0.90f, 0.10f},
-    {0.10f, 0.70f, 0.20f}, {0.10f, 0.90f, 0.60f}, {0.10f, 0.85f, 0.95f}, {0.15f, 0.45f, 0.95f},
-    {0.20f, 0.15f, 0.85f}, {0.55f, 0.15f, 0.90f}, {0.90f, 0.15f, 0.85f}, {0.95f, 0.45f, 0.65f},
-    {0.97f, 0.97f, 0.97f}, {0.50f, 0.50f, 0.50f}, {0.55f, 0.30f, 0.10f}, {0.50f, 0.55f, 0.05f},
-    {0.05f, 0.40f, 0.45f},
-};
-constexpr float kCheckerDark = 0.4f;
-
-/// The checkerboard texel at (x, y) of `level` for squares of `square` level-0 texels.
-std::array<float, 4> checkerTexel(std::uint32_t level, std::uint32_t x, std::uint32_t y, std::uint32_t square) {
-    const std::uint32_t side = std::max(1u, square >> level);
-    const float* c = kLevelColors[level % 17];
-    if ((((x / side) ^ (y / side)) & 1u) == 0) return {c[0], c[1], c[2], 1.0f};
-    return {c[0] * kCheckerDark, c[1] * kCheckerDark, c[2] * kCheckerDark, 1.0f};
-}
-
 struct Probe {
     std::uint32_t level, x, y;
 };
@@ -130,7 +115,7 @@ void testProcedural() {
         for (const Probe& p : probes) {
             const auto [s, t] = st(p);
             const dt::Sample smp = launch.tex2DLod(tex, s, t, static_cast<float>(p.level));
-            const std::array<float, 4> want = checkerTexel(p.level, p.x, p.y, square);
+            const std::array<float, 4> want = checker::texel(p.level, p.x, p.y, square);
             if (!smp.resident || !sameColor(smp.value, want)) {
                 if (++wrong <= 3)
                     harness::fail(__FILE__, __LINE__, "checker level " + std::to_string(p.level) + " (" + std::to_string(p.x) +
@@ -178,7 +163,7 @@ void testProcedural() {
         const dt::Sample one = launch.tex2DGrad(q.texture, q.s, q.t, q.dsdx, q.dtdx, q.dsdy, q.dtdy);
         // At level 10 the footprint covers the whole 1024×512 texture: the base colour answers.
         const bool texel = probes[i].level == 10 ||
-                           sameColor(one.value, checkerTexel(probes[i].level, probes[i].x, probes[i].y, square));
+                           sameColor(one.value, checker::texel(probes[i].level, probes[i].x, probes[i].y, square));
         same += (one.resident && one.resident == batch[i].resident && sameColor(one.value, batch[i].value) && texel) ? 1 : 0;
     }
     CHECK_MSG(same == queries.size(), std::to_string(same) + " of " + std::to_string(queries.size()));
@@ -603,6 +588,7 @@ int main() {
         {"UDIM patterns", testUdimPatterns},
         {"error model", testErrors},
         {"Ptex", testPtex},
+        {"interactive streaming", testInteractive},
     };
     for (const auto& [name, run] : tests) {
         const int before = harness::failures();

@@ -12,7 +12,7 @@ use super::faces::Res;
 use parking_lot::Mutex;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 /// Bytes of decoded data the cache holds at most by default, for all files together.
 pub const DEFAULT_CAPACITY: usize = 64 << 20;
@@ -38,7 +38,7 @@ type Key = (u64, u32, Res);
 
 #[derive(Default)]
 struct Entries {
-    map: HashMap<Key, (FaceData, bool)>,
+    map: HashMap<Key, (Arc<FaceData>, bool)>,
     order: VecDeque<Key>,
     bytes: usize,
 }
@@ -63,14 +63,15 @@ pub(crate) fn shared() -> &'static DecodeCache {
 }
 
 impl DecodeCache {
-    /// The data of `face` at `res` of file `file`, and whether it is uniform, if cached.
-    pub fn get(&self, file: u64, face: u32, res: Res) -> Option<(FaceData, bool)> {
+    /// The data of `face` at `res` of file `file`, and whether it is uniform, if cached
+    /// (shared, not copied: a hit costs no copy of the texels, under the lock or after).
+    pub fn get(&self, file: u64, face: u32, res: Res) -> Option<(Arc<FaceData>, bool)> {
         self.entries.lock().map.get(&(file, face, res)).cloned()
     }
 
     /// Keep `data` (dropping the oldest entries beyond [`decode_cache_bytes`]); too large
     /// an entry is not kept.
-    pub fn insert(&self, file: u64, face: u32, res: Res, data: &FaceData, uniform: bool) {
+    pub fn insert(&self, file: u64, face: u32, res: Res, data: &Arc<FaceData>, uniform: bool) {
         let size = data.bytes().len();
         let capacity = decode_cache_bytes();
         if size > MAX_ENTRY.min(capacity) {
@@ -127,19 +128,23 @@ mod tests {
         };
         let file = file_id();
         let res = Res::new(9, 9); // 512 × 512 × 3 bytes = 768 KiB
-        let data = FaceData::packed(res, 3, vec![7; res.texels() * 3]);
+        let data = Arc::new(FaceData::packed(res, 3, vec![7; res.texels() * 3]));
         for face in 0..100 {
             cache.insert(file, face, res, &data, false);
             assert!(cache.bytes() <= decode_cache_bytes());
         }
         assert!(cache.get(file, 0, res).is_none(), "the oldest went first");
-        assert_eq!(cache.get(file, 39, res).unwrap().0, data);
+        let hit = cache.get(file, 39, res).unwrap().0;
+        assert!(
+            Arc::ptr_eq(&hit, &data),
+            "a hit shares the entry, it copies nothing"
+        );
         let big = Res::new(10, 10);
         cache.insert(
             file,
             99,
             big,
-            &FaceData::packed(big, 3, vec![0; big.texels() * 3]),
+            &Arc::new(FaceData::packed(big, 3, vec![0; big.texels() * 3])),
             false,
         );
         assert!(

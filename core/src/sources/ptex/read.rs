@@ -27,7 +27,7 @@ pub struct BlockInfo {
 /// Decoded data of a face at one resolution, with whether the reference would see it as
 /// uniform when reducing it (a constant, or tiles that are all the same constant).
 pub(super) struct Data {
-    pub(super) face: FaceData,
+    pub(super) face: Arc<FaceData>,
     pub(super) uniform: bool,
 }
 
@@ -62,7 +62,7 @@ impl PtexFile {
     /// `face` at its stored `level`, tiles assembled; a constant face gives its constant.
     pub fn read_level(&self, face: u32, level: usize) -> Result<FaceData, PtexError> {
         self.level_data(face, level)
-            .map(|d| d.face)
+            .map(|d| Arc::unwrap_or_clone(d.face))
             .map_err(|e| e.in_file(&self.name))
     }
 
@@ -104,7 +104,7 @@ impl PtexFile {
     ///   reduction), with the reference's arithmetic.
     pub fn read_face(&self, face: u32, res: Res) -> Result<FaceData, PtexError> {
         self.data(face, res)
-            .map(|d| d.face)
+            .map(|d| Arc::unwrap_or_clone(d.face))
             .map_err(|e| e.in_file(&self.name))
     }
 
@@ -182,7 +182,7 @@ impl PtexFile {
         if info.is_constant() {
             let texel = self.const_data(face);
             return Ok(Data {
-                face: FaceData::constant(info.res, texel),
+                face: Arc::new(FaceData::constant(info.res, texel)),
                 uniform: true,
             });
         }
@@ -194,7 +194,10 @@ impl PtexFile {
                 .decode(&self.input, block.span, res, level)
                 .map_err(context)?;
             let uniform = face.is_constant();
-            return Ok(Data { face, uniform });
+            return Ok(Data {
+                face: Arc::new(face),
+                uniform,
+            });
         }
         let layout = block.tiles(&self.input, res).map_err(context)?;
         self.check_face_bytes(face, res)?;
@@ -210,7 +213,7 @@ impl PtexFile {
             .all(|t| t.is_constant() && t.bytes() == tiles[0].bytes());
         let ps = self.texels.pixel_size;
         Ok(Data {
-            face: assemble(res, layout.tile_res, layout.ntiles_u, &tiles, ps),
+            face: Arc::new(assemble(res, layout.tile_res, layout.ntiles_u, &tiles, ps)),
             uniform,
         })
     }
@@ -301,7 +304,7 @@ impl PtexFile {
     fn compute_data(&self, face: u32, res: Res) -> R<Data> {
         match self.source(face, res)? {
             Ok(None) => Ok(Data {
-                face: FaceData::constant(res, self.const_data(face)),
+                face: Arc::new(FaceData::constant(res, self.const_data(face))),
                 uniform: true,
             }),
             Ok(Some(level)) => self.block_data(face, level),
@@ -311,15 +314,22 @@ impl PtexFile {
                 if src.uniform {
                     let texel = src.face.bytes()[..self.texels.pixel_size].to_vec();
                     return Ok(Data {
-                        face: FaceData::constant(res, texel),
+                        face: Arc::new(FaceData::constant(res, texel)),
                         uniform: true,
                     });
                 }
-                let packed = src.face.into_packed();
+                // The source's texels, borrowed (from the decode cache, often).
+                let expanded;
+                let packed: &[u8] = if src.face.is_constant() {
+                    expanded = FaceData::clone(&src.face).into_packed();
+                    &expanded
+                } else {
+                    src.face.bytes()
+                };
                 let t = &self.texels;
-                let reduced = reduce(t.data_type, how, &packed, from.u(), from.v(), t.nchannels);
+                let reduced = reduce(t.data_type, how, packed, from.u(), from.v(), t.nchannels);
                 Ok(Data {
-                    face: FaceData::packed(res, t.pixel_size, reduced),
+                    face: Arc::new(FaceData::packed(res, t.pixel_size, reduced)),
                     uniform: false,
                 })
             }

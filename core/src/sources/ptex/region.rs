@@ -16,6 +16,7 @@ use super::levels::Encoding;
 use super::read::Data;
 use super::values::{reduce, Reduction};
 use super::{PtexError, PtexFile};
+use std::sync::Arc;
 
 /// A rectangle of texels: origin and size.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,7 +68,7 @@ impl PtexFile {
             })
         {
             // The whole face: through the decode cache, as reductions' sources are.
-            return Ok(self.data(face, res)?.face.into_packed());
+            return Ok(Arc::unwrap_or_clone(self.data(face, res)?.face).into_packed());
         }
         match self.source(face, res)? {
             Ok(None) => Ok(self.const_data(face).repeat(rect.w * rect.h)),
