@@ -216,6 +216,10 @@ typedef unsigned long long uint64_t;
 // keep working (with key 0).
 #define DTEX_SAMPLE_OPTIONS_SIZE_0_1_0 8
 
+// `sizeof(DtexSampleOptions)` before `jitter` (with `request_key`, and `stochastic`
+// named `reserved`): callers built against that header keep working.
+#define DTEX_SAMPLE_OPTIONS_SIZE_REQUEST_KEY 16
+
 // Mip levels in a `DtexTextureSampler` (65536 down to 1).
 #define DTEX_MAX_LEVELS 17
 
@@ -798,8 +802,19 @@ typedef struct DtexSampleOptions {
   // the same decision for a page; the device uses the thread's grid index). Absent
   // before struct size `DTEX_SAMPLE_OPTIONS_SIZE_0_1_0` (then 0).
   uint32_t request_key;
-  // Must be 0.
-  uint32_t reserved;
+  // Boolean (default 0): stochastic two-level point filtering. One texel from each of
+  // the two mip levels around the level of detail (one level where the texture's mip
+  // filter is point), blended by the fraction, instead of the texture's filter; the
+  // footprint is isotropic (the longer gradient). Along each axis the texel is
+  // `floor(coord * size - 0.5 + jitter)`: with `jitter` uniform random in [0, 1), each
+  // texel of the bilinear footprint is picked with its bilinear weight, so the average
+  // over a pixel's samples is the trilinear filter. Was `reserved` (must be 0) before
+  // `jitter`.
+  uint32_t stochastic;
+  // The stochastic filter's random numbers for s and t, in [0, 1) (default 0.5, 0.5:
+  // the nearest texel); clamped into [0, 1), NaN means 0.5. Absent before struct size
+  // `DTEX_SAMPLE_OPTIONS_SIZE_REQUEST_KEY` (then 0.5, 0.5).
+  float jitter[2];
 } DtexSampleOptions;
 
 // The result of one lookup.
@@ -2175,12 +2190,13 @@ DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexImageSourceCallbacks, read_region) == 24, "
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexImageSourceCallbacks, read_mip_tail) == 32, "offsetof(DtexImageSourceCallbacks, read_mip_tail)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexImageSourceCallbacks, read_base_color) == 40, "offsetof(DtexImageSourceCallbacks, read_base_color)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexImageSourceCallbacks, close) == 48, "offsetof(DtexImageSourceCallbacks, close)");
-DTEX_STATIC_ASSERT(sizeof(DtexSampleOptions) == 16, "sizeof(DtexSampleOptions)");
+DTEX_STATIC_ASSERT(sizeof(DtexSampleOptions) == 24, "sizeof(DtexSampleOptions)");
 DTEX_STATIC_ASSERT(DTEX_ALIGNOF(DtexSampleOptions) == 4, "alignof(DtexSampleOptions)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexSampleOptions, struct_size) == 0, "offsetof(DtexSampleOptions, struct_size)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexSampleOptions, fallback_to_coarser) == 4, "offsetof(DtexSampleOptions, fallback_to_coarser)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexSampleOptions, request_key) == 8, "offsetof(DtexSampleOptions, request_key)");
-DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexSampleOptions, reserved) == 12, "offsetof(DtexSampleOptions, reserved)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexSampleOptions, stochastic) == 12, "offsetof(DtexSampleOptions, stochastic)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexSampleOptions, jitter) == 16, "offsetof(DtexSampleOptions, jitter)");
 DTEX_STATIC_ASSERT(sizeof(DtexSample) == 24, "sizeof(DtexSample)");
 DTEX_STATIC_ASSERT(DTEX_ALIGNOF(DtexSample) == 4, "alignof(DtexSample)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexSample, value) == 0, "offsetof(DtexSample, value)");

@@ -169,6 +169,14 @@ struct SampleOptions {
     bool fallbackToCoarser = false;
     /// The pixel or sample id of the lookup: the seed of interactive request rejection.
     std::uint32_t requestKey = 0;
+    /// Stochastic two-level point filtering: one texel from each of the two mip levels
+    /// around the level of detail, blended, each picked by `jitter` with its bilinear
+    /// weight (the average over a pixel's samples is the trilinear filter); the footprint
+    /// is isotropic. Instead of the texture's filter.
+    bool stochastic = false;
+    /// The stochastic filter's random numbers for s and t in [0, 1): uniform per sample;
+    /// (0.5, 0.5) picks the nearest texels.
+    std::array<float, 2> jitter{{0.5f, 0.5f}};
 
     /// The C struct.
     DtexSampleOptions toC() const noexcept {
@@ -176,6 +184,9 @@ struct SampleOptions {
         o.struct_size = sizeof(DtexSampleOptions);
         o.fallback_to_coarser = fallbackToCoarser ? 1u : 0u;
         o.request_key = requestKey;
+        o.stochastic = stochastic ? 1u : 0u;
+        o.jitter[0] = jitter[0];
+        o.jitter[1] = jitter[1];
         return o;
     }
 };

@@ -401,7 +401,13 @@ pub const LAYOUTS: &[StructLayout] = &[
     layout!(
         "DtexSampleOptions",
         crate::sampling::DtexSampleOptions,
-        [struct_size, fallback_to_coarser, request_key, reserved]
+        [
+            struct_size,
+            fallback_to_coarser,
+            request_key,
+            stochastic,
+            jitter
+        ]
     ),
     layout!(
         "DtexSample",

@@ -9,7 +9,7 @@ use engine::{Sample, SampleOptions, TextureId};
 
 /// Per-lookup options. NULL means all defaults.
 #[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct DtexSampleOptions {
     /// `sizeof(DtexSampleOptions)`.
     pub struct_size: u32,
@@ -21,13 +21,28 @@ pub struct DtexSampleOptions {
     /// the same decision for a page; the device uses the thread's grid index). Absent
     /// before struct size `DTEX_SAMPLE_OPTIONS_SIZE_0_1_0` (then 0).
     pub request_key: u32,
-    /// Must be 0.
-    pub reserved: u32,
+    /// Boolean (default 0): stochastic two-level point filtering. One texel from each of
+    /// the two mip levels around the level of detail (one level where the texture's mip
+    /// filter is point), blended by the fraction, instead of the texture's filter; the
+    /// footprint is isotropic (the longer gradient). Along each axis the texel is
+    /// `floor(coord * size - 0.5 + jitter)`: with `jitter` uniform random in [0, 1), each
+    /// texel of the bilinear footprint is picked with its bilinear weight, so the average
+    /// over a pixel's samples is the trilinear filter. Was `reserved` (must be 0) before
+    /// `jitter`.
+    pub stochastic: u32,
+    /// The stochastic filter's random numbers for s and t, in [0, 1) (default 0.5, 0.5:
+    /// the nearest texel); clamped into [0, 1), NaN means 0.5. Absent before struct size
+    /// `DTEX_SAMPLE_OPTIONS_SIZE_REQUEST_KEY` (then 0.5, 0.5).
+    pub jitter: [f32; 2],
 }
 
 /// `sizeof(DtexSampleOptions)` before `request_key`: callers built against that header
 /// keep working (with key 0).
 pub const DTEX_SAMPLE_OPTIONS_SIZE_0_1_0: u32 = 8;
+
+/// `sizeof(DtexSampleOptions)` before `jitter` (with `request_key`, and `stochastic`
+/// named `reserved`): callers built against that header keep working.
+pub const DTEX_SAMPLE_OPTIONS_SIZE_REQUEST_KEY: u32 = 16;
 
 impl Default for DtexSampleOptions {
     fn default() -> Self {
@@ -35,7 +50,8 @@ impl Default for DtexSampleOptions {
             struct_size: std::mem::size_of::<DtexSampleOptions>() as u32,
             fallback_to_coarser: 0,
             request_key: 0,
-            reserved: 0,
+            stochastic: 0,
+            jitter: [0.5, 0.5],
         }
     }
 }
@@ -45,6 +61,7 @@ unsafe impl Versioned for DtexSampleOptions {
     const NAME: &'static str = "DtexSampleOptions";
     const KNOWN_SIZES: &'static [u32] = &[
         DTEX_SAMPLE_OPTIONS_SIZE_0_1_0,
+        DTEX_SAMPLE_OPTIONS_SIZE_REQUEST_KEY,
         std::mem::size_of::<DtexSampleOptions>() as u32,
     ];
 }
@@ -104,13 +121,14 @@ pub(crate) unsafe fn sample_options(options: *const DtexSampleOptions) -> ApiRes
     let Some(o) = (unsafe { optional_in_prefix(options) })? else {
         return Ok(SampleOptions::default());
     };
-    crate::boundary::check_reserved(o.reserved, "DtexSampleOptions.reserved")?;
+    let stochastic = crate::boundary::c_bool(o.stochastic, "DtexSampleOptions.stochastic")?;
     Ok(SampleOptions {
         fallback_to_coarser: crate::boundary::c_bool(
             o.fallback_to_coarser,
             "DtexSampleOptions.fallback_to_coarser",
         )?,
         request_key: o.request_key,
+        stochastic: stochastic.then_some(o.jitter),
     })
 }
 

@@ -4,7 +4,7 @@
 // has made its mip tail resident, a coarser level stands in for every miss, in every frame
 // after. Requests are rejected at random to spread them over the frame, tickets are
 // dropped unwaited, and detail arrives over later frames until the frame equals the
-// texture's own texels.
+// texture's own texels. Then stochastic filtering's jitter picks between neighbours.
 #include <demandtex.hpp>
 
 #include "check.hpp"
@@ -105,6 +105,22 @@ void testInteractive() {
     CHECK_MSG(wrongTexels == 0, std::to_string(wrongTexels) + " full-detail lookups differ from the texture");
     // 256 pages at 16 requests a launch: many frames, and requests rejected on the way.
     CHECK_MSG(frames >= 256 / 16, std::to_string(frames) + " frames");
+    // Stochastic filtering through the wrapper: at 0.25 into texel 16 of row 3 (a square's
+    // first column), jitter 0 picks texel 15 (the square before), 0.5 the nearest, 16.
+    {
+        dt::Launch launch = loader.prepareLaunch();
+        dt::SampleOptions o;
+        o.stochastic = true;
+        const float s = 16.25f / float(size), t = 3.5f / float(size);
+        o.jitter = {{0.0f, 0.5f}};
+        const dt::Sample before = launch.tex2DLod(tex, s, t, 0.0f, o);
+        o.jitter = {{0.5f, 0.5f}};
+        const dt::Sample nearest = launch.tex2DLod(tex, s, t, 0.0f, o);
+        CHECK(before.fullDetail() && nearest.fullDetail());
+        CHECK_MSG(before.value == checker::texel(0, 15, 3, square), "jitter 0 read the wrong texel");
+        CHECK_MSG(nearest.value == checker::texel(0, 16, 3, square), "jitter 0.5 read the wrong texel");
+        CHECK(before.value != nearest.value);
+    }
     const dt::Stats stats = loader.stats();
     CHECK_MSG(stats.requests_rejected > 0, "no request rejected");
     CHECK(stats.resident_bytes <= stats.budget_bytes);

@@ -96,7 +96,7 @@ fn loader_options_switch_constant_tiles_and_file_tile_fills() {
 }
 
 #[test]
-fn sample_options_carry_the_request_key_and_accept_the_old_size() {
+fn sample_options_carry_the_request_key_and_jitter_and_accept_the_old_sizes() {
     let o = DtexSampleOptions {
         request_key: 1234,
         fallback_to_coarser: 1,
@@ -108,19 +108,40 @@ fn sample_options_carry_the_request_key_and_accept_the_old_size() {
     let old = DtexSampleOptions {
         struct_size: DTEX_SAMPLE_OPTIONS_SIZE_0_1_0,
         request_key: 99,
-        reserved: 5,
+        stochastic: 5,
         ..Default::default()
     };
     // SAFETY: a valid struct (larger than its struct_size).
     let e = unsafe { sample_options(&old) }.unwrap();
     assert_eq!(e.request_key, 0, "an old caller's struct has no key");
-    let reserved = DtexSampleOptions {
-        reserved: 1,
+    assert_eq!(e.stochastic, None);
+    // Before `jitter`: `stochastic` was `reserved` (0), so nothing changes for them; a 1
+    // now asks for the stochastic filter with the nearest texels.
+    let keyed = DtexSampleOptions {
+        struct_size: DTEX_SAMPLE_OPTIONS_SIZE_REQUEST_KEY,
+        request_key: 7,
+        stochastic: 1,
+        jitter: [0.1, 0.2],
+        ..Default::default()
+    };
+    // SAFETY: a valid struct (larger than its struct_size).
+    let e = unsafe { sample_options(&keyed) }.unwrap();
+    assert_eq!((e.request_key, e.stochastic), (7, Some([0.5, 0.5])));
+    let jittered = DtexSampleOptions {
+        stochastic: 1,
+        jitter: [0.1, 0.2],
         ..Default::default()
     };
     // SAFETY: a valid struct.
-    let m = unsafe { sample_options(&reserved) }.unwrap_err().message;
-    assert!(m.contains("reserved"), "{m}");
+    let e = unsafe { sample_options(&jittered) }.unwrap();
+    assert_eq!(e.stochastic, Some([0.1, 0.2]));
+    let not_bool = DtexSampleOptions {
+        stochastic: 2,
+        ..Default::default()
+    };
+    // SAFETY: a valid struct.
+    let m = unsafe { sample_options(&not_bool) }.unwrap_err().message;
+    assert!(m.contains("stochastic"), "{m}");
     // Lookups with either size work.
     let loader = TestLoader::new();
     let mut tex = 0;
@@ -128,7 +149,7 @@ fn sample_options_carry_the_request_key_and_accept_the_old_size() {
     // SAFETY: valid pointers.
     ok(unsafe { dtex_texture_create_procedural(loader.0, &p, null(), &mut tex) });
     let launch = loader.launch();
-    for opts in [&o, &old] {
+    for opts in [&o, &old, &keyed, &jittered] {
         let mut s = DtexSample::default();
         // SAFETY: valid pointers.
         ok(unsafe { dtex_launch_tex2d(launch, tex, 0.5, 0.5, opts, &mut s) });

@@ -171,7 +171,57 @@ pub fn run(threads_list: &[usize], time: Duration) -> Result<Vec<Record>, CliErr
             });
         }
     }
+    records.extend(stochastic_records(
+        &launch,
+        tex,
+        threads_list,
+        time,
+        &coords,
+    )?);
     loader.process_requests(launch).wait();
+    Ok(records)
+}
+
+/// A jitter in [0, 1) from a coordinate's bits (a renderer's per-sample random numbers).
+fn jitter_of(x: f32) -> f32 {
+    let h = x.to_bits().wrapping_mul(0x9E37_79B9);
+    (h >> 8) as f32 / (1u32 << 24) as f32
+}
+
+/// Stochastic two-level point lookups (`SampleOptions::stochastic`) at lod 1.5 against the
+/// trilinear ones of the same launch and coordinates.
+fn stochastic_records(
+    launch: &Launch,
+    tex: TextureId,
+    threads_list: &[usize],
+    time: Duration,
+    coords: &[Vec<[f32; 2]>],
+) -> Result<Vec<Record>, CliError> {
+    let g = 2f32.powf(1.5) / SIZE as f32;
+    let (ddx, ddy) = ([g, 0.0], [0.0, g]);
+    let mut records = Vec::new();
+    for &threads in threads_list {
+        let (trilinear_rate, _) = measure(threads, time, coords, demand(launch, tex, ddx, ddy));
+        let (rate, misses) = measure(threads, time, coords, |s, t| {
+            let opts = SampleOptions {
+                stochastic: Some([jitter_of(s), jitter_of(t)]),
+                ..SampleOptions::default()
+            };
+            let r = launch.tex2d_grad(tex, s, t, ddx, ddy, &opts);
+            (r.value, r.resident)
+        });
+        records.push(Record {
+            bench: "stochastic lookups",
+            case: "two-level point lod 1.5 4096² RGBA8".into(),
+            threads,
+            figures: vec![
+                ("demand_lookups_per_second", rate),
+                ("trilinear_lookups_per_second", trilinear_rate),
+                ("ratio_stochastic_to_trilinear", rate / trilinear_rate),
+                ("non_resident_lookups", misses as f64),
+            ],
+        });
+    }
     Ok(records)
 }
 

@@ -77,6 +77,7 @@ fn shade(launch: &Launch, job: &RenderJob<'_>, i: u32, j: u32, mode: Shading) ->
     let options = SampleOptions {
         request_key: key,
         fallback_to_coarser: true,
+        ..SampleOptions::default()
     };
     let look = |l: &super::scene::Lookup| {
         let id = job.textures[l.texture];

@@ -62,15 +62,45 @@ pub(crate) fn floor(x: f32) -> (i64, f32) {
     (i, x - i as f32)
 }
 
-/// The texels and weights for normalised coordinate `coord` on an axis `size` texels long.
-/// `linear`: the two texels around `coord` (bilinear), else the one containing it (point).
+/// How one axis of a level picks its texels.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum AxisFilter {
+    /// The texel containing the coordinate.
+    Point,
+    /// The two texels around it, weighted by the fraction (bilinear).
+    Linear,
+    /// One of the two texels around it, `floor(coord · size − 0.5 + jitter)`: with
+    /// `jitter` uniform in [0, 1) each is picked with its bilinear weight; 0.5 picks the
+    /// texel containing the coordinate (stochastic filtering).
+    Jitter(f32),
+}
+
+/// A caller's jitter as used: within [0, 1); NaN means 0.5 (the nearest texel).
+#[inline]
+pub(crate) fn sanitise_jitter(j: f32) -> f32 {
+    if j.is_nan() {
+        0.5
+    } else {
+        j.clamp(0.0, 1.0 - f32::EPSILON / 2.0)
+    }
+}
+
+/// The texels and weights for normalised coordinate `coord` on an axis `size` texels long,
+/// picked by `filter`.
 #[inline(always)]
-pub(crate) fn axis(coord: f32, size: u32, linear: bool, mode: AddressMode) -> Axis {
+pub(crate) fn axis(coord: f32, size: u32, filter: AxisFilter, mode: AddressMode) -> Axis {
     let texel = |i: i64, weight: f32| match address(i, size, mode) {
         Some(i) => (i, weight),
         None => (0, 0.0),
     };
-    if linear {
+    if let AxisFilter::Jitter(j) = filter {
+        let (i, w) = texel(floor(sanitise(coord * size as f32 - 0.5 + j)).0, 1.0);
+        return Axis {
+            index: [i, 0],
+            weight: [w, 0.0],
+        };
+    }
+    if filter == AxisFilter::Linear {
         let (i0, frac) = floor(sanitise(coord * size as f32 - 0.5));
         let (a, wa) = texel(i0, 1.0 - frac);
         let (b, wb) = texel(i0 + 1, frac);
@@ -129,21 +159,21 @@ mod tests {
     #[test]
     fn bilinear_weights_follow_texel_centres() {
         // 4 texels: centres at 0.125, 0.375, ...
-        let a = axis(0.125, 4, true, Clamp);
+        let a = axis(0.125, 4, AxisFilter::Linear, Clamp);
         assert_eq!((a.index, a.weight), ([0, 1], [1.0, 0.0]));
-        let a = axis(0.25, 4, true, Clamp);
+        let a = axis(0.25, 4, AxisFilter::Linear, Clamp);
         assert_eq!((a.index, a.weight), ([0, 1], [0.5, 0.5]));
         // Across the wrap seam: between texel 3 and texel 0.
-        let a = axis(0.0, 4, true, Wrap);
+        let a = axis(0.0, 4, AxisFilter::Linear, Wrap);
         assert_eq!((a.index, a.weight), ([3, 0], [0.5, 0.5]));
         // Outside a border: weight 0.
-        let a = axis(0.0, 4, true, Border);
+        let a = axis(0.0, 4, AxisFilter::Linear, Border);
         assert_eq!((a.index, a.weight), ([0, 0], [0.0, 0.5]));
-        assert_eq!(axis(-0.5, 4, false, Border).weight, [0.0, 0.0]);
-        let p = axis(0.99, 4, false, Wrap);
+        assert_eq!(axis(-0.5, 4, AxisFilter::Point, Border).weight, [0.0, 0.0]);
+        let p = axis(0.99, 4, AxisFilter::Point, Wrap);
         assert_eq!((p.index, p.weight), ([3, 0], [1.0, 0.0]));
-        assert_eq!(axis(1.0, 4, false, Wrap).index[0], 0);
-        assert_eq!(axis(1.0, 4, false, Clamp).index[0], 3);
+        assert_eq!(axis(1.0, 4, AxisFilter::Point, Wrap).index[0], 0);
+        assert_eq!(axis(1.0, 4, AxisFilter::Point, Clamp).index[0], 3);
     }
 
     #[test]
@@ -158,12 +188,40 @@ mod tests {
             f32::NAN,
         ] {
             for mode in [Wrap, Clamp, Mirror, Border] {
-                for linear in [false, true] {
-                    let a = axis(c, 65536, linear, mode);
+                for filter in [
+                    AxisFilter::Point,
+                    AxisFilter::Linear,
+                    AxisFilter::Jitter(0.0),
+                    AxisFilter::Jitter(sanitise_jitter(1.0)),
+                ] {
+                    let a = axis(c, 65536, filter, mode);
                     assert!(a.weight.iter().all(|w| w.is_finite()), "{c} {mode:?}");
                     assert!(a.index.iter().all(|&i| i < 65536));
                 }
             }
         }
+    }
+
+    #[test]
+    fn jitter_picks_each_bilinear_texel_with_its_weight() {
+        // 0.3 of the way from texel 1's centre to texel 2's on an 8-texel axis: bilinear
+        // weights 0.7 and 0.3.
+        let coord = (1.5 + 0.3) / 8.0;
+        let pick = |j: f32| axis(coord, 8, AxisFilter::Jitter(sanitise_jitter(j)), Clamp);
+        let n = 1000;
+        let second = (0..n)
+            .filter(|&k| pick((k as f32 + 0.5) / n as f32).index[0] == 2)
+            .count();
+        assert!((295..=305).contains(&second), "{second} of {n}");
+        // 0.5 is the nearest texel (the one containing the point): point filtering.
+        let p = axis(coord, 8, AxisFilter::Point, Clamp);
+        assert_eq!(pick(0.5), p);
+        assert_eq!(pick(f32::NAN), p);
+        // Out-of-range jitters are clamped, never reach a third texel.
+        assert_eq!(pick(-3.0).index[0], 1);
+        assert_eq!(pick(7.0).index[0], 2);
+        // A border texel outside reads nothing.
+        let b = axis(0.2 / 8.0, 8, AxisFilter::Jitter(0.0), Border);
+        assert_eq!(b.weight, [0.0, 0.0]);
     }
 }

@@ -3,7 +3,7 @@
 //! distinct page once, and adds the weighted texels to an accumulator only if every page
 //! is resident. Missing tiles are never read.
 
-use super::address::{axis, Axis};
+use super::address::{axis, sanitise_jitter, Axis, AxisFilter};
 use super::texel::Texel;
 use super::CpuView;
 use crate::backend::cpu::TileDirectory;
@@ -49,7 +49,8 @@ pub(crate) struct Fetch<'a, D> {
     tiles: &'a TileDirectory,
     sampler: &'a TextureSampler,
     address: [AddressMode; 2],
-    linear: bool,
+    /// How each axis picks its texels (the texture's filter, or a lookup's jitter).
+    filter: [AxisFilter; 2],
     touch: Touch,
     tile_shift: [u32; 2],
     _texel: PhantomData<D>,
@@ -72,7 +73,11 @@ impl<'a, D: Texel> Fetch<'a, D> {
                 AddressMode::from_code(sampler.address_s),
                 AddressMode::from_code(sampler.address_t),
             ],
-            linear: sampler.filter == FilterMode::Linear as u32,
+            filter: if sampler.filter == FilterMode::Linear as u32 {
+                [AxisFilter::Linear; 2]
+            } else {
+                [AxisFilter::Point; 2]
+            },
             touch,
             tile_shift: [
                 sampler.tile_width.trailing_zeros(),
@@ -88,6 +93,17 @@ impl<'a, D: Texel> Fetch<'a, D> {
         Fetch { touch, ..*self }
     }
 
+    /// The same fetcher reading one texel per level, picked by `jitter` (s, t) among the
+    /// bilinear footprint's texels with their weights, whatever the texture's filter
+    /// (stochastic filtering; see [`AxisFilter::Jitter`]).
+    #[inline]
+    pub fn with_jitter(&self, jitter: [f32; 2]) -> Self {
+        Fetch {
+            filter: jitter.map(|j| AxisFilter::Jitter(sanitise_jitter(j))),
+            ..*self
+        }
+    }
+
     /// Add `weight` × the filtered value of `level` at (s, t) to `acc`, touching the
     /// footprint's pages; on a missing page mark `acc` non-resident instead.
     #[inline(always)]
@@ -96,8 +112,8 @@ impl<'a, D: Texel> Fetch<'a, D> {
         if lv.width == 0 || lv.height == 0 {
             return; // never built by the loader (levels are at least 1×1): transparent black
         }
-        let ax = axis(s, lv.width, self.linear, self.address[0]);
-        let ay = axis(t, lv.height, self.linear, self.address[1]);
+        let ax = axis(s, lv.width, self.filter[0], self.address[0]);
+        let ay = axis(t, lv.height, self.filter[1], self.address[1]);
         if ax.weight == [0.0; 2] || ay.weight == [0.0; 2] {
             return; // all outside a border: transparent black, no page
         }

@@ -58,7 +58,10 @@ fn run<D: Texel>(
         MipFilter::Linear
     };
     let levels = mip_levels(fp.lod, sampler.num_levels, mip_filter);
-    let fetch = Fetch::<D>::new(view, sampler, Touch::Record);
+    let mut fetch = Fetch::<D>::new(view, sampler, Touch::Record);
+    if let Some(jitter) = options.stochastic {
+        fetch = fetch.with_jitter(jitter);
+    }
     let mut acc = Accum::new();
     let probe_weight = 1.0 / fp.probes as f32;
     let fine_weight = (1.0 - levels.coarse_weight) * probe_weight;

@@ -278,6 +278,18 @@ pub struct SampleOptions {
     /// (see [`crate::paging::rejection`]; unused when the launch rejects nothing). Lookups
     /// with the same key in one launch make the same decision for a page.
     pub request_key: u32,
+    /// Stochastic two-level point filtering (Pharr et al. 2024, "filtering after
+    /// shading"; Disney's GPU Ptex streaming): one texel from each of the two mip levels
+    /// around the level of detail, blended by the fraction (one level where the texture's
+    /// mip filter is point), instead of the texture's bilinear or point footprints; the
+    /// footprint is isotropic (one probe, the level of detail of the longer gradient).
+    /// In each level the texel is `floor(coord · size − 0.5 + jitter)` along each axis:
+    /// with `jitter` (s, t) uniform random in [0, 1)², the caller's, each of the bilinear
+    /// footprint's texels is picked with its bilinear weight, so averaging lookups over
+    /// jitters (a pixel's samples) gives the trilinear filter; (0.5, 0.5) picks the nearest
+    /// texel. A lookup reads (and requests) 1 or 2 texels instead of up to 8 per probe.
+    /// Jitters are clamped into [0, 1); NaN is 0.5. `None`: the texture's filter.
+    pub stochastic: Option<[f32; 2]>,
 }
 
 /// The result of one lookup.
@@ -410,13 +422,12 @@ pub fn tex2d_grad(
     let footprint = if whole_texture {
         Footprint::isotropic(f32::INFINITY) // the coarsest level
     } else {
-        Footprint::from_gradients(
-            ddx,
-            ddy,
-            sampler.width,
-            sampler.height,
-            sampler.max_anisotropy,
-        )
+        // Stochastic lookups read one point per level: an isotropic footprint.
+        let max_anisotropy = match options.stochastic {
+            Some(_) => 1,
+            None => sampler.max_anisotropy,
+        };
+        Footprint::from_gradients(ddx, ddy, sampler.width, sampler.height, max_anisotropy)
     };
     filter::sample(view, texture, sampler, s, t, &footprint, options)
 }

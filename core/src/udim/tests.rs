@@ -283,6 +283,7 @@ fn with_fallback_to_coarser_the_base_stands_in_for_a_missing_tile() {
     let fallback = SampleOptions {
         fallback_to_coarser: true,
         request_key: 0,
+        stochastic: None,
     };
     let g = 1.0 / 1024.0;
     let launch = loader.launch_prepare();

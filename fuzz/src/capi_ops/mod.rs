@@ -252,7 +252,8 @@ fn sample_options(b: &mut Bytes) -> DtexSampleOptions {
         struct_size: b.struct_size(std::mem::size_of::<DtexSampleOptions>()),
         fallback_to_coarser: b.u8() as u32 % 3,
         request_key: b.u32(),
-        ..Default::default()
+        stochastic: b.u8() as u32 % 3,
+        jitter: [b.f32(), b.f32()],
     }
 }
 

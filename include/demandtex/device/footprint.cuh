@@ -234,6 +234,34 @@ static __device__ __forceinline__ Axis axisTexels(float coord, uint32_t size, bo
     return a;
 }
 
+/// A caller's stochastic-filter jitter as used: within [0, 1); NaN means 0.5 (the engine's
+/// `address::sanitise_jitter`).
+static __device__ __forceinline__ float sanitiseJitter(float j)
+{
+    if (j != j)
+        return 0.5f;
+    return fminf(fmaxf(j, 0.0f), 0.99999994f);
+}
+
+/// The one texel a jittered pick reads along an axis `size` texels long:
+/// `floor(coord * size - 0.5 + jitter)` (the engine's `AxisFilter::Jitter`), weight 1, or
+/// 0 outside a border. `jitter` is sanitised.
+static __device__ __forceinline__ Axis axisJittered(float coord, uint32_t size, float jitter,
+                                                    uint32_t mode)
+{
+    Axis a;
+    float frac;
+    const float x = __fadd_rn(__fsub_rn(__fmul_rn(coord, __uint2float_rn(size)), 0.5f), jitter);
+    const long long i = floorSplit(sanitiseTexelCoord(x), &frac);
+    const bool in = addressTexel(i, size, mode, &a.index[0]);
+    a.weight[0] = in ? 1.0f : 0.0f;
+    if (!in)
+        a.index[0] = 0u;
+    a.index[1] = 0u;
+    a.weight[1] = 0.0f;
+    return a;
+}
+
 /// How a footprint touches pages.
 enum class Touch {
     /// Record a use of every page (misses become requests): the footprint proper.
@@ -272,6 +300,32 @@ static __device__ __forceinline__ uint32_t log2PowerOfTwo(uint32_t x)
     return static_cast<uint32_t>(__ffs(static_cast<int>(x)) - 1);
 }
 
+/// Touch the pages of the texels `ax` × `ay` of `level` (a level the loader built): the
+/// tiles of a tiled level, the mip-tail page of a level in the tail; see `touchLevel`.
+static __device__ __forceinline__ bool touchAxes(const DtexDeviceContext& ctx,
+                                                 const DtexTextureSampler& smp, uint32_t level,
+                                                 const Axis& ax, const Axis& ay, Touch touch,
+                                                 float* coverage)
+{
+    const DtexSamplerLevel& lv = smp.levels[level];
+    const float wx = __fadd_rn(ax.weight[0], ax.weight[1]);
+    const float wy = __fadd_rn(ay.weight[0], ay.weight[1]);
+    if (wx == 0.0f || wy == 0.0f)
+        return true;  // all outside a border: transparent black, no page
+    *coverage = __fmul_rn(wx, wy);
+    if (level >= smp.mip_tail_first_level)
+        return touchPage(ctx, smp.start_page, touch);
+    uint32_t cols[2], rows[2];
+    const uint32_t numCols = axisTiles(ax, log2PowerOfTwo(smp.tile_width), cols);
+    const uint32_t numRows = axisTiles(ay, log2PowerOfTwo(smp.tile_height), rows);
+    const uint32_t first = smp.start_page + lv.offset;
+    bool resident = true;
+    for (uint32_t r = 0; r < numRows; ++r)
+        for (uint32_t c = 0; c < numCols; ++c)
+            resident = touchPage(ctx, first + rows[r] * lv.tiles_x + cols[c], touch) && resident;
+    return resident;
+}
+
 /// Touch the pages of one bilinear (or point) footprint of `level` at (s, t) -- the tiles
 /// of a tiled level, the mip-tail page of a level in the tail -- and say whether all are
 /// resident. `*coverage` receives the summed weight of the texels inside the texture (1,
@@ -290,22 +344,29 @@ static __device__ __forceinline__ bool touchLevel(const DtexDeviceContext& ctx,
     const bool linear = smp.filter == DTEX_FILTER_LINEAR;
     const Axis ax = axisTexels(s, lv.width, linear, smp.address_s);
     const Axis ay = axisTexels(t, lv.height, linear, smp.address_t);
-    const float wx = __fadd_rn(ax.weight[0], ax.weight[1]);
-    const float wy = __fadd_rn(ay.weight[0], ay.weight[1]);
-    if (wx == 0.0f || wy == 0.0f)
-        return true;  // all outside a border: transparent black, no page
-    *coverage = __fmul_rn(wx, wy);
-    if (level >= smp.mip_tail_first_level)
-        return touchPage(ctx, smp.start_page, touch);
-    uint32_t cols[2], rows[2];
-    const uint32_t numCols = axisTiles(ax, log2PowerOfTwo(smp.tile_width), cols);
-    const uint32_t numRows = axisTiles(ay, log2PowerOfTwo(smp.tile_height), rows);
-    const uint32_t first = smp.start_page + lv.offset;
-    bool resident = true;
-    for (uint32_t r = 0; r < numRows; ++r)
-        for (uint32_t c = 0; c < numCols; ++c)
-            resident = touchPage(ctx, first + rows[r] * lv.tiles_x + cols[c], touch) && resident;
-    return resident;
+    return touchAxes(ctx, smp, level, ax, ay, touch, coverage);
+}
+
+/// `touchLevel` for the one texel a stochastic lookup picks with `jitter` (sanitised), and
+/// the normalised coordinate of that texel's centre in `*centre` (inside the level, where
+/// any filter reads exactly that texel).
+static __device__ __forceinline__ bool touchJittered(const DtexDeviceContext& ctx,
+                                                     const DtexTextureSampler& smp,
+                                                     uint32_t level, float s, float t,
+                                                     float2 jitter, Touch touch,
+                                                     float* coverage, float2* centre)
+{
+    const DtexSamplerLevel& lv = smp.levels[level];
+    *coverage = 0.0f;
+    *centre = make_float2(s, t);
+    if (lv.width == 0u || lv.height == 0u)
+        return true;  // never built by the loader: transparent black
+    const Axis ax = axisJittered(s, lv.width, jitter.x, smp.address_s);
+    const Axis ay = axisJittered(t, lv.height, jitter.y, smp.address_t);
+    *centre = make_float2(
+        __fdiv_rn(__fadd_rn(__uint2float_rn(ax.index[0]), 0.5f), __uint2float_rn(lv.width)),
+        __fdiv_rn(__fadd_rn(__uint2float_rn(ay.index[0]), 0.5f), __uint2float_rn(lv.height)));
+    return touchAxes(ctx, smp, level, ax, ay, touch, coverage);
 }
 
 }  // namespace dtex

@@ -32,6 +32,9 @@
  * 6. A miss: with `SampleOptions::fallbackToCoarser`, the first coarser level whose whole
  *    footprint is resident (tested without requesting) stands in, reported resident.
  *    Otherwise the base colour if its page is resident, else zeros, non-resident.
+ * With `SampleOptions::stochastic`, steps 4 to 6 read one texel per level instead: the
+ * footprint is isotropic, and in each of the one or two levels the texel the jitter picks
+ * (with its bilinear weight) is touched and fetched at its centre (`filterStochastic`).
  *
  * What the CUDA backend publishes: the sampler page's entry is the device address of the
  * texture's `DtexTextureSampler` (device memory, 8-byte aligned, unchanged while a launch
@@ -54,12 +57,22 @@
 
 namespace dtex {
 
-/// Per-lookup options (the engine's `SampleOptions`).
+/// Per-lookup options (the engine's `SampleOptions`); every field has its default, so
+/// `dtex::SampleOptions options;` is the defaults, as `{true}` is "fall back to coarser".
 struct SampleOptions {
     /// On a miss, return the value of the finest coarser level whose footprint is resident
     /// (the mip tail always is once the sampler is) and report it as resident. The missing
     /// pages are still requested, so later launches sharpen.
-    bool fallbackToCoarser;
+    bool fallbackToCoarser = false;
+    /// Stochastic two-level point filtering (the engine's `SampleOptions::stochastic`): one
+    /// texel from each of the two mip levels around the level of detail (one where the
+    /// texture's mip filter is point), blended by the fraction, each picked by `jitter`
+    /// with its bilinear weight -- averaged over a pixel's samples, the trilinear filter --
+    /// over an isotropic footprint. One or two hardware fetches at texel centres.
+    bool stochastic = false;
+    /// The stochastic filter's random numbers for s and t, uniform in [0, 1) per sample
+    /// (0.5, 0.5: the nearest texels); clamped into [0, 1), NaN means 0.5.
+    float jitter[2] = {0.5f, 0.5f};
 };
 
 /// Opaque magenta: what an unknown texture id samples as (`DTEX_DEFAULT_FALLBACK_COLOR_*`,
@@ -245,6 +258,55 @@ static __device__ __forceinline__ bool coarserLevel(const DtexDeviceContext& ctx
     return false;
 }
 
+/// `filterFootprint` for a stochastic lookup (`SampleOptions::stochastic`; `fp` has one
+/// probe): the jittered texel of the one or two levels read, each fetched at its centre.
+/// On a miss, with `fallbackToCoarser`, the first coarser level whose jittered texel is
+/// resident (peeked) stands in.
+static __device__ __forceinline__ Sample filterStochastic(const DtexDeviceContext& ctx,
+                                                          uint32_t texture,
+                                                          const DtexTextureSampler& smp,
+                                                          float s, float t, const Footprint& fp,
+                                                          const SampleOptions& options)
+{
+    const uint32_t mipFilter =
+        smp.mip_filter == DTEX_FILTER_POINT ? DTEX_FILTER_POINT : DTEX_FILTER_LINEAR;
+    const MipLevels levels = mipLevels(fp.lod, smp.num_levels, mipFilter);
+    const float2 jitter =
+        make_float2(sanitiseJitter(options.jitter[0]), sanitiseJitter(options.jitter[1]));
+    const uint32_t count = levels.coarseWeight > 0.0f ? 2u : 1u;
+    float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    bool resident = true;
+    for (uint32_t k = 0; k < count; ++k) {
+        const uint32_t level = levels.fine + k;
+        const float weight =
+            k == 0u ? __fsub_rn(1.0f, levels.coarseWeight) : levels.coarseWeight;
+        float coverage;
+        float2 centre;
+        resident = touchJittered(ctx, smp, level, s, t, jitter, Touch::Record, &coverage,
+                                 &centre) &&
+                   resident;
+        if (resident && coverage != 0.0f)
+            accumulate(&acc, fetchLevel(smp, centre.x, centre.y, __uint2float_rn(level), coverage),
+                       weight);
+    }
+    if (resident)
+        return makeSample(acc, true);
+    if (options.fallbackToCoarser) {
+        for (uint32_t level = levels.fine + 1u; level < smp.num_levels; ++level) {
+            float coverage;
+            float2 centre;
+            if (touchJittered(ctx, smp, level, s, t, jitter, Touch::Peek, &coverage, &centre)) {
+                const float4 v =
+                    coverage != 0.0f
+                        ? fetchLevel(smp, centre.x, centre.y, __uint2float_rn(level), coverage)
+                        : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+                return makeCoarserSample(v);
+            }
+        }
+    }
+    return makeSample(missColor(ctx, texture), false);
+}
+
 /// Filter `texture` (whose resident, well-formed sampler is `smp`) over footprint `fp`
 /// centred at (s, t): steps 4 to 6 of the header comment (the engine's `filter::run`).
 /// The probes are fetched while their pages are touched; the sum is used only if every
@@ -255,6 +317,8 @@ static __device__ __forceinline__ Sample filterFootprint(const DtexDeviceContext
                                                          float t, const Footprint& fp,
                                                          const SampleOptions& options)
 {
+    if (options.stochastic)
+        return filterStochastic(ctx, texture, smp, s, t, fp, options);
     const uint32_t mipFilter =
         smp.mip_filter == DTEX_FILTER_POINT ? DTEX_FILTER_POINT : DTEX_FILTER_LINEAR;
     const MipLevels levels = mipLevels(fp.lod, smp.num_levels, mipFilter);
@@ -355,7 +419,7 @@ static __device__ __forceinline__ Sample sampleGrad(const DtexDeviceContext& ctx
     const Footprint fp =
         wholeTexture ? isotropicFootprint(__int_as_float(0x7F800000))  // the coarsest level
                      : footprintFromGradients(ddx, ddy, smp->width, smp->height,
-                                              smp->max_anisotropy);
+                                              options.stochastic ? 1u : smp->max_anisotropy);
     return filterFootprint(ctx, texture, *smp, s, t, fp, options);
 }
 

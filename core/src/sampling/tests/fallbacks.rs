@@ -11,10 +11,12 @@ use crate::TILE_BYTES;
 const OPTS: SampleOptions = SampleOptions {
     fallback_to_coarser: false,
     request_key: 0,
+    stochastic: None,
 };
 const COARSER: SampleOptions = SampleOptions {
     fallback_to_coarser: true,
     request_key: 0,
+    stochastic: None,
 };
 
 #[test]

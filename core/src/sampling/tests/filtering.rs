@@ -9,6 +9,7 @@ use crate::textures::{AddressMode, FilterMode, MipFilter, TexelFormat, TexelType
 const OPTS: SampleOptions = SampleOptions {
     fallback_to_coarser: false,
     request_key: 0,
+    stochastic: None,
 };
 
 /// A coordinate in [lo, hi) on a 1/4096 grid, so `s · width` is exact in `f32` and the

@@ -7,6 +7,7 @@ use crate::textures::{TexelFormat, TexelType};
 const OPTS: SampleOptions = SampleOptions {
     fallback_to_coarser: false,
     request_key: 0,
+    stochastic: None,
 };
 
 #[test]
@@ -88,6 +89,7 @@ fn lookups_from_four_threads_agree_with_one() {
     let options = SampleOptions {
         fallback_to_coarser: true,
         request_key: 0,
+        stochastic: None,
     };
     let run = |q: &(f32, f32, f32)| -> Sample {
         let (s, t, g) = *q;

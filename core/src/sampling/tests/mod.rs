@@ -6,3 +6,4 @@ mod fallbacks;
 mod filtering;
 mod formats;
 mod requests;
+mod stochastic;

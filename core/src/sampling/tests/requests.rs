@@ -9,6 +9,7 @@ use crate::textures::{AddressMode, FilterMode, TextureDesc};
 const OPTS: SampleOptions = SampleOptions {
     fallback_to_coarser: false,
     request_key: 0,
+    stochastic: None,
 };
 
 fn sorted(mut v: Vec<u32>) -> Vec<u32> {
