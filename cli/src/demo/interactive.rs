@@ -58,6 +58,14 @@ pub(super) enum Shading {
     Untextured,
 }
 
+/// A pixel's jitter for stochastic filtering, in [0, 1)²: the same in every frame and
+/// run, so the streaming and the resident frames agree texel for texel.
+fn pixel_jitter(key: u32) -> [f32; 2] {
+    let h = key.wrapping_mul(0x9E37_79B9) ^ (key >> 15);
+    let h = h.wrapping_mul(0x85EB_CA6B);
+    [(h & 0xFFFF) as f32 / 65536.0, (h >> 16) as f32 / 65536.0]
+}
+
 /// One pixel: its colour and whether every lookup was at full detail.
 fn shade(launch: &Launch, job: &RenderJob<'_>, i: u32, j: u32, mode: Shading) -> ([f32; 4], bool) {
     let rays = job.camera.pixel_rays(i, j);
@@ -77,7 +85,7 @@ fn shade(launch: &Launch, job: &RenderJob<'_>, i: u32, j: u32, mode: Shading) ->
     let options = SampleOptions {
         request_key: key,
         fallback_to_coarser: true,
-        ..SampleOptions::default()
+        stochastic: job.stochastic.then(|| pixel_jitter(key)),
     };
     let look = |l: &super::scene::Lookup| {
         let id = job.textures[l.texture];
@@ -252,6 +260,7 @@ pub(super) fn job<'a>(
         width: args.width,
         height: args.height,
         max_launches: args.max_launches,
+        stochastic: args.stochastic,
     }
 }
 
@@ -471,6 +480,7 @@ pub(super) fn summarize(
         serde_json::Number::from_f64(last_diff as f64).map_or(Value::Null, Value::Number),
     );
     summary.insert("fps_target".into(), args.fps.into());
+    summary.insert("stochastic".into(), args.stochastic.into());
     summary.insert("width".into(), args.width.into());
     summary.insert("height".into(), args.height.into());
     summary.insert(
@@ -555,6 +565,55 @@ mod tests {
         let png = image::open(out.join("interactive.png")).unwrap();
         assert_eq!(png.width(), 960);
         std::fs::remove_dir_all(&out).ok();
+    }
+
+    #[test]
+    fn a_stochastic_run_ends_on_the_resident_image_too() {
+        let out = std::env::temp_dir().join(format!(
+            "demandtex-interactive-stochastic-{}",
+            std::process::id()
+        ));
+        let args = DemoArgs {
+            width: 48,
+            height: 27,
+            verify: false,
+            interactive: true,
+            frames: 48,
+            stochastic: true,
+            ..DemoArgs::for_test(out.clone())
+        };
+        let scene = super::super::builtin::scene(super::super::builtin::SceneSize {
+            texture_size: 1024,
+            mandelbrot_iterations: 16,
+        });
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        run(&args, &scene, &pool).unwrap();
+        let json: Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("interactive.json")).unwrap())
+                .unwrap();
+        assert_eq!(json["stochastic"], true);
+        // The camera stands still for the last frames: every pixel reaches full detail and
+        // equals the resident render (the same jitter per pixel in both).
+        assert!(json["frames_to_full_detail_after_cut"].is_u64(), "{json}");
+        assert_eq!(json["last_frame_max_abs_diff_vs_resident"], 0.0);
+        std::fs::remove_dir_all(&out).ok();
+    }
+
+    #[test]
+    fn jitters_cover_the_unit_square() {
+        let (mut lo, mut hi) = ([1.0f32; 2], [0.0f32; 2]);
+        for key in 0..4096 {
+            let j = pixel_jitter(key);
+            for k in 0..2 {
+                assert!((0.0..1.0).contains(&j[k]));
+                lo[k] = lo[k].min(j[k]);
+                hi[k] = hi[k].max(j[k]);
+            }
+        }
+        assert!(lo.iter().all(|&x| x < 0.01) && hi.iter().all(|&x| x > 0.99));
     }
 
     #[test]

@@ -97,6 +97,11 @@ pub struct DemoArgs {
     /// memory sampled as it goes; writes soak.csv and soak.json.
     #[arg(long, default_value_t = 0.0)]
     pub soak_minutes: f64,
+    /// With --interactive: stochastic two-level point filtering (one texel per mip level,
+    /// picked by a per-pixel jitter) instead of the textures' trilinear filter, in every
+    /// run (CPU only).
+    #[arg(long)]
+    pub stochastic: bool,
 }
 
 /// The demo's renderer.
@@ -128,6 +133,11 @@ impl DemoArgs {
         }
         if self.interactive && self.frames == 0 {
             return Err(CliError::Usage("--interactive needs --frames ≥ 1".into()));
+        }
+        if self.stochastic && (!self.interactive || self.backend != Backend::Cpu) {
+            return Err(CliError::Usage(
+                "--stochastic needs --interactive and the CPU backend".into(),
+            ));
         }
         if self.interactive && self.soak_minutes > 0.0 && self.backend != Backend::Cpu {
             return Err(CliError::Usage(
@@ -193,6 +203,7 @@ fn render_scene(
         width: args.width,
         height: args.height,
         max_launches: args.max_launches,
+        stochastic: false,
     };
     let outcome = render::render(&loader, &job, pool, progress);
     Ok((loader, outcome))
@@ -380,6 +391,7 @@ impl DemoArgs {
             no_rejection: false,
             fill_threads: 0,
             soak_minutes: 0.0,
+            stochastic: false,
         }
     }
 }

@@ -68,6 +68,8 @@ pub struct RenderJob<'a> {
     pub height: u32,
     /// Stop after this many launches even if not converged.
     pub max_launches: u32,
+    /// Interactive shading: stochastic two-level point filtering, jittered per pixel.
+    pub stochastic: bool,
 }
 
 fn sample(launch: &Launch, ids: &[TextureId], l: &Lookup) -> ([f32; 4], bool) {
