@@ -203,6 +203,22 @@ struct Axis {
     float weight[2];
 };
 
+/// The one texel at texel-space coordinate `x` (`floor(x)`, addressed), weight 1, or
+/// weight 0 outside a border: point filtering, and a stochastic lookup's pick.
+static __device__ __forceinline__ Axis oneTexel(float x, uint32_t size, uint32_t mode)
+{
+    Axis a;
+    float frac;
+    const long long i = floorSplit(sanitiseTexelCoord(x), &frac);
+    const bool in = addressTexel(i, size, mode, &a.index[0]);
+    a.weight[0] = in ? 1.0f : 0.0f;
+    if (!in)
+        a.index[0] = 0u;
+    a.index[1] = 0u;
+    a.weight[1] = 0.0f;
+    return a;
+}
+
 /// The texels and weights for normalised coordinate `coord` on an axis `size` texels long:
 /// `linear`, the two texels around `coord` (bilinear), else the one containing it (point).
 static __device__ __forceinline__ Axis axisTexels(float coord, uint32_t size, bool linear,
@@ -223,13 +239,7 @@ static __device__ __forceinline__ Axis axisTexels(float coord, uint32_t size, bo
         if (!in1)
             a.index[1] = 0u;
     } else {
-        const long long i = floorSplit(sanitiseTexelCoord(__fmul_rn(coord, n)), &frac);
-        const bool in = addressTexel(i, size, mode, &a.index[0]);
-        a.weight[0] = in ? 1.0f : 0.0f;
-        if (!in)
-            a.index[0] = 0u;
-        a.index[1] = 0u;
-        a.weight[1] = 0.0f;
+        a = oneTexel(__fmul_rn(coord, n), size, mode);
     }
     return a;
 }
@@ -249,17 +259,8 @@ static __device__ __forceinline__ float sanitiseJitter(float j)
 static __device__ __forceinline__ Axis axisJittered(float coord, uint32_t size, float jitter,
                                                     uint32_t mode)
 {
-    Axis a;
-    float frac;
     const float x = __fadd_rn(__fsub_rn(__fmul_rn(coord, __uint2float_rn(size)), 0.5f), jitter);
-    const long long i = floorSplit(sanitiseTexelCoord(x), &frac);
-    const bool in = addressTexel(i, size, mode, &a.index[0]);
-    a.weight[0] = in ? 1.0f : 0.0f;
-    if (!in)
-        a.index[0] = 0u;
-    a.index[1] = 0u;
-    a.weight[1] = 0.0f;
-    return a;
+    return oneTexel(x, size, mode);
 }
 
 /// How a footprint touches pages.

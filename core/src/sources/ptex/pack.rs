@@ -111,32 +111,6 @@ pub fn unit_tiling(res: Res, pixel_size: usize) -> Option<UnitTiling> {
     })
 }
 
-/// [`PackLayout::place`] for a unit that shares its page (one piece, at most
-/// [`UNIT_CAPACITY`] bytes): the same cursor arithmetic without tiles, walked by
-/// [`PackLayout::locate`] past up to [`CHECKPOINT`] − 1 faces a lookup.
-#[inline]
-fn place_small(cur: &mut Cursor, res: Res, bytes: u32) -> UnitLoc {
-    const CAPACITY: u32 = UNIT_CAPACITY as u32;
-    cur.offset = cur.offset.next_multiple_of(CHUNK_BYTES as u32);
-    if cur.offset + bytes > CAPACITY {
-        cur.page += 1;
-        cur.offset = 0;
-    }
-    let loc = UnitLoc {
-        page: cur.page,
-        offset: cur.offset,
-        res,
-        tiling: None,
-        bytes,
-    };
-    cur.offset += bytes;
-    if cur.offset + bytes.min(1) > CAPACITY {
-        cur.page += 1;
-        cur.offset = 0;
-    }
-    loc
-}
-
 /// Where a unit lies.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct UnitLoc {
@@ -329,9 +303,6 @@ impl PackLayout {
     /// where it went.
     fn place(&self, cur: &mut Cursor, face: u32, res: Res) -> UnitLoc {
         let (tiling, bytes) = self.unit_bytes_of(face, res);
-        if tiling.is_none() && has_bitmap(bytes) {
-            return place_small(cur, res, bytes);
-        }
         let capacity = page_capacity(bytes);
         cur.offset = cur.offset.next_multiple_of(CHUNK_BYTES as u32);
         if cur.offset + bytes > capacity {

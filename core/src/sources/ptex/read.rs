@@ -103,7 +103,7 @@ impl PtexFile {
     ///   in u or v (isotropic: in u when `res.ulog2` is odd; else along the larger
     ///   reduction), with the reference's arithmetic.
     pub fn read_face(&self, face: u32, res: Res) -> Result<FaceData, PtexError> {
-        self.data(face, res)
+        self.data_for_caller(face, res)
             .map(|d| Arc::unwrap_or_clone(d.face))
             .map_err(|e| e.in_file(&self.name))
     }
@@ -285,6 +285,17 @@ impl PtexFile {
                 }
             }
         }))
+    }
+
+    /// `face` at `res` for a caller that keeps it (a page's unit, a resident face): from
+    /// the decode cache, or made (its sources kept there, as [`PtexFile::data`] keeps
+    /// them) but not kept itself: the cache holds what reductions are made from, not a
+    /// second copy of what the caller holds.
+    fn data_for_caller(&self, face: u32, res: Res) -> R<Data> {
+        match super::decode_cache::shared().get(self.cache_id, face, res) {
+            Some((face, uniform)) => Ok(Data { face, uniform }),
+            None => self.compute_data(face, res),
+        }
     }
 
     /// `face` at `res`, from the decode cache or decoded (and then kept there, except a
