@@ -16,7 +16,7 @@ use super::{PtexFaces, PtexTextureInfo, Texels, Tiling};
 use crate::ids::{TextureId, TILE_BYTES};
 use crate::sampling::{resolve, CpuView};
 use crate::sources::ptex::pack::{PlacedUnit, UnitLoc};
-use crate::sources::ptex::{FaceInfo, PtexPages, Res};
+use crate::sources::ptex::{DecodedUnits, FaceInfo, PtexPages, Res};
 use crate::textures::TextureSampler;
 use std::cell::Cell;
 
@@ -119,30 +119,12 @@ impl PtexFaces for EnginePtex<'_> {
             return false;
         }
         let (page, offset) = loc.tile(tile);
-        let bytes = loc.bytes as usize;
-        let Some(sampler) = self.pages_sampler() else {
+        let (at, bytes) = (offset as usize, loc.bytes as usize);
+        let Some(ptr) = self.unit_page(page, at, bytes, Touch::Record) else {
             return false;
         };
-        let (tx, ty) = PtexPages::tile_of_page(page);
-        let lv = &sampler.levels[0];
-        if tx >= lv.tiles_x || ty >= sampler.num_pages {
-            return false;
-        }
-        let global = sampler.start_page + lv.offset + ty * lv.tiles_x + tx;
-        if global >= sampler.start_page + sampler.num_pages || !self.view.request(global) {
-            return false;
-        }
-        let ptr = self.view.tiles().get(global);
-        if ptr.is_null() {
-            return false;
-        }
-        let at = offset as usize;
-        if at.checked_add(bytes).is_none_or(|end| end > TILE_BYTES) {
-            return false;
-        }
-        // SAFETY: the page is resident and its directory entry non-null: by the contract
-        // of `CpuView::new` it addresses TILE_BYTES of a page of this texture, filled by
-        // `PtexPages::fill_page` and published, alive while the view lives.
+        // SAFETY: `unit_page`'s answer: TILE_BYTES of a published page of this texture,
+        // alive while the view lives, with `at + bytes` inside it.
         if !unsafe { PtexPages::unit_valid(ptr, at, bytes) } {
             let unit = PlacedUnit {
                 face,
@@ -154,7 +136,10 @@ impl PtexFaces for EnginePtex<'_> {
             // SAFETY: as above; `unit` is where `locate` puts this unit on `page`, and
             // tile memory is the engine's writable tile buffers, which `fill_in_place`
             // writes only where no reader reads (its contract).
-            let filled = unsafe { self.pages.fill_in_place(page, ptr as *mut u8, &unit) };
+            let filled = unsafe {
+                self.pages
+                    .fill_in_place(page, ptr as *mut u8, &unit, Some(self))
+            };
             if let Err(e) = filled {
                 self.pages.record_unit_error(e);
                 return false;
@@ -166,5 +151,59 @@ impl PtexFaces for EnginePtex<'_> {
         let texels = unsafe { std::slice::from_raw_parts(ptr.add(at), bytes) };
         visit(Texels::Packed(texels));
         true
+    }
+}
+
+/// How [`EnginePtex::unit_page`] touches a page.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Touch {
+    /// Record a use (a miss becomes a request): the lookup's own units.
+    Record,
+    /// Only test residence: a reduction's source, which must not be requested.
+    Peek,
+}
+
+impl EnginePtex<'_> {
+    /// The tile memory of `page` if it is resident (touched as `touch`) and holds
+    /// `at..at + bytes`: by the contract of `CpuView::new`, TILE_BYTES of a page of this
+    /// texture, filled by `PtexPages::fill_page` and published, alive while the view lives.
+    fn unit_page(&self, page: u32, at: usize, bytes: usize, touch: Touch) -> Option<*const u8> {
+        let sampler = self.pages_sampler()?;
+        let (tx, ty) = PtexPages::tile_of_page(page);
+        let lv = &sampler.levels[0];
+        if tx >= lv.tiles_x || ty >= sampler.num_pages {
+            return None;
+        }
+        let global = sampler.start_page + lv.offset + ty * lv.tiles_x + tx;
+        if global >= sampler.start_page + sampler.num_pages {
+            return None;
+        }
+        let resident = match touch {
+            Touch::Record => self.view.request(global),
+            Touch::Peek => self.view.pages().is_resident(global),
+        };
+        let ptr = self.view.tiles().get(global);
+        let inside = at.checked_add(bytes).is_some_and(|end| end <= TILE_BYTES);
+        (resident && !ptr.is_null() && inside).then_some(ptr)
+    }
+}
+
+/// A lazily filled unit reduces from the texture's resident units where they hold a
+/// resolution its chain passes through: the budget serves as the cache of reductions'
+/// sources, beside the decode cache. Only valid units are read, and nothing is requested.
+impl DecodedUnits for EnginePtex<'_> {
+    fn unit_texels(&self, face: u32, res: Res) -> Option<Vec<u8>> {
+        let loc = self.locate(face, res)?;
+        if loc.tiling.is_some() {
+            return None; // read by region, tile by tile
+        }
+        let (at, bytes) = (loc.offset as usize, loc.bytes as usize);
+        let ptr = self.unit_page(loc.page, at, bytes, Touch::Peek)?;
+        // SAFETY: `unit_page`'s answer, as in `texels`; a unit's bytes are read only once
+        // its bit is set, and never written again.
+        unsafe {
+            PtexPages::unit_valid(ptr, at, bytes)
+                .then(|| std::slice::from_raw_parts(ptr.add(at), bytes).to_vec())
+        }
     }
 }

@@ -68,6 +68,7 @@ pub use levels::{BlockSpan, Encoding, FaceDataHeader, LevelInfo, TileLayout};
 pub use meta::{MetaEntry, MetaStorage, MetaType, MetaValue};
 pub use pages::{PtexPages, PtexReadStats, UnitFill};
 pub use read::BlockInfo;
+pub use read::DecodedUnits;
 pub use write::{PtexWriteOptions, PtexWriter};
 
 use decode::Texels;

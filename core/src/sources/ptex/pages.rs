@@ -17,7 +17,7 @@ use super::pack::{
     PAGE_BYTES, UNIT_CAPACITY, VALID_BYTES,
 };
 use super::region::Rect;
-use super::{BlockInfo, PtexFile, Res};
+use super::{BlockInfo, DecodedUnits, PtexFile, Res};
 use crate::sources::{ImageInfo, ImageSource, Readiness, SourceError};
 use crate::textures::{TexelFormat, TileRegion};
 use parking_lot::Mutex;
@@ -160,6 +160,18 @@ impl PtexPages {
     /// tiles, else the tile's region ([`PtexFile::read_region`]: only the file tiles it
     /// overlaps, or the matching region of the resolution it is reduced from).
     pub fn read_unit(&self, face: u32, res: Res, tile: usize) -> Result<Vec<u8>, SourceError> {
+        self.read_unit_from(face, res, tile, None)
+    }
+
+    /// [`PtexPages::read_unit`], an untiled unit reduced from `units` where they hold a
+    /// resolution its chain passes through ([`PtexFile::read_face_from`]).
+    pub fn read_unit_from(
+        &self,
+        face: u32,
+        res: Res,
+        tile: usize,
+        units: Option<&dyn DecodedUnits>,
+    ) -> Result<Vec<u8>, SourceError> {
         let err = |e: super::PtexError| SourceError(e.to_string());
         let info = self.file.face_info(face).map_err(err)?;
         let tiling = self.layout.tiling(face, res);
@@ -192,7 +204,11 @@ impl PtexPages {
             )));
         }
         let Some(t) = tiling else {
-            return Ok(self.file.read_face(face, res).map_err(err)?.into_packed());
+            return Ok(self
+                .file
+                .read_face_from(face, res, units)
+                .map_err(err)?
+                .into_packed());
         };
         // A tile of a face (or reduction) the file does not store in these tiles: only the
         // file tiles (or the region of the level it is reduced from) that it covers.
@@ -243,7 +259,7 @@ impl PtexPages {
             return Ok(());
         }
         for unit in &self.layout.units_on_page(page) {
-            let data = self.decode_unit(page, unit)?;
+            let data = self.decode_unit(page, unit, None)?;
             out[unit.offset..unit.offset + unit.bytes].copy_from_slice(&data);
         }
         if bitmap {
@@ -253,7 +269,12 @@ impl PtexPages {
     }
 
     /// The texels of `unit` of `page`, checked against its place (counted as decoded).
-    fn decode_unit(&self, page: u32, unit: &PlacedUnit) -> Result<Vec<u8>, SourceError> {
+    fn decode_unit(
+        &self,
+        page: u32,
+        unit: &PlacedUnit,
+        units: Option<&dyn DecodedUnits>,
+    ) -> Result<Vec<u8>, SourceError> {
         let PlacedUnit {
             face,
             res,
@@ -266,7 +287,7 @@ impl PtexPages {
                 "page {page}: unit of face {face} overruns the page"
             )));
         }
-        let data = self.read_unit(face, res, tile)?;
+        let data = self.read_unit_from(face, res, tile, units)?;
         if data.len() != bytes {
             return Err(SourceError(format!(
                 "page {page}: face {face} at {res}, tile {tile} is {} bytes, not {bytes}",
@@ -298,7 +319,8 @@ impl PtexPages {
     }
 
     /// Decode `unit` of the resident `page` at `base` in place and mark it valid (a lazy
-    /// texture's lookups call this when [`PtexPages::unit_valid`] is false).
+    /// texture's lookups call this when [`PtexPages::unit_valid`] is false), reducing from
+    /// `units` (the engine's other resident units) where they hold a source.
     ///
     /// # Safety
     /// As [`PtexPages::unit_valid`], `unit` is a unit of `page` (as
@@ -312,13 +334,14 @@ impl PtexPages {
         page: u32,
         base: *mut u8,
         unit: &PlacedUnit,
+        units: Option<&dyn DecodedUnits>,
     ) -> Result<(), SourceError> {
         let _guard = self.locks[page as usize % FILL_LOCKS].lock();
         // SAFETY: the caller's contract.
         if unsafe { Self::unit_valid(base, unit.offset, unit.bytes) } {
             return Ok(());
         }
-        let data = self.decode_unit(page, unit)?;
+        let data = self.decode_unit(page, unit, units)?;
         // SAFETY: the unit lies inside UNIT_CAPACITY (checked by decode_unit) of the page
         // at `base`; no reader reads it while its bit is clear, and the page's lock keeps
         // other fillers out.

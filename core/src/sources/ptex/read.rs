@@ -31,6 +31,14 @@ pub(super) struct Data {
     pub(super) uniform: bool,
 }
 
+/// Face data at hand elsewhere — the engine's resident units — that a reduction may start
+/// from instead of making its source again from the stored level (format note §15).
+pub trait DecodedUnits {
+    /// Every texel of `face` at `res` (v-major, `pixel_size` bytes each), if at hand; a
+    /// wrong length is ignored.
+    fn unit_texels(&self, face: u32, res: Res) -> Option<Vec<u8>>;
+}
+
 impl PtexFile {
     /// How many levels of `face` are stored: 1 (full resolution) plus its stored
     /// reductions. Constant and edited faces have 1 (an edited face's reductions are stale).
@@ -103,7 +111,18 @@ impl PtexFile {
     ///   in u or v (isotropic: in u when `res.ulog2` is odd; else along the larger
     ///   reduction), with the reference's arithmetic.
     pub fn read_face(&self, face: u32, res: Res) -> Result<FaceData, PtexError> {
-        self.data_for_caller(face, res)
+        self.read_face_from(face, res, None)
+    }
+
+    /// [`PtexFile::read_face`], reducing from `units` where they hold a resolution the
+    /// chain passes through (their texels are those this reader would make).
+    pub fn read_face_from(
+        &self,
+        face: u32,
+        res: Res,
+        units: Option<&dyn DecodedUnits>,
+    ) -> Result<FaceData, PtexError> {
+        self.data_for_caller(face, res, units)
             .map(|d| Arc::unwrap_or_clone(d.face))
             .map_err(|e| e.in_file(&self.name))
     }
@@ -291,28 +310,43 @@ impl PtexFile {
     /// the decode cache, or made (its sources kept there, as [`PtexFile::data`] keeps
     /// them) but not kept itself: the cache holds what reductions are made from, not a
     /// second copy of what the caller holds.
-    fn data_for_caller(&self, face: u32, res: Res) -> R<Data> {
+    fn data_for_caller(&self, face: u32, res: Res, units: Option<&dyn DecodedUnits>) -> R<Data> {
         match super::decode_cache::shared().get(self.cache_id, face, res) {
             Some((face, uniform)) => Ok(Data { face, uniform }),
-            None => self.compute_data(face, res),
+            None => self.compute_data(face, res, units),
         }
     }
 
     /// `face` at `res`, from the decode cache or decoded (and then kept there, except a
     /// constant, which costs nothing to make).
     pub(super) fn data(&self, face: u32, res: Res) -> R<Data> {
+        self.source_data(face, res, None)
+    }
+
+    /// [`PtexFile::data`], or `units`' copy (not kept: its owner holds it) when the cache
+    /// has none.
+    fn source_data(&self, face: u32, res: Res, units: Option<&dyn DecodedUnits>) -> R<Data> {
         let cache = super::decode_cache::shared();
         if let Some((face, uniform)) = cache.get(self.cache_id, face, res) {
             return Ok(Data { face, uniform });
         }
-        let data = self.compute_data(face, res)?;
+        let ps = self.texels.pixel_size;
+        if let Some(texels) = units.and_then(|u| u.unit_texels(face, res)) {
+            if texels.len() == res.texels() * ps {
+                return Ok(Data {
+                    face: Arc::new(FaceData::packed(res, ps, texels)),
+                    uniform: false,
+                });
+            }
+        }
+        let data = self.compute_data(face, res, units)?;
         if !data.face.is_constant() {
             cache.insert(self.cache_id, face, res, &data.face, data.uniform);
         }
         Ok(data)
     }
 
-    fn compute_data(&self, face: u32, res: Res) -> R<Data> {
+    fn compute_data(&self, face: u32, res: Res, units: Option<&dyn DecodedUnits>) -> R<Data> {
         match self.source(face, res)? {
             Ok(None) => Ok(Data {
                 face: Arc::new(FaceData::constant(res, self.const_data(face))),
@@ -321,7 +355,7 @@ impl PtexFile {
             Ok(Some(level)) => self.block_data(face, level),
             Err((how, from)) => {
                 self.check_face_bytes(face, from)?;
-                let src = self.data(face, from)?;
+                let src = self.source_data(face, from, units)?;
                 if src.uniform {
                     let texel = src.face.bytes()[..self.texels.pixel_size].to_vec();
                     return Ok(Data {

@@ -3,6 +3,7 @@
 //! value arithmetic, and concurrent reads.
 
 mod bad_input;
+mod decoded_units;
 pub(crate) mod fixtures;
 mod meta;
 mod pack;
