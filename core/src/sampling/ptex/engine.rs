@@ -15,7 +15,7 @@
 use super::{PtexFaces, PtexTextureInfo, Texels, Tiling};
 use crate::ids::{TextureId, TILE_BYTES};
 use crate::sampling::{resolve, CpuView};
-use crate::sources::ptex::pack::{PlacedUnit, UnitLoc};
+use crate::sources::ptex::pack::{has_bitmap, PlacedUnit, UnitLoc};
 use crate::sources::ptex::{DecodedUnits, FaceInfo, PtexPages, Res};
 use crate::textures::TextureSampler;
 use std::cell::Cell;
@@ -205,5 +205,31 @@ impl DecodedUnits for EnginePtex<'_> {
             PtexPages::unit_valid(ptr, at, bytes)
                 .then(|| std::slice::from_raw_parts(ptr.add(at), bytes).to_vec())
         }
+    }
+
+    fn keep(&self, face: u32, res: Res, texels: &[u8]) {
+        let Some(loc) = self.locate(face, res) else {
+            return;
+        };
+        if loc.tiling.is_some() || !has_bitmap(loc.bytes) {
+            return; // tiled, or a page of its own (filled whole when it is filled)
+        }
+        let (at, bytes) = (loc.offset as usize, loc.bytes as usize);
+        let Some(ptr) = self.unit_page(loc.page, at, bytes, Touch::Peek) else {
+            return;
+        };
+        let unit = PlacedUnit {
+            face,
+            res,
+            tile: 0,
+            offset: at,
+            bytes,
+        };
+        // SAFETY: as in `texels`: a published page of this texture, `unit` where `locate`
+        // puts it, written only while its bit is clear and under the page's lock.
+        unsafe {
+            self.pages
+                .offer_in_place(loc.page, ptr as *mut u8, &unit, texels)
+        };
     }
 }

@@ -354,6 +354,47 @@ impl PtexPages {
     }
 }
 
+impl PtexPages {
+    /// Write `texels`, made elsewhere, into `unit` of the resident `page` at `base` and
+    /// mark it valid, unless the unit is valid already, `texels` is not its size, or the
+    /// page's lock is held (by the fill that made them, or another: then nothing is
+    /// written, and never a wait, so a fill may offer the sources it made while holding a
+    /// lock of its own). Counted as a unit decoded.
+    ///
+    /// # Safety
+    /// As [`PtexPages::fill_in_place`].
+    pub unsafe fn offer_in_place(
+        &self,
+        page: u32,
+        base: *mut u8,
+        unit: &PlacedUnit,
+        texels: &[u8],
+    ) {
+        if texels.len() != unit.bytes || unit.offset + unit.bytes > UNIT_CAPACITY {
+            return;
+        }
+        let Some(_guard) = self.locks[page as usize % FILL_LOCKS].try_lock() else {
+            return;
+        };
+        // SAFETY: the caller's contract.
+        if unsafe { Self::unit_valid(base, unit.offset, unit.bytes) } {
+            return;
+        }
+        // SAFETY: as in `fill_in_place`: inside UNIT_CAPACITY (checked above), no reader
+        // reads the unit while its bit is clear, and the page's lock is held.
+        unsafe {
+            std::ptr::copy_nonoverlapping(texels.as_ptr(), base.add(unit.offset), unit.bytes)
+        };
+        let chunk = unit.offset / CHUNK_BYTES;
+        // SAFETY: as in `unit_valid`.
+        let word = unsafe { bitmap_word(base, chunk / 64) };
+        word.fetch_or(1 << (chunk % 64), Ordering::Release);
+        self.units_decoded.fetch_add(1, Ordering::Relaxed);
+        self.unit_bytes_decoded
+            .fetch_add(unit.bytes as u64, Ordering::Relaxed);
+    }
+}
+
 /// Word `i` of the validity bitmap of the page at `base`.
 ///
 /// # Safety

@@ -37,6 +37,13 @@ pub trait DecodedUnits {
     /// Every texel of `face` at `res` (v-major, `pixel_size` bytes each), if at hand; a
     /// wrong length is ignored.
     fn unit_texels(&self, face: u32, res: Res) -> Option<Vec<u8>>;
+
+    /// `texels`, every texel of `face` at `res`, were made on the way to another
+    /// resolution: keep them if there is room for them (the engine: their unit, if its page
+    /// is resident and the unit not yet filled). Does nothing by default.
+    fn keep(&self, face: u32, res: Res, texels: &[u8]) {
+        let _ = (face, res, texels);
+    }
 }
 
 impl PtexFile {
@@ -342,6 +349,9 @@ impl PtexFile {
         let data = self.compute_data(face, res, units)?;
         if !data.face.is_constant() {
             cache.insert(self.cache_id, face, res, &data.face, data.uniform);
+            if let Some(units) = units {
+                units.keep(face, res, data.face.bytes());
+            }
         }
         Ok(data)
     }
