@@ -48,8 +48,9 @@ pub(crate) struct DecodeCache {
     entries: Mutex<Entries>,
 }
 
-/// A number for a newly opened file, unique in this process.
-pub(crate) fn file_id() -> u64 {
+/// A number unique in this process, never 0: a newly opened file's key here, a packing's
+/// key in the per-thread memo of unit locations (`locate_cache`).
+pub(crate) fn unique_id() -> u64 {
     static NEXT: AtomicU64 = AtomicU64::new(1);
     NEXT.fetch_add(1, Ordering::Relaxed)
 }
@@ -126,7 +127,7 @@ mod tests {
         let cache = DecodeCache {
             entries: Mutex::new(Entries::default()),
         };
-        let file = file_id();
+        let file = unique_id();
         let res = Res::new(9, 9); // 512 × 512 × 3 bytes = 768 KiB
         let data = Arc::new(FaceData::packed(res, 3, vec![7; res.texels() * 3]));
         for face in 0..100 {

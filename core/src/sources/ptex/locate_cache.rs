@@ -2,8 +2,9 @@
 //! level is found by walking up to [`CHECKPOINT`] − 1 faces from a checkpoint, and the
 //! filters of neighbouring lookups ask for the same units again and again.
 //!
-//! Direct-mapped, keyed by the layout's process-unique id (never an address, which a
-//! dropped layout's successor may reuse), the face and the resolution.
+//! Direct-mapped, keyed by the layout's process-unique id (`decode_cache::unique_id`,
+//! never an address, which a dropped layout's successor may reuse), the face and the
+//! resolution.
 //!
 //! [`PackLayout::locate`]: super::pack::PackLayout::locate
 //! [`CHECKPOINT`]: super::pack::CHECKPOINT
@@ -11,7 +12,6 @@
 use super::faces::Res;
 use super::pack::UnitLoc;
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Entries per thread (a power of two).
 const ENTRIES: usize = 256;
@@ -20,12 +20,6 @@ type Entry = Option<(u64, u32, Res, UnitLoc)>;
 
 thread_local! {
     static LOCATED: RefCell<[Entry; ENTRIES]> = const { RefCell::new([None; ENTRIES]) };
-}
-
-/// A new layout id, never 0 and never handed out twice in a process.
-pub(crate) fn new_layout_id() -> u64 {
-    static NEXT: AtomicU64 = AtomicU64::new(1);
-    NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
 #[inline]
@@ -70,6 +64,7 @@ pub(crate) fn located(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sources::ptex::decode_cache::unique_id;
 
     fn loc(page: u32) -> UnitLoc {
         UnitLoc {
@@ -83,7 +78,7 @@ mod tests {
 
     #[test]
     fn remembers_per_layout_face_and_resolution() {
-        let (a, b) = (new_layout_id(), new_layout_id());
+        let (a, b) = (unique_id(), unique_id());
         assert_ne!(a, b);
         let r = Res::new(1, 1);
         assert_eq!(located(a, 7, r, || Some(loc(3))), Some(loc(3)));

@@ -314,7 +314,7 @@ impl PtexFile {
             levels,
             meta,
             edits: edits.records,
-            cache_id: decode_cache::file_id(),
+            cache_id: decode_cache::unique_id(),
         })
     }
 

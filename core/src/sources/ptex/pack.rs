@@ -244,7 +244,7 @@ impl PackLayout {
             cursor: Cursor::default(),
             file_tiles,
             has_file_tiles,
-            id: super::locate_cache::new_layout_id(),
+            id: super::decode_cache::unique_id(),
         };
         for redu in 0..=max_red as i8 {
             for redv in 0..=max_red as i8 {

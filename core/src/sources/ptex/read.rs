@@ -339,7 +339,12 @@ impl PtexFile {
         }
         let ps = self.texels.pixel_size;
         if let Some(texels) = units.and_then(|u| u.unit_texels(face, res)) {
-            if texels.len() == res.texels() * ps {
+            // Texels that are not all one value cannot be uniform data, so they reduce as
+            // the file's would. All one value may have come from uniform data, which the
+            // chain turns into a constant rather than reducing (the two differ where a sum
+            // overflows, or in a NaN's payload): that source is made from the file.
+            let sized = texels.len() == res.texels() * ps;
+            if sized && texels.chunks_exact(ps).any(|t| t != &texels[..ps]) {
                 return Ok(Data {
                     face: Arc::new(FaceData::packed(res, ps, texels)),
                     uniform: false,
