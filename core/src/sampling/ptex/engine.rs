@@ -14,6 +14,7 @@
 
 use super::{PtexFaces, PtexTextureInfo, Texels, Tiling};
 use crate::ids::{TextureId, TILE_BYTES};
+use crate::sampling::fetch::Touch;
 use crate::sampling::{resolve, CpuView};
 use crate::sources::ptex::pack::{has_bitmap, PlacedUnit, UnitLoc};
 use crate::sources::ptex::{DecodedUnits, FaceInfo, PtexPages, Res};
@@ -154,17 +155,9 @@ impl PtexFaces for EnginePtex<'_> {
     }
 }
 
-/// How [`EnginePtex::unit_page`] touches a page.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Touch {
-    /// Record a use (a miss becomes a request): the lookup's own units.
-    Record,
-    /// Only test residence: a reduction's source, which must not be requested.
-    Peek,
-}
-
 impl EnginePtex<'_> {
-    /// The tile memory of `page` if it is resident (touched as `touch`) and holds
+    /// The tile memory of `page` if it is resident (touched as `touch`: a lookup's own
+    /// units record a use, a reduction's source only peeks) and holds
     /// `at..at + bytes`: by the contract of `CpuView::new`, TILE_BYTES of a page of this
     /// texture, filled by `PtexPages::fill_page` and published, alive while the view lives.
     fn unit_page(&self, page: u32, at: usize, bytes: usize, touch: Touch) -> Option<*const u8> {
