@@ -65,6 +65,8 @@ pub fn describe(devices: &[CudaDeviceInfo]) -> String {
             "  virtual memory management: {}",
             yes_no(d.vmm_supported)
         );
+        let (w, h) = d.max_mipmapped_texture;
+        let _ = writeln!(out, "  largest mipmapped texture: {w}×{h}");
     }
     out
 }
@@ -97,6 +99,7 @@ mod tests {
             sparse_supported: true,
             vmm_supported: false,
             driver_version: 13000,
+            max_mipmapped_texture: (32768, 32768),
         };
         let text = describe(&[d]);
         assert!(text.starts_with("CUDA driver: 13.0\ndevice 1: NVIDIA H100 80GB HBM3\n"));

@@ -143,12 +143,14 @@ device 0: demandtex stub device
   multiprocessors:           132
   sparse CUDA arrays:        yes
   virtual memory management: yes
+  largest mipmapped texture: 32768×32768
 device 1: demandtex stub device
   compute capability:        7.5
   memory:                    16.0 GiB
   multiprocessors:           40
   sparse CUDA arrays:        no
   virtual memory management: no
+  largest mipmapped texture: 16384×16384
 "
     );
     let mut c = stub.command(BIN);

@@ -11,8 +11,42 @@ use demandtex::error::{Error, Result};
 use demandtex::textures::{TexelFormat, TexelType};
 use std::sync::Arc;
 
+/// How an array stores its texels.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TexelStorage {
+    /// In the texel format, read as (normalised) floats.
+    #[default]
+    Colours,
+    /// As 32-bit unsigned integers that device code reads back unchanged
+    /// (`CU_TRSF_READ_AS_INTEGER`, point filtered): packed bytes
+    /// (`demandtex::sources::ImageSource::texels_are_words`), which a float format would
+    /// change (the texture unit flushes 32-bit float denormals to zero).
+    Words,
+}
+
+/// The CUDA array format and channel count of `format` stored as `storage`: words are
+/// `UNSIGNED_INT32` channels of the same texel size (an error unless it is a multiple of
+/// 4 bytes).
+pub fn stored_array_format(
+    format: TexelFormat,
+    storage: TexelStorage,
+) -> Result<(CUarray_format, u32)> {
+    match storage {
+        TexelStorage::Colours => Ok(array_format(format)),
+        TexelStorage::Words => {
+            let bytes = format.texel_bytes() as u32;
+            if bytes % 4 != 0 {
+                return Err(Error::InvalidArgument(format!(
+                    "{format} texels ({bytes} bytes) cannot be stored as 32-bit words"
+                )));
+            }
+            Ok((CUarray_format::CU_AD_FORMAT_UNSIGNED_INT32, bytes / 4))
+        }
+    }
+}
+
 /// The CUDA array format and channel count of a texel format (`U16` is read as normalised
-/// floats, like `U8`: the texture objects never set `CU_TRSF_READ_AS_INTEGER`).
+/// floats, like `U8`: colour texture objects never set `CU_TRSF_READ_AS_INTEGER`).
 pub fn array_format(format: TexelFormat) -> (CUarray_format, u32) {
     let f = match format.texel_type {
         TexelType::U8 => CUarray_format::CU_AD_FORMAT_UNSIGNED_INT8,
@@ -96,6 +130,7 @@ pub struct MipmappedArray {
     levels: Vec<sys::CUarray>,
     level_sizes: Vec<(u32, u32)>,
     format: TexelFormat,
+    storage: TexelStorage,
     sparse: bool,
     ctx: Arc<CudaContext>,
 }
@@ -107,15 +142,16 @@ unsafe impl Send for MipmappedArray {}
 unsafe impl Sync for MipmappedArray {}
 
 impl MipmappedArray {
-    /// A `width × height` array of `levels` mip levels in `format`; `sparse` creates it
-    /// with `CUDA_ARRAY3D_SPARSE` (no memory until tiles are mapped), otherwise all its
-    /// memory is allocated now.
+    /// A `width × height` array of `levels` mip levels in `format`, stored as `storage`;
+    /// `sparse` creates it with `CUDA_ARRAY3D_SPARSE` (no memory until tiles are mapped),
+    /// otherwise all its memory is allocated now.
     pub fn new(
         ctx: &Arc<CudaContext>,
         width: u32,
         height: u32,
         levels: u32,
         format: TexelFormat,
+        storage: TexelStorage,
         sparse: bool,
     ) -> Result<Arc<MipmappedArray>> {
         if width == 0 || height == 0 || levels == 0 {
@@ -123,7 +159,7 @@ impl MipmappedArray {
                 "a {width}×{height} array of {levels} levels"
             )));
         }
-        let (array_format, channels) = array_format(format);
+        let (array_format, channels) = stored_array_format(format, storage)?;
         let desc = sys::CUDA_ARRAY3D_DESCRIPTOR {
             Width: width as usize,
             Height: height as usize,
@@ -143,6 +179,7 @@ impl MipmappedArray {
             levels: Vec::with_capacity(levels as usize),
             level_sizes: Vec::with_capacity(levels as usize),
             format,
+            storage,
             sparse,
             ctx: ctx.clone(),
         };
@@ -173,6 +210,11 @@ impl MipmappedArray {
     /// The texel format.
     pub fn format(&self) -> TexelFormat {
         self.format
+    }
+
+    /// How the texels are stored.
+    pub fn storage(&self) -> TexelStorage {
+        self.storage
     }
 
     /// Whether the array was created sparse.

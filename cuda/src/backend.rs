@@ -22,6 +22,7 @@
 //! Flush order on the loader's stream: unmaps, maps, uploads, invalidations, pushes — so a
 //! page released and filled again in one publication is unmapped before it is mapped anew.
 
+use crate::array::TexelStorage;
 use crate::dense::page_copies;
 use crate::device_context::DeviceContextBuffers;
 use crate::gpu_texture::GpuTexture;
@@ -513,7 +514,16 @@ impl DeviceState {
 
     fn build(&mut self, c: &TextureContents<'_>) -> Result<GpuTexture> {
         let sparse = self.pool.is_some();
-        let ordinal = self.device.info().ordinal;
+        let info = self.device.info();
+        crate::limits::check_texture_fits(
+            info,
+            c.layout.width,
+            c.layout.height,
+            // A sparse array holds the full mip chain whatever the layout's levels.
+            demandtex::textures::full_mip_levels(c.layout.width, c.layout.height),
+            c.layout.format,
+        )?;
+        let ordinal = info.ordinal;
         GpuTexture::build(
             &self.stream,
             sparse,
@@ -525,6 +535,11 @@ impl DeviceState {
             c.sampler,
             c.sampler as *const _ as u64,
             c.mip_tail,
+            if c.texels_are_words {
+                TexelStorage::Words
+            } else {
+                TexelStorage::Colours
+            },
         )
     }
 }

@@ -4,7 +4,7 @@
 //! that says how a page's data is copied into an array ([`page_copies`], [`upload_page`]),
 //! for both kinds.
 
-use crate::array::{LevelRect, MipmappedArray};
+use crate::array::{LevelRect, MipmappedArray, TexelStorage};
 use crate::staging::{Fence, StagingRing};
 use cudarc::driver::{CudaContext, CudaStream};
 use demandtex::error::{Error, Result};
@@ -107,12 +107,22 @@ impl DenseTexture {
     ///
     /// Errors: the driver's (out of memory for a texture too large to hold whole).
     pub fn new(ctx: &Arc<CudaContext>, layout: &TextureLayout) -> Result<DenseTexture> {
+        Self::new_stored(ctx, layout, TexelStorage::Colours)
+    }
+
+    /// [`Self::new`] with the texels stored as `storage`.
+    pub fn new_stored(
+        ctx: &Arc<CudaContext>,
+        layout: &TextureLayout,
+        storage: TexelStorage,
+    ) -> Result<DenseTexture> {
         let array = MipmappedArray::new(
             ctx,
             layout.width,
             layout.height,
             layout.num_levels(),
             layout.format,
+            storage,
             false,
         )?;
         Ok(DenseTexture {

@@ -208,6 +208,10 @@ pub(super) fn probe_device(ordinal: u32) -> Result<CudaDeviceInfo> {
         sparse_supported: flag(Attr::CU_DEVICE_ATTRIBUTE_SPARSE_CUDA_ARRAY_SUPPORTED)?,
         vmm_supported: flag(Attr::CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED)?,
         driver_version,
+        max_mipmapped_texture: (
+            count(Attr::CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_MIPMAPPED_WIDTH)?,
+            count(Attr::CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_MIPMAPPED_HEIGHT)?,
+        ),
     })
 }
 

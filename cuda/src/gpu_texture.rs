@@ -7,6 +7,7 @@
 //! and read the mip tail into host memory); dropped once no launch can sample it any more
 //! (the loader keeps it in a fence queue after its sampler page is withdrawn).
 
+use crate::array::TexelStorage;
 use crate::dense::{upload_page, DenseTexture};
 use crate::mapping::MapBatch;
 use crate::ops::safe;
@@ -70,7 +71,7 @@ pub struct GpuTexture {
 
 impl GpuTexture {
     /// Build the device side of a texture whose host sampler is `host_sampler`: create the
-    /// array (`sparse` or dense), map (sparse) and upload the packed mip tail `tail`, create
+    /// array (`sparse` or dense, its texels stored as `storage`), map (sparse) and upload the packed mip tail `tail`, create
     /// the texture object and write the device sampler. Work is enqueued on `stream`.
     ///
     /// Errors: the driver's, [`Error::Unsupported`] when the device's sparse layout of
@@ -87,12 +88,13 @@ impl GpuTexture {
         host_sampler: &TextureSampler,
         host_entry: u64,
         tail: &[u8],
+        storage: TexelStorage,
     ) -> Result<GpuTexture> {
         let ctx = stream.context();
         let mut tail_block = None;
         let mut pool_after_map = None;
         let storage = if sparse {
-            let tex = SparseTexture::new(ctx, layout)?;
+            let tex = SparseTexture::new_stored(ctx, layout, storage)?;
             let pool =
                 pool.ok_or_else(|| Error::Internal("sparse texture without a pool".into()))?;
             if let Some(region @ SparseRegion::MipTail { bytes }) = tex.page_region(0) {
@@ -113,7 +115,7 @@ impl GpuTexture {
             pool_after_map = Some(pool);
             TextureArray::Sparse(tex)
         } else {
-            TextureArray::Dense(DenseTexture::new(ctx, layout)?)
+            TextureArray::Dense(DenseTexture::new_stored(ctx, layout, storage)?)
         };
         let finished = (|| {
             if layout.mip_tail_bytes > 0 {

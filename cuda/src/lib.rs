@@ -49,6 +49,7 @@ pub mod device_context;
 mod driver;
 pub mod gpu_texture;
 pub mod kernels;
+pub mod limits;
 mod loader;
 pub mod mapping;
 mod ops;
@@ -63,6 +64,7 @@ pub use backend::{device_pool_bytes, CudaStats};
 /// The cudarc version this crate is built on (its types appear in the API: streams,
 /// contexts, kernel functions).
 pub use cudarc;
+pub use limits::check_texture_fits;
 pub use loader::{CudaLaunch, CudaLoader, STAGING_SLOTS};
 pub use ops::safe;
 
@@ -96,6 +98,10 @@ pub struct CudaDeviceInfo {
     /// The newest CUDA version the driver supports, as `1000 * major + 10 * minor`
     /// (13000 = CUDA 13.0).
     pub driver_version: u32,
+    /// The largest mipmapped 2D texture, width and height
+    /// (`CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_MIPMAPPED_WIDTH` / `_HEIGHT`; 32768 × 32768
+    /// from compute capability 5.0). See [`limits`].
+    pub max_mipmapped_texture: (u32, u32),
 }
 
 impl CudaDeviceInfo {
@@ -184,6 +190,7 @@ mod tests {
             sparse_supported: true,
             vmm_supported: true,
             driver_version: 12080,
+            max_mipmapped_texture: (32768, 32768),
         };
         assert_eq!(info.driver_version_text(), "12.8");
         assert_eq!(

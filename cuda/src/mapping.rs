@@ -104,24 +104,34 @@ impl<'a> MapBatch<'a> {
         Ok(())
     }
 
-    /// Enqueue every waiting operation on `stream` (one `cuMemMapArrayAsync`) and empty the
-    /// batch; returns how many were submitted. On error nothing was submitted and the
-    /// batch is emptied too.
+    /// Enqueue every waiting operation on `stream`, in order, and empty the batch; returns
+    /// how many were submitted. Each run of operations on the same kind of subresource
+    /// (tiles of levels, or mip tails) is one `cuMemMapArrayAsync`: on an H200 (driver
+    /// 580) a mip-tail operation in the same call as tile operations was silently not
+    /// done. On error the batch is emptied; the runs before the failing one were
+    /// submitted.
     pub fn submit(&mut self, stream: &CudaStream) -> Result<usize> {
         let n = self.infos.len();
         if n == 0 {
             return Ok(0);
         }
-        let count = u32::try_from(n)
-            .map_err(|_| Error::InvalidArgument(format!("{n} map operations in one batch")))?;
         let result = bind(stream.context()).and_then(|_| {
-            let list = self.infos.as_mut_ptr();
-            // SAFETY: `list` points to `count` fully initialised map infos whose arrays
-            // and memory handles are alive (borrowed for 'a by this batch); the driver
-            // reads them during the call.
-            drv("cuMemMapArrayAsync", || unsafe {
-                sys::cuMemMapArrayAsync(list, count, stream.cu_stream())
-            })
+            for run in self
+                .infos
+                .chunk_by_mut(|a, b| a.subresourceType == b.subresourceType)
+            {
+                let count = u32::try_from(run.len()).map_err(|_| {
+                    Error::InvalidArgument(format!("{} map operations in one batch", run.len()))
+                })?;
+                let list = run.as_mut_ptr();
+                // SAFETY: `list` points to `count` fully initialised map infos whose arrays
+                // and memory handles are alive (borrowed for 'a by this batch); the driver
+                // reads them during the call.
+                drv("cuMemMapArrayAsync", || unsafe {
+                    sys::cuMemMapArrayAsync(list, count, stream.cu_stream())
+                })?;
+            }
+            Ok(())
         });
         self.infos.clear();
         result.map(|_| n)

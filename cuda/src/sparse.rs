@@ -161,7 +161,7 @@ pub use gpu::SparseTexture;
 
 mod gpu {
     use super::{check_sparse_layout, page_region, SparseProperties, SparseRegion};
-    use crate::array::MipmappedArray;
+    use crate::array::{MipmappedArray, TexelStorage};
     use crate::ops::{bind, drv};
     use cudarc::driver::sys;
     use cudarc::driver::CudaContext;
@@ -192,6 +192,15 @@ mod gpu {
         /// from the layout's (use [`crate::dense::DenseTexture`]), or the
         /// driver's error naming the call.
         pub fn new(ctx: &Arc<CudaContext>, layout: &TextureLayout) -> Result<SparseTexture> {
+            Self::new_stored(ctx, layout, TexelStorage::Colours)
+        }
+
+        /// [`Self::new`] with the texels stored as `storage`.
+        pub fn new_stored(
+            ctx: &Arc<CudaContext>,
+            layout: &TextureLayout,
+            storage: TexelStorage,
+        ) -> Result<SparseTexture> {
             let levels = full_mip_levels(layout.width, layout.height);
             let array = MipmappedArray::new(
                 ctx,
@@ -199,6 +208,7 @@ mod gpu {
                 layout.height,
                 levels,
                 layout.format,
+                storage,
                 true,
             )?;
             bind(ctx)?;

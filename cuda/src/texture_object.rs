@@ -4,9 +4,10 @@
 //! a linear mip filter (the device passes exact integer levels where a point mip filter
 //! wants one level), max anisotropy 1 (the device probes anisotropy itself), level clamps
 //! 0 and `num_levels - 1`, integer formats read as normalised floats, no sRGB; trilinear
-//! blends exact (`CU_TRSF_DISABLE_TRILINEAR_OPTIMIZATION`, as OptiX Toolkit does).
+//! blends exact (`CU_TRSF_DISABLE_TRILINEAR_OPTIMIZATION`, as OptiX Toolkit does). An
+//! array of [`TexelStorage::Words`] is read as integers, point filtered.
 
-use crate::array::MipmappedArray;
+use crate::array::{MipmappedArray, TexelStorage};
 use crate::ops::{bind, drv};
 use cudarc::driver::sys;
 use demandtex::error::{Error, Result};
@@ -54,6 +55,14 @@ pub fn texture_desc(desc: &TextureDesc, num_levels: u32) -> sys::CUDA_TEXTURE_DE
     td
 }
 
+/// Make `td` read words back unchanged ([`TexelStorage::Words`]): integers, point filtered
+/// within and between levels.
+pub fn words_desc(td: &mut sys::CUDA_TEXTURE_DESC) {
+    td.flags |= sys::CU_TRSF_READ_AS_INTEGER;
+    td.filterMode = sys::CUfilter_mode::CU_TR_FILTER_MODE_POINT;
+    td.mipmapFilterMode = sys::CUfilter_mode::CU_TR_FILTER_MODE_POINT;
+}
+
 /// The resource descriptor of a texture object over the mipmapped array `raw`.
 pub fn resource_desc(raw: sys::CUmipmappedArray) -> sys::CUDA_RESOURCE_DESC {
     // SAFETY: all-zero is a valid value of this C struct: `resType`'s 0 is
@@ -86,7 +95,10 @@ impl TextureObject {
                 array.num_levels()
             )));
         }
-        let td = texture_desc(desc, num_levels);
+        let mut td = texture_desc(desc, num_levels);
+        if array.storage() == TexelStorage::Words {
+            words_desc(&mut td);
+        }
         let rd = resource_desc(array.raw());
         bind(array.context())?;
         let mut raw: sys::CUtexObject = 0;

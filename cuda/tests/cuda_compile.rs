@@ -4,7 +4,8 @@
 //! - every header of `include/demandtex/device/` compiles on its own, and every translation
 //!   unit of `tests/cuda/` that uses them, for sm_75 and sm_90;
 //! - every kernel of [`KERNEL_DIRS`] (the paging kernels of `cuda/kernels/`, the demo and
-//!   benchmark kernels of `cli/kernels/`) compiles for sm_75 and sm_90;
+//!   benchmark kernels of `cli/kernels/`, the GPU tests' kernels of `cuda/tests/gpu_support/`)
+//!   compiles for sm_75 and sm_90;
 //! - every `tests/cuda/must_fail_*.cu` fails to compile, with the errors it names in its
 //!   `// expect-error: <text>` lines (so the checks are known to bite);
 //! - each directory's `ptx/*.ptx` were generated from the current sources (a hash of the kernel, its
@@ -92,7 +93,7 @@ fn device_headers() -> Vec<PathBuf> {
 }
 
 /// The directories of kernels with shipped PTX (in `DIR/ptx/`), relative to the repository.
-const KERNEL_DIRS: [&str; 2] = ["cuda/kernels", "cli/kernels"];
+const KERNEL_DIRS: [&str; 3] = ["cuda/kernels", "cli/kernels", "cuda/tests/gpu_support"];
 
 fn kernel_sources() -> Vec<PathBuf> {
     let mut kernels = Vec::new();

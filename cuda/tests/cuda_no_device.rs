@@ -187,6 +187,7 @@ fn child_probe_against_the_stub_driver() {
                 sparse_supported: true,
                 vmm_supported: true,
                 driver_version: 13000,
+                max_mipmapped_texture: (32768, 32768),
             };
             assert_eq!(cuda::probe_device(0), Ok(first.clone()));
             assert_eq!(
@@ -198,6 +199,7 @@ fn child_probe_against_the_stub_driver() {
                     multiprocessors: 40,
                     sparse_supported: false,
                     vmm_supported: false,
+                    max_mipmapped_texture: (16384, 16384),
                     ..first
                 })
             );

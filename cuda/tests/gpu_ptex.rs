@@ -19,7 +19,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 /// The PTX of gpu_support/ptex.cu, generated with the pinned NVRTC.
-const PTEX_PTX: &str = include_str!("gpu_support/ptex.ptx");
+const PTEX_PTX: &str = include_str!("gpu_support/ptx/ptex.ptx");
 
 /// `PtexTestLookup` of ptex.cu.
 #[repr(C)]

@@ -233,8 +233,108 @@ fn a_texture_object_samples_mapped_texels_exactly() {
     assert_eq!(got[1], [127.0, 191.0, 0.0, 1.0]);
     assert_eq!(got[2], [100.0, 150.0, 0.0, 1.0]);
     println!("an unmapped texel samples as {:?}", got[3]);
+    // The same tail in a dense array, sampled the same way.
+    let dense = DenseTexture::new(g.ctx(), &layout).unwrap();
+    let dense_object = TextureObject::new(dense.array(), &desc, layout.num_levels()).unwrap();
+    upload_page(&mut staging, &g.stream, dense.array(), &layout, 0, &tail).unwrap();
+    g.stream.synchronize().unwrap();
+    let mut wrong = Vec::new();
     for l in 3..layout.num_levels() {
-        let got = sample(&g, object.raw(), &[centre(10, 10)], l as f32);
-        assert_eq!(got[0], [0.0, 0.0, l as f32, 1.0], "tail level {l}");
+        let want = [0.0, 0.0, l as f32, 1.0];
+        let got = sample(&g, object.raw(), &[centre(10, 10)], l as f32)[0];
+        let dense_got = sample(&g, dense_object.raw(), &[centre(10, 10)], l as f32)[0];
+        let ll = layout.levels[l as usize];
+        let rect = LevelRect {
+            level: l,
+            x: 0,
+            y: 0,
+            width: ll.width,
+            height: ll.height,
+        };
+        let mut back = vec![0u8; (ll.width * ll.height) as usize * 16];
+        tex.array()
+            .read(&rect, &mut back, ll.width as usize * 16)
+            .unwrap();
+        let first: Vec<f32> = back[..16]
+            .chunks(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        println!(
+            "tail level {l}: sparse samples {got:?}, dense samples {dense_got:?}, sparse reads back {first:?}"
+        );
+        if got != want || dense_got != want {
+            wrong.push(l);
+        }
     }
+    assert!(wrong.is_empty(), "tail levels {wrong:?} sample wrongly");
+}
+
+/// Map and fill the mip tail of a sparse `side_w × side_h` RGBA32F texture (every tail
+/// level `l` holds (0, 0, l, 1)) and sample each tail level's centre; returns the levels
+/// that sample wrongly.
+fn tail_levels_sampling_wrongly(g: &Gpu, side_w: u32, side_h: u32) -> Vec<u32> {
+    let levels = full_mip_levels(side_w, side_h);
+    let layout = TextureLayout::new(side_w, side_h, levels, TexelFormat::RGBA32F).unwrap();
+    let tex = SparseTexture::new(g.ctx(), &layout).unwrap();
+    let desc = TextureDesc {
+        address: [AddressMode::Clamp; 2],
+        filter: FilterMode::Point,
+        ..TextureDesc::default()
+    };
+    let object = TextureObject::new(tex.array(), &desc, levels).unwrap();
+    let mut pool = CudaTilePool::new(g.ctx(), DEFAULT_ARENA_BYTES, 1 << 30).unwrap();
+    let mut staging = StagingRing::new(g.ctx(), 4, TILE_BYTES).unwrap();
+    let mut tail = vec![0u8; layout.mip_tail_bytes as usize];
+    for l in layout.mip_tail_first_level..levels {
+        let ll = layout.levels[l as usize];
+        for i in 0..(ll.width * ll.height) as usize {
+            let at = ll.offset as usize + i * 16;
+            for (c, v) in [0.0f32, 0.0, l as f32, 1.0].iter().enumerate() {
+                tail[at + 4 * c..at + 4 * c + 4].copy_from_slice(&v.to_le_bytes());
+            }
+        }
+    }
+    let region = tex.page_region(0).unwrap();
+    let block = pool
+        .allocate((region.memory_bytes() / TILE_BYTES as u64) as u32)
+        .unwrap();
+    let mut batch = MapBatch::new(g.ordinal()).unwrap();
+    batch
+        .map(&tex, region, pool.memory(&block).unwrap())
+        .unwrap();
+    batch.submit(&g.stream).unwrap();
+    upload_page(&mut staging, &g.stream, tex.array(), &layout, 0, &tail).unwrap();
+    g.stream.synchronize().unwrap();
+    (layout.mip_tail_first_level..levels)
+        .filter(|&l| {
+            let got = sample(g, object.raw(), &[[0.5, 0.5]], l as f32)[0];
+            got != [0.0, 0.0, l as f32, 1.0]
+        })
+        .collect()
+}
+
+#[test]
+fn the_largest_texture_the_limits_allow_samples_its_tail_and_larger_ones_are_refused() {
+    let Some(g) = sparse_gpu("texture size limits") else {
+        return;
+    };
+    let info = g.info().clone();
+    println!(
+        "largest mipmapped texture on {}: {:?}",
+        info.name, info.max_mipmapped_texture
+    );
+    let fits = |w: u32, h: u32| {
+        demandtex_cuda::check_texture_fits(&info, w, h, full_mip_levels(w, h), TexelFormat::RGBA32F)
+    };
+    // 16384×8192 RGBA32F (2.7 GiB over its levels) is the largest allowed.
+    fits(16384, 8192).unwrap();
+    assert!(fits(16384, 16384).is_err());
+    assert_eq!(
+        tail_levels_sampling_wrongly(&g, 16384, 8192),
+        Vec::<u32>::new()
+    );
+    // What the byte cap guards against: a 16384² RGBA32F array (5.3 GiB) is refused by
+    // the check; print how its tail samples here.
+    let past = tail_levels_sampling_wrongly(&g, 16384, 16384);
+    println!("16384² RGBA32F (past the byte cap): tail levels sampling wrongly: {past:?}");
 }

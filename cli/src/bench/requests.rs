@@ -15,27 +15,37 @@ const SIZE: u32 = 65536;
 
 /// A source that produces every region instantly and writes nothing.
 pub struct NullSource {
-    size: u32,
+    width: u32,
+    height: u32,
     format: TexelFormat,
 }
 
 impl NullSource {
     /// A `size`² null texture of `format`.
     pub fn new(size: u32, format: TexelFormat) -> NullSource {
-        NullSource { size, format }
+        Self::with_size(size, size, format)
+    }
+
+    /// A `width × height` null texture of `format`.
+    pub fn with_size(width: u32, height: u32, format: TexelFormat) -> NullSource {
+        NullSource {
+            width,
+            height,
+            format,
+        }
     }
 }
 
 impl ImageSource for NullSource {
     fn name(&self) -> String {
-        format!("null {0}×{0}", self.size)
+        format!("null {}×{}", self.width, self.height)
     }
     fn open(&self) -> Result<ImageInfo, SourceError> {
         Ok(ImageInfo {
-            width: self.size,
-            height: self.size,
+            width: self.width,
+            height: self.height,
             format: self.format,
-            num_levels: full_mip_levels(self.size, self.size),
+            num_levels: full_mip_levels(self.width, self.height),
         })
     }
     fn read_region(&self, _: TileRegion, _: &mut [u8], _: usize) -> Result<Readiness, SourceError> {

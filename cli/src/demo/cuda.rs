@@ -30,6 +30,46 @@ pub struct CudaRender {
     pub device: String,
 }
 
+/// The built-in scene for `device` with textures of `texture_size` or, where one of them
+/// is more than the device takes as one texture ([`demandtex_cuda::check_texture_fits`]),
+/// of the largest power of two below it that every texture fits; with the note to print
+/// when the size was lowered.
+pub fn scene_for_device(
+    device: &demandtex_cuda::CudaDeviceInfo,
+    texture_size: u32,
+) -> (Scene, Option<String>) {
+    let fits = |scene: &Scene| {
+        scene.textures.iter().try_for_each(|t| {
+            demandtex_cuda::check_texture_fits(
+                device,
+                t.size,
+                t.size,
+                demandtex::textures::full_mip_levels(t.size, t.size),
+                t.format,
+            )
+        })
+    };
+    let at = |side| {
+        builtin::scene(SceneSize {
+            texture_size: side,
+            ..SceneSize::FULL
+        })
+    };
+    let requested = at(texture_size);
+    let Err(why) = fits(&requested) else {
+        return (requested, None);
+    };
+    let mut side = texture_size.next_power_of_two() / 2;
+    while side > 1 && fits(&at(side)).is_err() {
+        side /= 2;
+    }
+    let note = format!(
+        "textures: {texture_size}² is more than {} takes ({why}); rendering with {side}² textures",
+        device.name
+    );
+    (at(side.max(1)), Some(note))
+}
+
 /// A library error of the CUDA path: no driver or device is "unavailable" (exit code 2).
 fn cuda_error(e: demandtex::Error) -> CliError {
     match e {
@@ -173,16 +213,14 @@ pub fn render_with(
 /// PSNR ≥ [`MIN_PSNR_DB`]). Without a driver or device: the probe's error (exit code 2),
 /// nothing written.
 pub fn run(args: &DemoArgs, show_progress: bool) -> Result<DemoReport, CliError> {
-    if let Err(e) = demandtex_cuda::probe_device(0) {
-        return Err(crate::cuda::unavailable(e));
-    }
+    let device = demandtex_cuda::probe_device(0).map_err(crate::cuda::unavailable)?;
     let budget = args.budget_mb << 20;
     // Before anything is printed: without a usable device, only the error.
     let loader = open_loader(budget, args.threads)?;
-    let scene = builtin::scene(SceneSize {
-        texture_size: args.texture_size,
-        ..SceneSize::FULL
-    });
+    let (scene, note) = scene_for_device(&device, args.texture_size);
+    if let Some(note) = note {
+        println!("{note}");
+    }
     let virtual_bytes = virtual_texture_bytes(&scene)?;
     println!(
         "virtual texture: {} in {} textures",

@@ -29,11 +29,12 @@ fn gpu(test: &str) -> Option<()> {
 }
 
 /// Frame side in pixels.
-const SIDE: u32 = 96;
+const SIDE: u32 = 256;
 /// Texture side in texels (16×16 tiles of RGBA8 at level 0).
 const TEXTURE: u32 = 2048;
-/// Texture repeats across the frame: about 5 texels per pixel (level ~2).
-const SCALE: f64 = 0.25;
+/// Texture repeats across the frame: about one texel per pixel (level ~0), so a view
+/// covers 3×3 tiles of level 0 and views half a texture apart share no tile of level 0.
+const SCALE: f64 = 0.125;
 
 /// A camera at the origin looking down +z, the image plane spanning [-0.5, 0.5]² at z = 1.
 fn camera() -> DemoCamera {
@@ -118,15 +119,28 @@ fn convergence_under_eviction_with_second_chance_equals_the_resident_render() {
         .create_texture(checker(), TextureDesc::default())
         .unwrap();
     let ref_a = render(&full, tf, a);
-    let working_set = full.stats().peak_resident_bytes;
     let ref_b = render(&full, tf, b);
+    let both = full.stats().peak_resident_bytes;
+    // Each view's own working set, on a loader that saw only it.
+    let view_alone = |offset| {
+        let l = CudaLoader::new(0, options(1 << 34)).unwrap();
+        let t = l.create_texture(checker(), TextureDesc::default()).unwrap();
+        render(&l, t, offset);
+        l.stats().peak_resident_bytes
+    };
+    let one_view = view_alone(a).max(view_alone(b));
     println!(
-        "CUDA loader: one view needs {working_set} bytes; sparse = {}",
+        "CUDA loader: one view needs {one_view} bytes, both {both}; sparse = {}",
         full.is_sparse()
     );
 
-    // A budget that holds one view, not both: switching views evicts.
-    let budget = working_set + 4 * demandtex::TILE_BYTES as u64;
+    // A budget that holds either view and half of what the other one adds, not both:
+    // switching views evicts, and some of what it evicts stays staged for a second chance.
+    let budget = one_view + (both - one_view) / 2;
+    assert!(
+        budget < both,
+        "the views share too much for a budget to hold one and not both"
+    );
     let tight = CudaLoader::new(0, options(budget)).unwrap();
     let tt = tight
         .create_texture(checker(), TextureDesc::default())

@@ -11,7 +11,6 @@
 //! requests handed to the fill threads, with the kernel waited for (its counter of pixels at
 //! full detail is read back).
 
-use super::builtin;
 use super::cuda::{device_camera, device_quads, open_cuda_loader};
 use super::cuda_render::DemoRenderer;
 use super::interactive::{
@@ -31,14 +30,12 @@ use std::time::{Duration, Instant};
 /// texture count. Without a driver or device: the probe's error (exit code 2), nothing
 /// written.
 pub fn run(args: &DemoArgs) -> Result<(u64, usize), CliError> {
-    if let Err(e) = demandtex_cuda::probe_device(0) {
-        return Err(crate::cuda::unavailable(e));
-    }
-    let scene = builtin::scene(builtin::SceneSize {
-        texture_size: args.texture_size,
-        ..builtin::SceneSize::FULL
-    });
+    let device = demandtex_cuda::probe_device(0).map_err(crate::cuda::unavailable)?;
+    let (scene, note) = super::cuda::scene_for_device(&device, args.texture_size);
     begin(args, " on CUDA")?;
+    if let Some(note) = note {
+        println!("{note}");
+    }
     let (mut records, last_stream, stats, device) = streaming_run(&scene, args)?;
     println!("streaming run done; reference runs (every needed tile resident; untextured)");
     let last_resident = reference_runs(&scene, args, &mut records)?;

@@ -113,6 +113,9 @@ pub struct TextureContents<'a> {
     pub sampler: &'a TextureSampler,
     /// The packed mip tail (`layout.mip_tail_bytes` bytes), non-evictable.
     pub mip_tail: &'a [u8],
+    /// Whether the texels are packed words to be read back bit for bit
+    /// ([`crate::sources::ImageSource::texels_are_words`]).
+    pub texels_are_words: bool,
     /// The base-colour page's entry ([`crate::paging::encode_base_color`], or
     /// [`crate::paging::NO_BASE_COLOR`]).
     pub base_color: u64,

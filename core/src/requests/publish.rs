@@ -255,6 +255,7 @@ impl Engine {
             desc: &record.desc,
             sampler,
             mip_tail: tail,
+            texels_are_words: record.source.texels_are_words(),
             base_color,
         };
         match self.backend.publish_texture(&contents) {

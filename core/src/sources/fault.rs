@@ -538,6 +538,10 @@ impl ImageSource for FaultInjectingSource {
     fn tiles_coalescable(&self) -> bool {
         self.inner.tiles_coalescable()
     }
+
+    fn texels_are_words(&self) -> bool {
+        self.inner.texels_are_words()
+    }
 }
 
 #[cfg(test)]

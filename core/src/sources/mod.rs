@@ -187,6 +187,14 @@ pub trait ImageSource: Send + Sync {
         true
     }
 
+    /// Whether the texels are packed words that device code reads back bit for bit, not
+    /// colours (the Ptex pages texture, whose `RGBA32F` texels hold any bytes): a GPU
+    /// backend then stores them as 32-bit integers, since a texture unit reading 32-bit
+    /// floats flushes denormals to zero. Default: false.
+    fn texels_are_words(&self) -> bool {
+        false
+    }
+
     /// The texture's average colour, if the source knows it cheaply. `None` (the default)
     /// lets the loader use the 1×1 level of the mip tail.
     fn read_base_color(&self) -> Result<Option<[f32; 4]>, SourceError> {

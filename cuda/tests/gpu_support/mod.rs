@@ -10,7 +10,7 @@ use demandtex_cuda::{self as cuda, CudaDevice, CudaDeviceInfo};
 use std::sync::Arc;
 
 /// The PTX of `sample.cu` (a texture-sampling test kernel), generated with the pinned NVRTC.
-pub const SAMPLE_PTX: &str = include_str!("sample.ptx");
+pub const SAMPLE_PTX: &str = include_str!("ptx/sample.ptx");
 
 /// An opened device and a stream on it.
 pub struct Gpu {

@@ -1,5 +1,5 @@
 // A test kernel for the GPU tests (cuda/tests/gpu_ptex.rs): one Ptex lookup per thread with
-// dtex::ptexSample. Its PTX, ptex.ptx, is checked in (generated with the pinned NVRTC of
+// dtex::ptexSample. Its PTX, ptx/ptex.ptx, is checked in (generated with the pinned NVRTC of
 // scripts/check-cuda.sh: --gpu-architecture=compute_75 --std=c++17 --fmad=false
 // -I include), so the tests need no NVRTC on the GPU machine.
 #include <demandtex/device/ptex.cuh>

@@ -8,8 +8,9 @@
  *   lacks cuDeviceTotalMem_v2 (and everything after it), as a driver too old would;
  * - -DSTUB_DEVICES=N -DSTUB_PROBE: as above, plus cuDeviceTotalMem_v2 and
  *   cuDeviceGetAttribute, so that a probe succeeds: device 0 is a compute capability 9.0
- *   device with 132 multiprocessors, 80 GiB, sparse arrays and virtual memory management,
- *   every other one a 7.5 device with 40 multiprocessors, 16 GiB and neither. There is no
+ *   device with 132 multiprocessors, 80 GiB, sparse arrays, virtual memory management and
+ *   32768² mipmapped textures, every other one a 7.5 device with 40 multiprocessors,
+ *   16 GiB, neither, and 16384² mipmapped textures. There is no
  *   context API: creating a context fails as with a driver too old.
  */
 #include <string.h>
@@ -100,6 +101,8 @@ CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice device) {
 
 /* Attribute numbers of cuda.h's CUdevice_attribute. */
 #define ATTR_MULTIPROCESSOR_COUNT 16
+#define ATTR_MAXIMUM_TEXTURE2D_MIPMAPPED_WIDTH 73
+#define ATTR_MAXIMUM_TEXTURE2D_MIPMAPPED_HEIGHT 74
 #define ATTR_COMPUTE_CAPABILITY_MAJOR 75
 #define ATTR_COMPUTE_CAPABILITY_MINOR 76
 #define ATTR_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED 102
@@ -110,6 +113,8 @@ CUresult cuDeviceGetAttribute(int *value, int attribute, CUdevice device) {
     if (!value || device < 0 || device >= STUB_DEVICES) return CUDA_ERROR_INVALID_VALUE;
     switch (attribute) {
     case ATTR_MULTIPROCESSOR_COUNT: *value = first ? 132 : 40; return CUDA_SUCCESS;
+    case ATTR_MAXIMUM_TEXTURE2D_MIPMAPPED_WIDTH: *value = first ? 32768 : 16384; return CUDA_SUCCESS;
+    case ATTR_MAXIMUM_TEXTURE2D_MIPMAPPED_HEIGHT: *value = first ? 32768 : 16384; return CUDA_SUCCESS;
     case ATTR_COMPUTE_CAPABILITY_MAJOR: *value = first ? 9 : 7; return CUDA_SUCCESS;
     case ATTR_COMPUTE_CAPABILITY_MINOR: *value = first ? 0 : 5; return CUDA_SUCCESS;
     case ATTR_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: *value = first; return CUDA_SUCCESS;

@@ -10,9 +10,10 @@
  * `CudaLoader::create_ptex_texture`, docs/PTEX.md "On the device"): the face table, the
  * unit table (where each face at each reduction lies in the packed 64 KiB pages) and the
  * per-face constant colours in device memory, and the id of the pages texture. The pages
- * are that texture's tiles (point-filtered RGBA32F, 64x64 texels = one page; Ptex page `p`
- * is tile (p % DTEX_PTEX_PAGES_ACROSS, p / DTEX_PTEX_PAGES_ACROSS) of level 0), read back
- * bit for bit through its texture object.
+ * are that texture's tiles (16-byte texels, 64x64 texels = one page; Ptex page `p` is tile
+ * (p % DTEX_PTEX_PAGES_ACROSS, p / DTEX_PTEX_PAGES_ACROSS) of level 0), stored on the device
+ * as four 32-bit unsigned integers per texel and read back bit for bit through its texture
+ * object.
  *
  * The semantics are core's `sampling::ptex::ptex_sample` for the filters implemented here:
  *
@@ -95,7 +96,7 @@ static __device__ __forceinline__ void ptexResolvePages(const DtexDeviceContext&
 }
 
 /// The 32-bit word at byte `offset` (a multiple of 4) of Ptex page `page`, read from the
-/// pages texture's level 0 (point-filtered, so the bits come back unchanged).
+/// pages texture's level 0 (integer texels, point-filtered, so the bits come back unchanged).
 static __device__ __forceinline__ uint32_t ptexWord(const DtexTextureSampler& smp, uint32_t page,
                                                     uint32_t offset)
 {
@@ -104,13 +105,15 @@ static __device__ __forceinline__ uint32_t ptexWord(const DtexTextureSampler& sm
     const uint32_t y = (page / DTEX_PTEX_PAGES_ACROSS) * smp.tile_height + texel / smp.tile_width;
     const float s = __fdiv_rn(__fadd_rn(__uint2float_rn(x), 0.5f), __uint2float_rn(smp.width));
     const float t = __fdiv_rn(__fadd_rn(__uint2float_rn(y), 0.5f), __uint2float_rn(smp.height));
-    const float4 v =
-        ::tex2DLod<float4>(static_cast<cudaTextureObject_t>(smp.texture_object), s, t, 0.0f);
+    // The pages texture stores 32-bit words read as integers (a float read would flush
+    // denormal bit patterns to zero).
+    const uint4 v =
+        ::tex2DLod<uint4>(static_cast<cudaTextureObject_t>(smp.texture_object), s, t, 0.0f);
     switch ((offset / 4u) % 4u) {
-    case 0: return __float_as_uint(v.x);
-    case 1: return __float_as_uint(v.y);
-    case 2: return __float_as_uint(v.z);
-    default: return __float_as_uint(v.w);
+    case 0: return v.x;
+    case 1: return v.y;
+    case 2: return v.z;
+    default: return v.w;
     }
 }
 

@@ -1,13 +1,14 @@
 //! Launches to converge: the demo scene (22 procedural 65536² textures, 1.06 TiB of
-//! level-0 texels) rendered at 960×540 by `dtex_demo_render` through a `CudaLoader`, the
-//! demo's own CUDA render path (`demandtex demo --backend cuda`), multi-pass until every
-//! pixel's lookups were resident: in the demo's default 256 MiB, and through a 2 GiB pool.
+//! level-0 texels, or the largest textures the device takes: `scene_for_device`) rendered
+//! at 960×540 by `dtex_demo_render` through a `CudaLoader`, the demo's own CUDA render path
+//! (`demandtex demo --backend cuda`), multi-pass until every pixel's lookups were resident:
+//! in the demo's default 256 MiB, and through a 2 GiB pool.
 //! Time, launches, bytes the sources produced, peak resident bytes (engine) and peak
 //! tile-pool bytes (device).
 
 use super::super::Record;
 use crate::demo::builtin::{self, SceneSize};
-use crate::demo::cuda::{open_loader, render_on};
+use crate::demo::cuda::{open_loader, render_on, scene_for_device};
 use crate::demo::virtual_texture_bytes;
 use crate::error::CliError;
 use crate::progress::Progress;
@@ -22,7 +23,11 @@ const BUDGETS_MIB: [u64; 2] = [256, 2048];
 
 /// Run the convergence benchmark: one record per budget.
 pub fn run() -> Result<Vec<Record>, CliError> {
-    let scene = builtin::scene(SceneSize::FULL);
+    let device = demandtex_cuda::probe_device(0).map_err(super::cuda_error)?;
+    let (scene, note) = scene_for_device(&device, SceneSize::FULL.texture_size);
+    if let Some(note) = note {
+        eprintln!("bench: {note}");
+    }
     let virtual_bytes = virtual_texture_bytes(&scene)?;
     let camera = builtin::camera(WIDTH, HEIGHT);
     let fill_threads = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -33,11 +38,10 @@ pub fn run() -> Result<Vec<Record>, CliError> {
         let r = render_on(&loader, &scene, &camera, MAX_LAUNCHES, &Progress::hidden())?;
         let seconds = start.elapsed().as_secs_f64();
         let launches = r.outcome.launches.max(1) as f64;
-        let what = if mib == 256 {
-            "demo scene"
-        } else {
-            "1 TiB virtual set"
-        };
+        let what = format!(
+            "demo scene ({} virtual)",
+            crate::table::format_bytes(virtual_bytes)
+        );
         records.push(Record {
             bench: "cuda converge",
             case: format!(

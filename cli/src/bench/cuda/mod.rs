@@ -10,7 +10,7 @@
 //! - `upload`: tile uploads through the staging ring (GB/s) and sparse map / unmap
 //!   operations per second.
 //! - `converge`: the demo scene rendered by `dtex_demo_render` until converged, in the demo's
-//!   256 MiB and with its 1 TiB virtual set through a 2 GiB pool.
+//!   256 MiB and through a 2 GiB pool (its textures as large as the device takes).
 //!
 //! Without a driver or device: the probe's error (exit code 2) before anything is measured.
 

@@ -1,15 +1,19 @@
-//! Requests per second through the CUDA loader's pull → fill → push, without I/O: a
-//! 65536² RGBA8 texture whose source writes nothing (the CPU request benchmark's), and
-//! rounds of
+//! Requests per second through the CUDA loader's pull → fill → push, without I/O: 32768 ×
+//! 16384 RGBA8 textures (32768 tiles of level 0; the largest RGBA8 texture a CUDA
+//! mipmapped array samples correctly, `demandtex_cuda::limits`) whose source writes nothing
+//! (the CPU request benchmark's), one per round, and rounds of
 //!
-//! 1. a launch of `dtex_bench_request_tiles` requesting N level-0 tiles never requested
-//!    before (timed with CUDA events; the figures below start after it has run);
+//! 1. a launch of `dtex_bench_request_tiles` requesting N level-0 tiles of the round's
+//!    texture, never requested before (timed with CUDA events; the figures below start
+//!    after it has run);
 //! 2. `process_requests`: the pull kernel, the lists back on the host, the fills started;
 //! 3. `wait`: the fills (the engine's fill threads);
 //! 4. the next `launch_prepare` and a stream synchronisation: the N tiles mapped, uploaded
 //!    through the staging ring and pushed to the device's page table.
 //!
 //! Each N gets its own loader, with a budget that holds every round's tiles (no eviction).
+//! A round whose requests do not all reach the host (a texture that failed, say) is an
+//! error, not a figure.
 
 use super::super::requests::NullSource;
 use super::super::Record;
@@ -22,7 +26,8 @@ use demandtex_cuda::{CudaLaunch, CudaLoader};
 use std::sync::Arc;
 use std::time::Instant;
 
-const SIZE: u32 = 65536;
+const WIDTH: u32 = 32768;
+const HEIGHT: u32 = 16384;
 /// Tiles requested per launch (the largest is the device request list's capacity).
 const TILES_PER_LAUNCH: [u32; 3] = [1024, 4096, 16384];
 
@@ -52,6 +57,11 @@ fn warm_up(
         loader.process_requests(launch).map_err(cuda_error)?.wait();
         launch = loader.launch_prepare().map_err(cuda_error)?;
         if t.non_resident == 0 {
+            if let Some(e) = loader.texture_error(texture) {
+                return Err(CliError::Demandtex(format!(
+                    "the request texture failed: {e}"
+                )));
+            }
             return Ok(launch);
         }
     }
@@ -76,20 +86,37 @@ fn measure(n: u32, reps: usize) -> Result<Record, CliError> {
         },
     )
     .map_err(cuda_error)?;
-    let source = Arc::new(NullSource::new(SIZE, TexelFormat::RGBA8));
-    let texture = loader.create_texture(source, TextureDesc::default())?;
-    let layout = TextureLayout::new(SIZE, SIZE, full_mip_levels(SIZE, SIZE), TexelFormat::RGBA8)?;
+    let layout = TextureLayout::new(
+        WIDTH,
+        HEIGHT,
+        full_mip_levels(WIDTH, HEIGHT),
+        TexelFormat::RGBA8,
+    )?;
     let tiles = (layout.levels[0].tiles_x, layout.levels[0].tiles_y);
+    if n >= tiles.0 * tiles.1 {
+        return Err(CliError::Demandtex(format!(
+            "{n} tiles a launch: more than a {WIDTH}×{HEIGHT} texture's {} tiles after the first",
+            tiles.0 * tiles.1 - 1
+        )));
+    }
     let mut bench = FetchBench::new(&loader, 256).map_err(cuda_error)?;
-    let mut launch = warm_up(&loader, &mut bench, texture, tiles)?;
-    let mut rounds = Vec::new();
-    let mut first = 1;
+    // One texture per round, each with its tile 0 (and so its sampler and mip tail)
+    // resident before the rounds.
+    let mut textures = Vec::new();
+    let mut launch = loader.launch_prepare().map_err(cuda_error)?;
     for _ in 0..reps.max(1) {
+        let source = Arc::new(NullSource::with_size(WIDTH, HEIGHT, TexelFormat::RGBA8));
+        let texture = loader.create_texture(source, TextureDesc::default())?;
+        loader.process_requests(launch).map_err(cuda_error)?.wait();
+        launch = warm_up(&loader, &mut bench, texture, tiles)?;
+        textures.push(texture);
+    }
+    let mut rounds = Vec::new();
+    for &texture in &textures {
         let before = loader.cuda_stats();
         let kernel = bench
-            .request_tiles(&launch, texture, first, n, tiles)
+            .request_tiles(&launch, texture, 1, n, tiles)
             .map_err(cuda_error)?;
-        first += n;
         let t = Instant::now();
         let ticket = loader.process_requests(launch).map_err(cuda_error)?;
         let pull_ms = ms(t);
@@ -101,12 +128,18 @@ fn measure(n: u32, reps: usize) -> Result<Record, CliError> {
         loader.synchronize().map_err(cuda_error)?;
         let publish_ms = ms(t);
         let after = loader.cuda_stats();
+        let pulled = after.requests_pulled - before.requests_pulled;
+        if pulled < u64::from(n) {
+            return Err(CliError::Demandtex(format!(
+                "{n} tiles requested, {pulled} pulled: the round measured nothing"
+            )));
+        }
         rounds.push(Round {
             kernel_ms: kernel.milliseconds,
             pull_ms,
             fill_ms,
             publish_ms,
-            pulled: after.requests_pulled - before.requests_pulled,
+            pulled,
             uploaded: after.tiles_uploaded - before.tiles_uploaded,
         });
     }
@@ -121,7 +154,7 @@ fn measure(n: u32, reps: usize) -> Result<Record, CliError> {
     };
     Ok(Record {
         bench: "cuda requests",
-        case: format!("{n} tiles a launch, null {SIZE}² RGBA8"),
+        case: format!("{n} tiles a launch, null {WIDTH}×{HEIGHT} RGBA8"),
         threads,
         figures: vec![
             ("requests_per_second", n as f64 / (total * 1e-3)),

@@ -473,4 +473,9 @@ impl ImageSource for PtexPages {
     fn tiles_coalescable(&self) -> bool {
         false
     }
+
+    /// A page packs units of any data type: its "texels" are bytes, not colours.
+    fn texels_are_words(&self) -> bool {
+        true
+    }
 }
