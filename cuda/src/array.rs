@@ -418,4 +418,26 @@ mod tests {
             (CUarray_format::CU_AD_FORMAT_FLOAT, 4)
         );
     }
+
+    #[test]
+    fn words_keep_the_texel_size_in_32_bit_integers() {
+        let words =
+            |t, c| stored_array_format(TexelFormat::new(t, c).unwrap(), TexelStorage::Words);
+        assert_eq!(
+            words(TexelType::F32, 4).unwrap(),
+            (CUarray_format::CU_AD_FORMAT_UNSIGNED_INT32, 4)
+        );
+        assert_eq!(
+            words(TexelType::U8, 4).unwrap(),
+            (CUarray_format::CU_AD_FORMAT_UNSIGNED_INT32, 1)
+        );
+        assert!(
+            words(TexelType::U16, 1).is_err(),
+            "2-byte texels are no word"
+        );
+        assert_eq!(
+            stored_array_format(TexelFormat::RGBA16F, TexelStorage::Colours).unwrap(),
+            array_format(TexelFormat::RGBA16F)
+        );
+    }
 }

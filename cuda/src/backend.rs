@@ -515,14 +515,7 @@ impl DeviceState {
     fn build(&mut self, c: &TextureContents<'_>) -> Result<GpuTexture> {
         let sparse = self.pool.is_some();
         let info = self.device.info();
-        crate::limits::check_texture_fits(
-            info,
-            c.layout.width,
-            c.layout.height,
-            // A sparse array holds the full mip chain whatever the layout's levels.
-            demandtex::textures::full_mip_levels(c.layout.width, c.layout.height),
-            c.layout.format,
-        )?;
+        crate::limits::check_texture_fits(info, c.layout.width, c.layout.height, c.layout.format)?;
         let ordinal = info.ordinal;
         GpuTexture::build(
             &self.stream,

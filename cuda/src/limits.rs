@@ -8,7 +8,7 @@
 
 use crate::CudaDeviceInfo;
 use demandtex::error::{Error, Result};
-use demandtex::textures::TexelFormat;
+use demandtex::textures::{full_mip_levels, TexelFormat};
 
 /// The most texel bytes, over all levels, of one mipmapped array. OptiX Toolkit found that
 /// the coarse levels of a larger mipmapped array sample as black
@@ -29,15 +29,17 @@ pub fn mipmapped_bytes(width: u32, height: u32, levels: u32, format: TexelFormat
         .sum()
 }
 
-/// Whether a `width × height` texture of `levels` levels in `format` can be one texture on
-/// `device`; the error says which limit it passes.
+/// Whether a `width × height` texture in `format` can be one texture on `device`; the
+/// error says which limit it passes. Its bytes are counted over the full mip chain, which a
+/// sparse array holds whatever levels the texture uses (`SparseTexture::new`); a dense one
+/// with fewer levels is at most a few texels smaller.
 pub fn check_texture_fits(
     device: &CudaDeviceInfo,
     width: u32,
     height: u32,
-    levels: u32,
     format: TexelFormat,
 ) -> Result<()> {
+    let levels = full_mip_levels(width, height);
     let (max_w, max_h) = device.max_mipmapped_texture;
     if width > max_w || height > max_h {
         return Err(Error::Unsupported(format!(
@@ -75,14 +77,10 @@ mod tests {
         }
     }
 
-    fn levels(side: u32) -> u32 {
-        side.ilog2() + 1
-    }
-
     #[test]
     fn the_sizes_optix_toolkit_found_fit_and_the_next_ones_do_not() {
         let d = h100();
-        let fits = |w: u32, h: u32, f| check_texture_fits(&d, w, h, levels(w.max(h)), f);
+        let fits = |w: u32, h: u32, f| check_texture_fits(&d, w, h, f);
         assert!(fits(16384, 8192, TexelFormat::RGBA32F).is_ok());
         assert!(fits(16384, 16384, TexelFormat::RGBA32F).is_err());
         assert!(fits(16384, 16384, TexelFormat::RGBA16F).is_ok());

@@ -217,4 +217,22 @@ mod tests {
             assert_eq!(address_mode(m) as u32, m as u32);
         }
     }
+
+    #[test]
+    fn words_are_read_as_integers_point_filtered() {
+        let mut td = texture_desc(&TextureDesc::default(), 3);
+        words_desc(&mut td);
+        assert_eq!(
+            td.flags,
+            sys::CU_TRSF_NORMALIZED_COORDINATES
+                | sys::CU_TRSF_DISABLE_TRILINEAR_OPTIMIZATION
+                | sys::CU_TRSF_READ_AS_INTEGER
+        );
+        assert_eq!(td.filterMode, sys::CUfilter_mode::CU_TR_FILTER_MODE_POINT);
+        assert_eq!(
+            td.mipmapFilterMode,
+            sys::CUfilter_mode::CU_TR_FILTER_MODE_POINT
+        );
+        assert_eq!(td.maxMipmapLevelClamp, 2.0);
+    }
 }

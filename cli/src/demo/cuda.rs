@@ -39,15 +39,10 @@ pub fn scene_for_device(
     texture_size: u32,
 ) -> (Scene, Option<String>) {
     let fits = |scene: &Scene| {
-        scene.textures.iter().try_for_each(|t| {
-            demandtex_cuda::check_texture_fits(
-                device,
-                t.size,
-                t.size,
-                demandtex::textures::full_mip_levels(t.size, t.size),
-                t.format,
-            )
-        })
+        scene
+            .textures
+            .iter()
+            .try_for_each(|t| demandtex_cuda::check_texture_fits(device, t.size, t.size, t.format))
     };
     let at = |side| {
         builtin::scene(SceneSize {
