@@ -220,6 +220,16 @@ typedef unsigned long long uint64_t;
 // named `reserved`): callers built against that header keep working.
 #define DTEX_SAMPLE_OPTIONS_SIZE_REQUEST_KEY 16
 
+// `dtex_cuda_loader_set_tile_publication`: filled tiles are published at
+// `dtex_cuda_launch_prepare`, so the launch about to run samples them (the default in
+// final mode).
+#define DTEX_TILE_PUBLICATION_BEFORE_LAUNCH 0
+
+// `dtex_cuda_loader_set_tile_publication`: filled tiles are published at
+// `dtex_cuda_process_requests`, on the host while the launch's kernel runs, and sampled
+// from the next launch on (the default in interactive mode).
+#define DTEX_TILE_PUBLICATION_DURING_LAUNCH 1
+
 // Mip levels in a `DtexTextureSampler` (65536 down to 1).
 #define DTEX_MAX_LEVELS 17
 
@@ -1899,9 +1909,22 @@ DtexStatus dtex_cuda_loader_create(uint32_t device,
                                    const struct DtexLoaderOptions *options,
                                    struct DtexLoader *out);
 
+// Choose when CUDA loader `loader` publishes filled tiles on the device, from its next
+// launch on: `DTEX_TILE_PUBLICATION_BEFORE_LAUNCH` (at `dtex_cuda_launch_prepare`: the
+// launch samples them; the frame pays for the maps and uploads) or
+// `DTEX_TILE_PUBLICATION_DURING_LAUNCH` (at `dtex_cuda_process_requests`, on the host
+// while the kernel runs: the frame does not pay, and tiles are sampled one launch later).
+// The default follows the loader's streaming mode: before the launch in final mode,
+// during it in interactive mode.
+//
+// Errors: INVALID_HANDLE; INVALID_ARGUMENT for a CPU loader or an unknown value.
+// Ownership: none taken. Thread-safety: any thread.
+DtexStatus dtex_cuda_loader_set_tile_publication(struct DtexLoader loader,
+                                                 uint32_t publication);
+
 // Start a launch of CUDA loader `loader`: make what finished since the last launch visible
-// on the device (textures built, tiles mapped and uploaded, page-table entries and
-// residence bits pushed), and fill `out_context` with the `DtexDeviceContext` to pass, by
+// on the device (textures built, tiles mapped and uploaded unless tiles are published
+// during launches, page-table entries and residence bits pushed), and fill `out_context` with the `DtexDeviceContext` to pass, by
 // value, to kernels launched on `stream` before `dtex_cuda_process_requests`. `stream`
 // (a `CUstream` of the device's primary context; NULL: the default stream) waits for the
 // publication on the device; the call does not wait for the GPU.
@@ -1920,10 +1943,14 @@ DtexStatus dtex_cuda_launch_prepare(struct DtexLoader loader,
                                     struct DtexCudaLaunch *out_launch,
                                     struct DtexDeviceContext *out_context);
 
-// Serve the requests `launch` recorded: the pull runs on the device after the work enqueued
-// on `stream` so far (the caller's kernel), then the fills start on the loader's fill
-// threads. `out_ticket` tracks them (`dtex_ticket_wait` / `dtex_ticket_poll`); the next
-// `dtex_cuda_launch_prepare` publishes what has finished. The launch ends here.
+// Serve the requests `launch` recorded: first publish what finished since
+// `dtex_cuda_launch_prepare` (and the tiles it held, under
+// `DTEX_TILE_PUBLICATION_DURING_LAUNCH`) — the host's work while the kernel runs, the
+// device's after the work enqueued on `stream` so far (the caller's kernel) — then pull
+// the requests on the device, and start the fills on the loader's fill threads.
+// `out_ticket` tracks them (`dtex_ticket_wait` / `dtex_ticket_poll`); the next
+// `dtex_cuda_launch_prepare` or `dtex_cuda_process_requests` publishes what has
+// finished. The launch ends here.
 //
 // Errors: INVALID_HANDLE; INVALID_ARGUMENT for a NULL `out_ticket`, a CPU loader, or a
 // launch that is not the loader's (already processed, or forgotten after 8 newer ones);

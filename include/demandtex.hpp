@@ -1318,6 +1318,15 @@ public:
     explicit CudaLoader(std::uint32_t device = 0, const LoaderOptions& options = LoaderOptions())
         : LoaderBase(create(device, options)) {}
 
+    /// When filled tiles are published on the device, from the next launch on:
+    /// `DTEX_TILE_PUBLICATION_BEFORE_LAUNCH` (at `prepareLaunch`: the launch samples them)
+    /// or `DTEX_TILE_PUBLICATION_DURING_LAUNCH` (at `processRequests`, while the kernel
+    /// runs: the frame does not pay for them; they are sampled one launch later). The
+    /// default follows the streaming mode (final: before; interactive: during).
+    void setTilePublication(std::uint32_t publication) const {
+        check(dtex_cuda_loader_set_tile_publication(h_.get(), publication));
+    }
+
     /// Start a launch: what finished since the last one becomes visible on the device;
     /// `stream` waits for it there (the call does not wait for the GPU).
     CudaLaunch prepareLaunch(void* stream = nullptr) const {
@@ -1326,8 +1335,9 @@ public:
         return l;
     }
 
-    /// Serve the requests of `launch` once the work enqueued on `stream` so far (its
-    /// kernels) has run on the device; the fills run on the loader's fill threads.
+    /// Publish what finished since `prepareLaunch` (while the kernels run), then serve the
+    /// requests of `launch` once the work enqueued on `stream` so far (its kernels) has run
+    /// on the device; the fills run on the loader's fill threads.
     Ticket processRequests(const CudaLaunch& launch, void* stream = nullptr) const {
         DtexTicket t{};
         check(dtex_cuda_process_requests(launch.launch, stream, &t));

@@ -142,19 +142,33 @@ fi
 # run against the same frames resident and untextured. Figures; it fails only if it cannot
 # run (a reference frame that does not converge, a driver error).
 # Paced to 60 frames a second at 1920x1080 with 8 fill threads: unpaced, a GPU frame of
-# well under a millisecond leaves the fills no time between frames.
-echo "== demo: interactive (1920x1080 at 60 fps, 240 frames, 256 MiB, 8 fill threads)"
-ilog="$(mktemp)"; idir="$(mktemp -d)"
-if step bin/demandtex demo --backend cuda --interactive --threads 8 --budget-mb 256 --frames 240 \
-    --fps 60 --width 1920 --height 1080 --out "$idir" >"$ilog" 2>&1; then
-  passed=$((passed + 1))
-  grep -E '^(device|median|max frame|stalled|frames to full|final full|last frame|requests rejected) ' "$ilog" | sed 's/^/  /'
-else
-  failed=$((failed + 1))
-  failures+=("demo --interactive")
-  sed 's/^/  | /' "$ilog"
-fi
-rm -rf "$ilog" "$idir"
+# well under a millisecond leaves the fills no time between frames. Run twice: tiles
+# published while the kernel runs (the interactive default), and before the launch.
+# DEMANDTEX_SUITE_KEEP=DIR keeps each run's frames.csv and interactive.json under DIR.
+interactive() {
+  local name="$1"; shift
+  local ilog idir
+  ilog="$(mktemp)"
+  if [ -n "${DEMANDTEX_SUITE_KEEP:-}" ]; then
+    idir="$DEMANDTEX_SUITE_KEEP/interactive-$name"; mkdir -p "$idir"
+  else
+    idir="$(mktemp -d)"
+  fi
+  echo "== demo: interactive, tiles published $name (1920x1080 at 60 fps, 240 frames, 256 MiB, 8 fill threads)"
+  if step bin/demandtex demo --backend cuda --interactive --threads 8 --budget-mb 256 --frames 240 \
+      --fps 60 --width 1920 --height 1080 --out "$idir" "$@" >"$ilog" 2>&1; then
+    passed=$((passed + 1))
+    grep -E '^(device|median|max frame|stalled|frames to full|final full|last frame|requests rejected|tile publication) ' "$ilog" | sed 's/^/  /'
+  else
+    failed=$((failed + 1))
+    failures+=("demo --interactive ($name)")
+    sed 's/^/  | /' "$ilog"
+  fi
+  rm -f "$ilog" "$idir/interactive.png"
+  [ -n "${DEMANDTEX_SUITE_KEEP:-}" ] || rm -rf "$idir"
+}
+interactive during-launch
+interactive before-launch --publish-before-launch
 # The GPU benchmarks: demand-path fetch vs hardware tex2DGrad, requests/s through pull ->
 # fill -> push, tile upload GB/s and map ops/s, launches to converge (demo scene in 256 MiB,
 # 1 TiB virtual set through a 2 GiB pool). Figures only: a non-zero exit means it could

@@ -32,7 +32,7 @@ use crate::launch::{TicketEntry, TICKETS};
 use crate::loader::{self, LoaderEntry, LoaderKind, LOADERS};
 use crate::options::DtexLoaderOptions;
 use crate::status::{ApiError, DtexStatus, DTEX_STATUS_INVALID_ARGUMENT};
-use demandtex_cuda::CudaLoader;
+use demandtex_cuda::{CudaLoader, TilePublication};
 use engine::paging::DeviceContext;
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -54,6 +54,15 @@ pub struct DtexCudaLaunch {
     /// Zero.
     pub reserved: u32,
 }
+
+/// `dtex_cuda_loader_set_tile_publication`: filled tiles are published at
+/// `dtex_cuda_launch_prepare`, so the launch about to run samples them (the default in
+/// final mode).
+pub const DTEX_TILE_PUBLICATION_BEFORE_LAUNCH: u32 = 0;
+/// `dtex_cuda_loader_set_tile_publication`: filled tiles are published at
+/// `dtex_cuda_process_requests`, on the host while the launch's kernel runs, and sampled
+/// from the next launch on (the default in interactive mode).
+pub const DTEX_TILE_PUBLICATION_DURING_LAUNCH: u32 = 1;
 
 /// Create a demand loader on CUDA device `device` (0 = the first the driver lists).
 /// `options` NULL means the defaults (`dtex_loader_options_default`); `max_texture_memory`
@@ -89,9 +98,44 @@ pub unsafe extern "C" fn dtex_cuda_loader_create(
     })
 }
 
+/// Choose when CUDA loader `loader` publishes filled tiles on the device, from its next
+/// launch on: `DTEX_TILE_PUBLICATION_BEFORE_LAUNCH` (at `dtex_cuda_launch_prepare`: the
+/// launch samples them; the frame pays for the maps and uploads) or
+/// `DTEX_TILE_PUBLICATION_DURING_LAUNCH` (at `dtex_cuda_process_requests`, on the host
+/// while the kernel runs: the frame does not pay, and tiles are sampled one launch later).
+/// The default follows the loader's streaming mode: before the launch in final mode,
+/// during it in interactive mode.
+///
+/// Errors: INVALID_HANDLE; INVALID_ARGUMENT for a CPU loader or an unknown value.
+/// Ownership: none taken. Thread-safety: any thread.
+#[no_mangle]
+pub extern "C" fn dtex_cuda_loader_set_tile_publication(
+    loader: DtexLoader,
+    publication: u32,
+) -> DtexStatus {
+    entry(|| {
+        let publication = match publication {
+            DTEX_TILE_PUBLICATION_BEFORE_LAUNCH => TilePublication::BeforeLaunch,
+            DTEX_TILE_PUBLICATION_DURING_LAUNCH => TilePublication::DuringLaunch,
+            other => {
+                return Err(ApiError::new(
+                    DTEX_STATUS_INVALID_ARGUMENT,
+                    format!(
+                        "tile publication {other} (DTEX_TILE_PUBLICATION_BEFORE_LAUNCH = 0 or \
+                         DTEX_TILE_PUBLICATION_DURING_LAUNCH = 1)"
+                    ),
+                ))
+            }
+        };
+        let entry = loader::get(loader)?;
+        entry.cuda()?.set_tile_publication(publication);
+        Ok(())
+    })
+}
+
 /// Start a launch of CUDA loader `loader`: make what finished since the last launch visible
-/// on the device (textures built, tiles mapped and uploaded, page-table entries and
-/// residence bits pushed), and fill `out_context` with the `DtexDeviceContext` to pass, by
+/// on the device (textures built, tiles mapped and uploaded unless tiles are published
+/// during launches, page-table entries and residence bits pushed), and fill `out_context` with the `DtexDeviceContext` to pass, by
 /// value, to kernels launched on `stream` before `dtex_cuda_process_requests`. `stream`
 /// (a `CUstream` of the device's primary context; NULL: the default stream) waits for the
 /// publication on the device; the call does not wait for the GPU.
@@ -142,10 +186,14 @@ pub unsafe extern "C" fn dtex_cuda_launch_prepare(
     })
 }
 
-/// Serve the requests `launch` recorded: the pull runs on the device after the work enqueued
-/// on `stream` so far (the caller's kernel), then the fills start on the loader's fill
-/// threads. `out_ticket` tracks them (`dtex_ticket_wait` / `dtex_ticket_poll`); the next
-/// `dtex_cuda_launch_prepare` publishes what has finished. The launch ends here.
+/// Serve the requests `launch` recorded: first publish what finished since
+/// `dtex_cuda_launch_prepare` (and the tiles it held, under
+/// `DTEX_TILE_PUBLICATION_DURING_LAUNCH`) — the host's work while the kernel runs, the
+/// device's after the work enqueued on `stream` so far (the caller's kernel) — then pull
+/// the requests on the device, and start the fills on the loader's fill threads.
+/// `out_ticket` tracks them (`dtex_ticket_wait` / `dtex_ticket_poll`); the next
+/// `dtex_cuda_launch_prepare` or `dtex_cuda_process_requests` publishes what has
+/// finished. The launch ends here.
 ///
 /// Errors: INVALID_HANDLE; INVALID_ARGUMENT for a NULL `out_ticket`, a CPU loader, or a
 /// launch that is not the loader's (already processed, or forgotten after 8 newer ones);

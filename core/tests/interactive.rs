@@ -263,6 +263,47 @@ fn publications_per_launch_are_capped() {
 }
 
 #[test]
+fn a_publication_except_tiles_holds_every_tile_for_the_next_one() {
+    let (loader, id, gate) = gated_loader(LoaderOptions {
+        max_publications_per_launch: 3,
+        ..LoaderOptions::default()
+    });
+    gate.open_gate();
+    // One launch asks for five tiles and for a texture created since.
+    let other = loader
+        .create_texture(
+            Arc::new(Checkerboard::new(256, 256, 32, TexelFormat::RGBA8)),
+            TextureDesc::default(),
+        )
+        .unwrap();
+    let launch = loader.launch_prepare();
+    launch.tex2d(other, 0.5, 0.5, &SampleOptions::default());
+    for k in 0..5 {
+        let s = (k as f32 * 128.0 + 64.0) / SIDE as f32;
+        launch.tex2d(id, s, 4160.0 / SIDE as f32, &SampleOptions::default());
+    }
+    loader.process_requests(launch).wait();
+    let resident = |loader: &Loader| {
+        let (first, n) = loader.texture_pages(id).unwrap();
+        (first.0 + 1..first.0 + n)
+            .filter(|&p| loader.page_table().is_resident(p))
+            .count()
+    };
+    let published = loader.publish_pending_except_tiles().unwrap();
+    assert!(published >= 1, "the other texture is published");
+    let sampler = loader.page_layout().sampler_page(other);
+    assert!(loader.page_table().is_resident(sampler.0));
+    assert_eq!(resident(&loader), 0, "every tile is held");
+    assert_eq!(loader.stats().publications_capped, 0, "held, not capped");
+    // The next publication takes them, within its cap.
+    assert_eq!(loader.publish_pending().unwrap(), 3);
+    assert_eq!(resident(&loader), 3);
+    assert_eq!(loader.publish_pending().unwrap(), 2);
+    assert_eq!(resident(&loader), 5);
+    assert_eq!(loader.stats().publications_capped, 2);
+}
+
+#[test]
 fn interactive_mode_bounds_the_fill_queue_and_drops_the_excess() {
     let (loader, id, gate) = gated_loader(LoaderOptions {
         mode: StreamingMode::Interactive,

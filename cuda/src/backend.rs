@@ -82,6 +82,11 @@ pub struct CudaStats {
     pub residence_changes: u64,
     /// Flushes (publications that reached the device).
     pub flushes: u64,
+    /// Publications made (textures, entries and tiles), at `launch_prepare` and at
+    /// `process_requests`.
+    pub publications: u64,
+    /// Of those, made at `process_requests` (while the launch's kernel may run).
+    pub publications_during_launch: u64,
 }
 
 /// One page's tile on the device.
@@ -140,6 +145,14 @@ pub(crate) struct DeviceState {
     staging: StagingRing,
     /// Orders callers' streams with the loader's.
     pub order: StreamOrder,
+    /// The stream new tiles are mapped on (see [`DeviceState::submit_tiles`]).
+    map_stream: Arc<CudaStream>,
+    /// Recorded on the loader's stream after each unmap batch; the map stream waits for it.
+    unmapped: StreamOrder,
+    /// Whether `unmapped` was ever recorded.
+    unmaps_recorded: bool,
+    /// Orders the map stream's maps before the loader stream's uploads.
+    mapped: StreamOrder,
     layout: PageLayout,
     textures: HashMap<u32, Arc<GpuTexture>>,
     ranges: BTreeMap<u32, u32>,
@@ -156,6 +169,21 @@ pub(crate) struct DeviceState {
     pub stats: CudaStats,
 }
 
+/// A loader's streams and the events that order them.
+pub(crate) struct LoaderStreams {
+    /// The loader's stream: copies, unmaps, paging kernels, the user's launches.
+    pub stream: Arc<CudaStream>,
+    /// Orders callers' streams with the loader's.
+    pub order: StreamOrder,
+    /// The stream new tiles are mapped on, beside a kernel on the loader's stream (see
+    /// [`DeviceState::submit_tiles`]).
+    pub map_stream: Arc<CudaStream>,
+    /// Recorded after each unmap batch on the loader's stream.
+    pub unmapped: StreamOrder,
+    /// Orders the maps before the loader stream's uploads.
+    pub mapped: StreamOrder,
+}
+
 /// The CUDA [`Backend`] (see the module docs).
 pub(crate) struct CudaBackend {
     pub state: Mutex<DeviceState>,
@@ -165,12 +193,11 @@ impl CudaBackend {
     /// A backend over `device` for an engine with page layout `layout`.
     pub fn new(
         device: CudaDevice,
-        stream: Arc<CudaStream>,
+        streams: LoaderStreams,
         kernels: PagingKernels,
         buffers: DeviceContextBuffers,
         pool: Option<CudaTilePool>,
         staging: StagingRing,
-        order: StreamOrder,
     ) -> CudaBackend {
         let layout = *buffers.layout();
         CudaBackend {
@@ -180,12 +207,16 @@ impl CudaBackend {
                     ..CudaStats::default()
                 },
                 device,
-                stream,
+                stream: streams.stream,
                 kernels,
                 buffers,
                 pool,
                 staging,
-                order,
+                order: streams.order,
+                map_stream: streams.map_stream,
+                unmapped: streams.unmapped,
+                unmaps_recorded: false,
+                mapped: streams.mapped,
                 layout,
                 textures: HashMap::new(),
                 ranges: BTreeMap::new(),
@@ -307,6 +338,9 @@ impl DeviceState {
             }
             batch.submit(&self.stream)?;
         }
+        // SAFETY: the loader's stream is live.
+        unsafe { self.unmapped.record(self.stream.cu_stream()) }?;
+        self.unmaps_recorded = true;
         let fence = self.staging.timeline().record(&self.stream)?;
         self.stats.blocks_released += blocks.len() as u64;
         for b in blocks {
@@ -322,6 +356,16 @@ impl DeviceState {
     }
 
     /// Submit the queued unmaps, maps and uploads, in that order.
+    ///
+    /// A sparse map takes tens of microseconds of the driver's time, and one enqueued on a
+    /// stream runs after the work in front of it (measured on an H100: `docs/GPU.md`). So
+    /// new tiles are mapped on the map stream, which runs beside a kernel on the loader's
+    /// stream: a publication made while the kernel runs (`TilePublication::DuringLaunch`)
+    /// does not wait for it. That is safe because a new tile's region is unmapped and no
+    /// launch reads it (its residence bit is pushed later, on the loader's stream), and its
+    /// pool block was freed only after its unmap's fence. The map stream waits for the
+    /// loader stream's last unmap batch (a region unmapped there may be mapped again here);
+    /// the loader's stream waits for the maps before the uploads.
     fn submit_tiles(&mut self) -> Result<()> {
         self.submit_unmaps()?;
         let maps = std::mem::take(&mut self.maps);
@@ -336,7 +380,14 @@ impl DeviceState {
                     batch.map(sparse, *region, pool.memory(block)?)?;
                 }
             }
-            batch.submit(&self.stream)?;
+            let (loader, mapper) = (self.stream.cu_stream(), self.map_stream.cu_stream());
+            if self.unmaps_recorded {
+                // SAFETY: both streams are live streams of the loader's context.
+                unsafe { self.unmapped.wait(mapper) }?;
+            }
+            batch.submit(&self.map_stream)?;
+            // SAFETY: as above.
+            unsafe { self.mapped.order(mapper, loader) }?;
         }
         for u in std::mem::take(&mut self.uploads) {
             let array = u.texture.storage.array();
@@ -586,9 +637,11 @@ impl Backend for CudaBackend {
 
 impl Drop for DeviceState {
     fn drop(&mut self) {
-        // Nothing may be freed while the stream still uses it.
-        if let Err(e) = crate::ops::safe("cuStreamSynchronize", || self.stream.synchronize()) {
-            tracing::warn!("synchronizing the CUDA loader's stream: {e}");
+        // Nothing may be freed while a stream still uses it.
+        for stream in [&self.map_stream, &self.stream] {
+            if let Err(e) = crate::ops::safe("cuStreamSynchronize", || stream.synchronize()) {
+                tracing::warn!("synchronizing a CUDA loader stream: {e}");
+            }
         }
     }
 }

@@ -65,7 +65,7 @@ pub use backend::{device_pool_bytes, CudaStats};
 /// contexts, kernel functions).
 pub use cudarc;
 pub use limits::check_texture_fits;
-pub use loader::{CudaLaunch, CudaLoader, STAGING_SLOTS};
+pub use loader::{CudaLaunch, CudaLoader, TilePublication, STAGING_SLOTS};
 pub use ops::safe;
 
 #[cfg(doc)]

@@ -22,7 +22,7 @@
 //! One loader per device; several loaders (on one device or several) in one process are
 //! independent (no globals).
 
-use crate::backend::{device_pool_bytes, CudaBackend, CudaStats};
+use crate::backend::{device_pool_bytes, CudaBackend, CudaStats, LoaderStreams};
 use crate::device_context::{DeviceContextBuffers, ListCapacities};
 use crate::gpu_texture::GpuTexture;
 use crate::kernels::PagingKernels;
@@ -35,21 +35,61 @@ use crate::{CudaDevice, CudaDeviceInfo};
 use cudarc::driver::{sys, CudaContext, CudaStream};
 use demandtex::error::{Error, Result};
 use demandtex::ids::{TextureId, TILE_BYTES};
-use demandtex::options::LoaderOptions;
+use demandtex::options::{LoaderOptions, StreamingMode};
 use demandtex::paging::{DeviceContext, PullResult, CONTEXT_FLAG_REQUEST_IF_RESIDENT};
 use demandtex::textures::{full_mip_levels, TexelFormat, TexelType, TextureLayout};
 use demandtex::{Engine, Ticket};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 
 /// Pinned staging slots (64 KiB each) per loader: the most tile copies waiting for their
 /// map at once, and with in-flight fills the bound on the loader's host tile memory.
 pub const STAGING_SLOTS: usize = 64;
 
+/// When a CUDA loader makes filled tiles visible on the device (maps, uploads, residence
+/// bits). Either way `process_requests` also publishes what finished since
+/// `launch_prepare`, before its pull (see `docs/INTERACTIVE.md`, "Publishing while the
+/// kernel runs").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum TilePublication {
+    /// At `launch_prepare`, so the launch about to run samples them: a multi-pass render
+    /// converges in the fewest launches. The host's publication is on the frame's path
+    /// (about 50 µs a tile, measured on an H200). The default in final mode.
+    #[default]
+    BeforeLaunch = 0,
+    /// At `process_requests`, on the host while the launch's kernel runs on the device
+    /// (the device applies them after the kernel, in stream order): the frame does not pay
+    /// for them, and a tile is sampled one launch later. `launch_prepare` still publishes
+    /// textures, page-table entries and withdrawals. The default in interactive mode.
+    DuringLaunch = 1,
+}
+
+impl TilePublication {
+    /// The default for `mode`.
+    pub fn default_for(mode: StreamingMode) -> TilePublication {
+        match mode {
+            StreamingMode::Final => TilePublication::BeforeLaunch,
+            StreamingMode::Interactive => TilePublication::DuringLaunch,
+        }
+    }
+
+    fn from_u8(v: u8) -> TilePublication {
+        if v == TilePublication::DuringLaunch as u8 {
+            TilePublication::DuringLaunch
+        } else {
+            TilePublication::BeforeLaunch
+        }
+    }
+}
+
 /// A demand loader on one CUDA device (see the module comment). `Send + Sync`.
 pub struct CudaLoader {
     engine: Arc<Engine>,
     backend: Arc<CudaBackend>,
     info: CudaDeviceInfo,
+    /// A [`TilePublication`] as its `u8`.
+    tile_publication: AtomicU8,
 }
 
 /// One launch on the device: the `DtexDeviceContext` to pass to the kernel and the stream
@@ -146,15 +186,23 @@ impl CudaLoader {
             None
         };
         let staging = StagingRing::new(&ctx, STAGING_SLOTS, TILE_BYTES)?;
-        let order = StreamOrder::new(&ctx)?;
+        let streams = LoaderStreams {
+            stream,
+            order: StreamOrder::new(&ctx)?,
+            map_stream: safe("cuStreamCreate", || ctx.new_stream())?,
+            unmapped: StreamOrder::new(&ctx)?,
+            mapped: StreamOrder::new(&ctx)?,
+        };
         let backend = Arc::new(CudaBackend::new(
-            device, stream, kernels, buffers, pool, staging, order,
+            device, streams, kernels, buffers, pool, staging,
         ));
+        let publication = TilePublication::default_for(options.mode);
         let engine = Engine::new(options, backend.clone())?;
         Ok(CudaLoader {
             engine,
             backend,
             info,
+            tile_publication: AtomicU8::new(publication as u8),
         })
     }
 
@@ -196,11 +244,25 @@ impl CudaLoader {
         self.backend.state.lock().pool.is_some()
     }
 
+    /// When filled tiles are published (see [`TilePublication`]; the default follows the
+    /// streaming mode).
+    pub fn tile_publication(&self) -> TilePublication {
+        TilePublication::from_u8(self.tile_publication.load(Ordering::Relaxed))
+    }
+
+    /// Publish filled tiles as `publication` says from the next `launch_prepare` on.
+    /// Tiles already held for a `process_requests` are published there.
+    pub fn set_tile_publication(&self, publication: TilePublication) {
+        self.tile_publication
+            .store(publication as u8, Ordering::Relaxed);
+    }
+
     /// Publish what finished since the last launch — on the device: textures created,
-    /// tiles mapped and uploaded, residence bits and entries pushed, withdrawn pages
-    /// invalidated — clear the device's reference bits, and start a new launch, whose
-    /// kernel runs on [`CudaLaunch::stream`]. The host cost is the number of changes, not
-    /// the size of the page space.
+    /// tiles mapped and uploaded (unless tiles are published
+    /// [`DuringLaunch`](TilePublication::DuringLaunch)), residence bits and entries pushed,
+    /// withdrawn pages invalidated — clear the device's reference bits, and start a new
+    /// launch, whose kernel runs on [`CudaLaunch::stream`]. The host cost is the number of
+    /// changes, not the size of the page space.
     ///
     /// Errors: the driver's (the loader should then be dropped).
     pub fn launch_prepare(&self) -> Result<CudaLaunch> {
@@ -218,12 +280,16 @@ impl CudaLoader {
     }
 
     fn prepare(&self, user_stream: Option<sys::CUstream>) -> Result<CudaLaunch> {
-        self.engine.publish_pending()?;
+        let published = match self.tile_publication() {
+            TilePublication::BeforeLaunch => self.engine.publish_pending()?,
+            TilePublication::DuringLaunch => self.engine.publish_pending_except_tiles()?,
+        };
         // Launches read device memory only: the engine's host memory is never held.
         let launch_num = self.engine.begin_launch().launch_num();
         let end = self.engine.page_end();
         let mut st = self.backend.state.lock();
         let st = &mut *st;
+        st.stats.publications += published as u64;
         st.buffers.clear_references(&st.kernels, end)?;
         if let Some(user) = user_stream {
             // SAFETY: the loader's stream is live; the caller vouches for `user`.
@@ -242,9 +308,11 @@ impl CudaLoader {
         })
     }
 
-    /// Pull the requests `launch` recorded (the pull kernel runs after the work enqueued
-    /// on the loader's stream, i.e. after the user's kernel) and start filling them on the
-    /// fill threads.
+    /// Publish what finished since `launch_prepare` (and the tiles it held, under
+    /// [`TilePublication::DuringLaunch`]) — on the host while the kernel runs, on the
+    /// device after it — then pull the requests `launch` recorded (the pull kernel runs
+    /// after the work enqueued on the loader's stream, i.e. after the user's kernel) and
+    /// start filling them on the fill threads.
     ///
     /// Errors: [`Error::InvalidArgument`] for a launch of another loader; the driver's.
     pub fn process_requests(&self, launch: CudaLaunch) -> Result<Ticket> {
@@ -271,14 +339,22 @@ impl CudaLoader {
                 "process_requests got a launch of another loader".into(),
             ));
         }
+        if let Some(user) = user_stream {
+            let mut st = self.backend.state.lock();
+            let st = &mut *st;
+            // SAFETY: the loader's stream is live; the caller vouches for `user`. From here
+            // on the loader's stream (publication, pull) runs after the user's kernel.
+            unsafe { st.order.order(user, st.stream.cu_stream()) }?;
+        }
+        // The host's side of these publications overlaps the kernel; the engine calls
+        // the backend, which takes its own lock.
+        let published = self.engine.publish_pending()? as u64;
         let end = self.engine.page_end();
         let pulled = {
             let mut st = self.backend.state.lock();
             let st = &mut *st;
-            if let Some(user) = user_stream {
-                // SAFETY: the loader's stream is live; the caller vouches for `user`.
-                unsafe { st.order.order(user, st.stream.cu_stream()) }?;
-            }
+            st.stats.publications += published;
+            st.stats.publications_during_launch += published;
             let threshold = self.engine.options().lru_threshold as u32;
             let pull = st
                 .buffers
@@ -341,5 +417,25 @@ impl std::fmt::Debug for CudaLoader {
             .field("device", &self.info)
             .field("options", self.engine.options())
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tiles_are_published_before_final_launches_and_during_interactive_ones() {
+        assert_eq!(
+            TilePublication::default_for(StreamingMode::Final),
+            TilePublication::BeforeLaunch
+        );
+        assert_eq!(
+            TilePublication::default_for(StreamingMode::Interactive),
+            TilePublication::DuringLaunch
+        );
+        for p in [TilePublication::BeforeLaunch, TilePublication::DuringLaunch] {
+            assert_eq!(TilePublication::from_u8(p as u8), p);
+        }
     }
 }

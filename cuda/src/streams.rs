@@ -49,13 +49,35 @@ impl StreamOrder {
         if earlier == later {
             return Ok(());
         }
+        // SAFETY: the caller's contract.
+        unsafe {
+            self.record(earlier)?;
+            self.wait(later)
+        }
+    }
+
+    /// Mark the work enqueued on `stream` so far (see [`wait`](Self::wait)).
+    ///
+    /// # Safety
+    /// `stream` is a live stream of this context (or null, the default stream).
+    pub unsafe fn record(&mut self, stream: sys::CUstream) -> Result<()> {
         bind(&self.ctx)?;
-        // SAFETY: the event is live; the caller vouches for the streams.
+        // SAFETY: the event is live; the caller vouches for the stream.
         drv("cuEventRecord", || unsafe {
-            sys::cuEventRecord(self.event, earlier)
-        })?;
-        // SAFETY: as above; the wait captures the event's state now, so re-recording it
-        // later does not change what `later` waits for.
+            sys::cuEventRecord(self.event, stream)
+        })
+    }
+
+    /// Work enqueued on `later` from now on runs after the work marked by the last
+    /// [`record`](Self::record) (at once if it was never recorded).
+    ///
+    /// # Safety
+    /// `later` is a live stream of this context (or null, the default stream).
+    pub unsafe fn wait(&mut self, later: sys::CUstream) -> Result<()> {
+        bind(&self.ctx)?;
+        // SAFETY: the event is live; the caller vouches for the stream. The wait captures
+        // the event's state now, so re-recording it later does not change what `later`
+        // waits for; an event never recorded is complete.
         drv("cuStreamWaitEvent", || unsafe {
             sys::cuStreamWaitEvent(later, self.event, 0)
         })

@@ -211,6 +211,10 @@ int runOnGpu(const demandtex::CudaLoader& loader, const std::string& ptx) {
         CUfunction kernel = nullptr;
         check(d.getFunction(&kernel, module, stochastic ? "consumer_sample_stochastic" : "consumer_sample"),
               "cuModuleGetFunction");
+        // The trilinear pass publishes tiles before each launch, the stochastic one while
+        // the kernel runs (sampled from the next launch on); both converge.
+        loader.setTilePublication(stochastic ? DTEX_TILE_PUBLICATION_DURING_LAUNCH
+                                             : DTEX_TILE_PUBLICATION_BEFORE_LAUNCH);
         unsigned missing = kCount;
         int launches = 0;
         while (missing != 0) {

@@ -74,3 +74,27 @@ fn cuda_launch_calls_refuse_cpu_loaders_bad_launches_and_null_outputs() {
         DTEX_STATUS_INVALID_HANDLE,
     );
 }
+
+#[test]
+fn setting_tile_publication_refuses_unknown_values_cpu_loaders_and_bad_handles() {
+    let cpu = TestLoader::new();
+    let msg = fails(
+        dtex_cuda_loader_set_tile_publication(cpu.0, 7),
+        DTEX_STATUS_INVALID_ARGUMENT,
+    );
+    assert!(msg.contains("tile publication 7"), "{msg}");
+    for publication in [
+        DTEX_TILE_PUBLICATION_BEFORE_LAUNCH,
+        DTEX_TILE_PUBLICATION_DURING_LAUNCH,
+    ] {
+        let msg = fails(
+            dtex_cuda_loader_set_tile_publication(cpu.0, publication),
+            DTEX_STATUS_INVALID_ARGUMENT,
+        );
+        assert!(msg.contains("CPU loader"), "{msg}");
+    }
+    fails(
+        dtex_cuda_loader_set_tile_publication(DtexLoader { id: 0xdead_beef }, 0),
+        DTEX_STATUS_INVALID_HANDLE,
+    );
+}

@@ -4,7 +4,7 @@
 
 use super::cuda_kernel::{DemoCamera, DemoKernel, DemoQuad, DemoScene};
 use demandtex::error::{Error, Result};
-use demandtex_cuda::cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
+use demandtex_cuda::cudarc::driver::{sys, CudaEvent, CudaSlice, CudaStream, DevicePtr};
 use demandtex_cuda::safe;
 use demandtex_cuda::{CudaLaunch, CudaLoader};
 use std::sync::Arc;
@@ -19,6 +19,9 @@ pub struct DemoRenderer {
     pixels: CudaSlice<f32>,
     done: CudaSlice<u8>,
     newly_done: CudaSlice<u32>,
+    /// Recorded around each frame's kernel: its device time.
+    frame_start: CudaEvent,
+    frame_end: CudaEvent,
 }
 
 impl DemoRenderer {
@@ -52,6 +55,13 @@ impl DemoRenderer {
         let pixels = safe("allocating pixels", || stream.alloc_zeros::<f32>(total * 4))?;
         let done = safe("allocating done flags", || stream.alloc_zeros::<u8>(total))?;
         let newly_done = safe("allocating a counter", || stream.alloc_zeros::<u32>(1))?;
+        let ctx = loader.context();
+        let event = || {
+            safe("cuEventCreate", || {
+                ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
+            })
+        };
+        let (frame_start, frame_end) = (event()?, event()?);
         let scene = DemoScene {
             camera,
             light,
@@ -67,6 +77,8 @@ impl DemoRenderer {
             pixels,
             done,
             newly_done,
+            frame_start,
+            frame_end,
         })
     }
 
@@ -126,6 +138,14 @@ impl DemoRenderer {
     /// coarser level and records its request; or untextured) and wait for it; returns the
     /// pixels at full detail.
     pub fn frame(&mut self, launch: &CudaLaunch, untextured: bool) -> Result<u32> {
+        self.enqueue_frame(launch, untextured)?;
+        Ok(self.finish_frame()?.0)
+    }
+
+    /// Enqueue one interactive frame's kernel (as [`frame`](Self::frame)) on `launch`'s
+    /// stream, between timing events, without waiting for it: the caller may call
+    /// `process_requests` before [`finish_frame`](Self::finish_frame).
+    pub fn enqueue_frame(&mut self, launch: &CudaLaunch, untextured: bool) -> Result<()> {
         let stream = launch.stream();
         safe("cuMemsetD8Async", || {
             stream.memset_zeros(&mut self.newly_done)
@@ -134,6 +154,7 @@ impl DemoRenderer {
             self.pixels.device_ptr(stream).0,
             self.newly_done.device_ptr(stream).0,
         );
+        safe("cuEventRecord", || self.frame_start.record(stream))?;
         // SAFETY: as in `render`: the launch's context, the scene's quads, 4 floats a pixel
         // in `p` and one counter in `n`, all alive in `self`.
         unsafe {
@@ -146,12 +167,23 @@ impl DemoRenderer {
                 n,
             )
         }?;
+        safe("cuEventRecord", || self.frame_end.record(stream))
+    }
+
+    /// Wait for the frame [`enqueue_frame`](Self::enqueue_frame) put on the loader's stream
+    /// (and for what was enqueued after it); returns the pixels at full detail and the
+    /// kernel's device time in seconds.
+    pub fn finish_frame(&mut self) -> Result<(u32, f64)> {
+        let stream = &self.stream;
         let counter = safe("reading the full-detail counter", || {
             let v = stream.clone_dtoh(&self.newly_done)?;
             stream.synchronize()?;
             Ok(v)
         })?;
-        Ok(counter[0])
+        let ms = safe("timing the frame's kernel", || {
+            self.frame_start.elapsed_ms(&self.frame_end)
+        })?;
+        Ok((counter[0], f64::from(ms) / 1e3))
     }
 
     /// The done flags (one per pixel, row-major).

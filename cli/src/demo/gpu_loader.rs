@@ -10,7 +10,7 @@ use demandtex::sources::Checkerboard;
 use demandtex::textures::{AddressMode, TexelFormat};
 use demandtex::{Loader, LoaderOptions, SampleOptions, TextureDesc, TextureId};
 use demandtex_cuda::device_pool_bytes;
-use demandtex_cuda::CudaLoader;
+use demandtex_cuda::{CudaLoader, TilePublication};
 use std::sync::Arc;
 
 /// Whether device 0 can be used; otherwise print why and skip — or, with
@@ -166,6 +166,53 @@ fn convergence_under_eviction_with_second_chance_equals_the_resident_render() {
         assert!(c.blocks_released > 0);
         assert!(c.pool_peak_bytes <= device_pool_bytes(budget));
     }
+}
+
+#[test]
+fn tiles_published_during_a_launch_are_sampled_from_the_next_one() {
+    if gpu("CUDA tile publication during the launch").is_none() {
+        return;
+    }
+    let (a, b) = ([0.0, 0.0], [0.5, 0.5]);
+    let before = CudaLoader::new(0, options(1 << 34)).unwrap();
+    assert_eq!(before.tile_publication(), TilePublication::BeforeLaunch);
+    let tb = before
+        .create_texture(checker(), TextureDesc::default())
+        .unwrap();
+    let ref_a = render(&before, tb, a);
+    let ref_b = render(&before, tb, b);
+
+    let during = CudaLoader::new(0, options(1 << 34)).unwrap();
+    during.set_tile_publication(TilePublication::DuringLaunch);
+    assert_eq!(during.tile_publication(), TilePublication::DuringLaunch);
+    let td = during
+        .create_texture(checker(), TextureDesc::default())
+        .unwrap();
+    assert!(render(&during, td, a) == ref_a, "view A differs");
+
+    // View B: its first launch asks for its tiles; once they are filled, the next
+    // launch_prepare holds them (none uploaded) and its process_requests publishes them.
+    let mut frame = DemoRenderer::new(&during, camera(), LIGHT, &[quad(td, b)]).unwrap();
+    let total = frame.pixel_count() as u32;
+    let launch = during.launch_prepare().unwrap();
+    frame.render(&launch, 0, total).unwrap();
+    during.process_requests(launch).unwrap().wait();
+    let filled = during.cuda_stats();
+    let launch = during.launch_prepare().unwrap();
+    assert_eq!(
+        during.cuda_stats().tiles_uploaded,
+        filled.tiles_uploaded,
+        "launch_prepare published tiles"
+    );
+    frame.render(&launch, 0, total).unwrap();
+    during.process_requests(launch).unwrap().wait();
+    let published = during.cuda_stats();
+    assert!(
+        published.tiles_uploaded > filled.tiles_uploaded,
+        "process_requests published no tile"
+    );
+    assert!(published.publications_during_launch > filled.publications_during_launch);
+    assert!(render(&during, td, b) == ref_b, "view B differs");
 }
 
 #[test]

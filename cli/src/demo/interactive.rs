@@ -10,7 +10,7 @@
 //! `interactive.json` and `interactive.png` (see [`super::interactive_plot`]).
 
 use super::camera::{Camera, Vec3};
-use super::interactive_io::{frame_stats_json, write_csv, FrameRecord};
+use super::interactive_io::{frame_stats_json, write_csv, FramePhases, FrameRecord};
 use super::render::{Frame, RenderJob};
 use super::scene::Scene;
 use super::DemoArgs;
@@ -214,20 +214,30 @@ fn streaming_run(
         let start = Instant::now();
         let published = loader.publish_pending().unwrap_or(0);
         let launch = loader.launch_prepare();
+        let prepared = start.elapsed();
         let (frame, full) = shade_frame(&launch, &job, pool, Shading::Textured);
+        let shaded = start.elapsed();
         let ticket = loader.process_requests(launch); // never waited for
         let seconds = start.elapsed().as_secs_f64();
         drop(ticket);
+        let phases = FramePhases {
+            prepare: prepared.as_secs_f64(),
+            shade: (shaded - prepared).as_secs_f64(),
+            process: seconds - shaded.as_secs_f64(),
+        };
         let after = loader.stats();
         let full_detail = full.iter().filter(|&&x| x).count() as f64 / full.len().max(1) as f64;
-        records.push(FrameRecord::streaming(
-            (f, cut),
-            seconds,
-            published as u64,
-            full_detail,
-            &before,
-            &after,
-        ));
+        records.push(
+            FrameRecord::streaming(
+                (f, cut),
+                seconds,
+                published as u64,
+                full_detail,
+                &before,
+                &after,
+            )
+            .with_phases(phases),
+        );
         last = Some(frame);
         if let Some(p) = period {
             std::thread::sleep(p.saturating_sub(start.elapsed()));

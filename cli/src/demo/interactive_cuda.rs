@@ -7,9 +7,11 @@
 //! resident and untextured, timed the same way. The outputs are the CPU run's
 //! (`frames.csv`, `interactive.json`, `interactive.png`).
 //!
-//! A frame's time is the host's wall clock from the publication at its start to the
-//! requests handed to the fill threads, with the kernel waited for (its counter of pixels at
-//! full detail is read back).
+//! A frame's time is the host's wall clock from `launch_prepare` (its publication) through
+//! the kernel, enqueued, and `process_requests` (which publishes tiles while the kernel
+//! runs, under the default `TilePublication::DuringLaunch`, and hands the requests to the
+//! fill threads) to the kernel's counter of pixels at full detail, read back. The reference
+//! runs time the same order.
 
 use super::cuda::{device_camera, device_quads, open_cuda_loader};
 use super::cuda_render::DemoRenderer;
@@ -17,13 +19,13 @@ use super::interactive::{
     begin, camera_path, median_of, reference_options, slow_store, streaming_options, summarize,
     write_outputs, REFERENCE_LAUNCHES, REFERENCE_TIMINGS,
 };
-use super::interactive_io::FrameRecord;
+use super::interactive_io::{FramePhases, FrameRecord};
 use super::render::Frame;
 use super::scene::Scene;
 use super::DemoArgs;
 use crate::error::CliError;
 use demandtex::TextureId;
-use demandtex_cuda::CudaLoader;
+use demandtex_cuda::{CudaLoader, TilePublication};
 use std::time::{Duration, Instant};
 
 /// Run the interactive demo on device 0; returns the scene's virtual texture bytes and
@@ -36,12 +38,17 @@ pub fn run(args: &DemoArgs) -> Result<(u64, usize), CliError> {
     if let Some(note) = note {
         println!("{note}");
     }
-    let (mut records, last_stream, stats, device) = streaming_run(&scene, args)?;
+    let (mut records, last_stream, stats, device, publication) = streaming_run(&scene, args)?;
     println!("streaming run done; reference runs (every needed tile resident; untextured)");
     let last_resident = reference_runs(&scene, args, &mut records)?;
     let mut summary = summarize(args, &records, &last_stream, &last_resident, &stats);
     summary.insert("backend".into(), "cuda".into());
     summary.insert("device".into(), device.into());
+    let publication = match publication {
+        TilePublication::BeforeLaunch => "before_launch",
+        TilePublication::DuringLaunch => "during_launch",
+    };
+    summary.insert("tile_publication".into(), publication.into());
     write_outputs(args, &records, &summary)?;
     Ok((super::virtual_texture_bytes(&scene)?, scene.textures.len()))
 }
@@ -86,11 +93,21 @@ fn image(renderer: &DemoRenderer, args: &DemoArgs) -> Result<Frame, CliError> {
     })
 }
 
-type StreamingRun = (Vec<FrameRecord>, Frame, demandtex::Stats, String);
+/// The streaming run's records, last frame, statistics, device name and tile publication.
+type StreamingRun = (
+    Vec<FrameRecord>,
+    Frame,
+    demandtex::Stats,
+    String,
+    TilePublication,
+);
 
 /// The streaming frames: never waiting for a fill, paced to `--fps` when given.
 fn streaming_run(scene: &Scene, args: &DemoArgs) -> Result<StreamingRun, CliError> {
     let loader = open_cuda_loader(0, streaming_options(args, !args.no_rejection))?;
+    if args.publish_before_launch {
+        loader.set_tile_publication(TilePublication::BeforeLaunch);
+    }
     let ids = create_textures(&loader, scene, Duration::from_millis(args.io_latency_ms))?;
     let mut frame = renderer(&loader, scene, &ids, args)?;
     let period = (args.fps > 0.0).then(|| Duration::from_secs_f64(1.0 / args.fps));
@@ -100,22 +117,35 @@ fn streaming_run(scene: &Scene, args: &DemoArgs) -> Result<StreamingRun, CliErro
         let (camera, cut) = camera_path(f, args.frames, args.width, args.height);
         frame.set_camera(device_camera(&camera));
         let before = loader.stats();
+        let published_before = loader.cuda_stats().publications;
         let start = Instant::now();
-        let published = loader.publish_pending()?;
         let launch = loader.launch_prepare()?;
-        let full = frame.frame(&launch, false)?;
+        let prepared = start.elapsed();
+        frame.enqueue_frame(&launch, false)?;
+        let enqueued = start.elapsed();
         let ticket = loader.process_requests(launch)?; // never waited for
+        let processed = start.elapsed();
+        let (full, shade) = frame.finish_frame()?;
         let seconds = start.elapsed().as_secs_f64();
         drop(ticket);
         let after = loader.stats();
-        records.push(FrameRecord::streaming(
-            (f, cut),
-            seconds,
-            published as u64,
-            full as f64 / total,
-            &before,
-            &after,
-        ));
+        let published = loader.cuda_stats().publications - published_before;
+        let phases = FramePhases {
+            prepare: prepared.as_secs_f64(),
+            shade,
+            process: (processed - enqueued).as_secs_f64(),
+        };
+        records.push(
+            FrameRecord::streaming(
+                (f, cut),
+                seconds,
+                published,
+                full as f64 / total,
+                &before,
+                &after,
+            )
+            .with_phases(phases),
+        );
         if let Some(p) = period {
             std::thread::sleep(p.saturating_sub(start.elapsed()));
         }
@@ -124,7 +154,13 @@ fn streaming_run(scene: &Scene, args: &DemoArgs) -> Result<StreamingRun, CliErro
     // Fills still queued are cancelled, not waited for.
     loader.cancel_queued_fills();
     let device = loader.device_info().name.clone();
-    Ok((records, last, loader.stats(), device))
+    Ok((
+        records,
+        last,
+        loader.stats(),
+        device,
+        loader.tile_publication(),
+    ))
 }
 
 /// For every frame: make its tiles resident (untimed), then time it textured and
@@ -162,8 +198,10 @@ fn reference_runs(
             median_of(REFERENCE_TIMINGS, || {
                 let start = Instant::now();
                 let run = loader.launch_prepare().and_then(|launch| {
-                    frame.frame(&launch, untextured)?;
-                    loader.process_requests(launch)
+                    frame.enqueue_frame(&launch, untextured)?;
+                    let ticket = loader.process_requests(launch)?;
+                    frame.finish_frame()?;
+                    Ok(ticket)
                 });
                 let seconds = start.elapsed().as_secs_f64();
                 match run {

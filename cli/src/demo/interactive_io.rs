@@ -5,6 +5,19 @@ use crate::error::CliError;
 use serde_json::{Map, Value};
 use std::path::Path;
 
+/// Where a streaming frame's time went, in seconds (0 where not measured).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct FramePhases {
+    /// Publication and `launch_prepare` (the host's, on the frame's path).
+    pub prepare: f64,
+    /// Shading: the kernel's device time on a GPU (timing events around it), the samplers'
+    /// wall time on the CPU.
+    pub shade: f64,
+    /// `process_requests` (on a GPU it waits for the kernel, and publishes tiles while it
+    /// runs under `TilePublication::DuringLaunch`).
+    pub process: f64,
+}
+
 /// What one frame of the streaming run did, and how long its resident counterparts took.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FrameRecord {
@@ -32,6 +45,8 @@ pub struct FrameRecord {
     pub resident_seconds: f64,
     /// Seconds of the same frame without texturing.
     pub untextured_seconds: f64,
+    /// Where the streaming frame's time went.
+    pub phases: FramePhases,
 }
 
 impl FrameRecord {
@@ -60,7 +75,13 @@ impl FrameRecord {
             full_detail,
             resident_seconds: 0.0,
             untextured_seconds: 0.0,
+            phases: FramePhases::default(),
         }
+    }
+
+    /// This record with its frame's `phases`.
+    pub fn with_phases(self, phases: FramePhases) -> FrameRecord {
+        FrameRecord { phases, ..self }
     }
 
     /// Streaming time over resident time (1 when the resident time is 0).
@@ -77,11 +98,11 @@ impl FrameRecord {
 pub fn write_csv(path: &Path, records: &[FrameRecord]) -> Result<(), CliError> {
     let mut s = String::from(
         "frame,cut,frame_ms,resident_ms,untextured_ms,ratio_vs_resident,requests,rejected,\
-         dropped,fills_dropped,published,resident_mib,full_detail\n",
+         dropped,fills_dropped,published,resident_mib,full_detail,prepare_ms,shade_ms,process_ms\n",
     );
     for r in records {
         s += &format!(
-            "{},{},{:.3},{:.3},{:.3},{:.4},{},{},{},{},{},{:.2},{:.5}\n",
+            "{},{},{:.3},{:.3},{:.3},{:.4},{},{},{},{},{},{:.2},{:.5},{:.3},{:.3},{:.3}\n",
             r.frame,
             r.cut as u8,
             r.seconds * 1e3,
@@ -94,7 +115,10 @@ pub fn write_csv(path: &Path, records: &[FrameRecord]) -> Result<(), CliError> {
             r.fills_dropped,
             r.published,
             r.resident_bytes as f64 / (1u64 << 20) as f64,
-            r.full_detail
+            r.full_detail,
+            r.phases.prepare * 1e3,
+            r.phases.shade * 1e3,
+            r.phases.process * 1e3
         );
     }
     std::fs::write(path, s).map_err(|e| CliError::Io(format!("{}: {e}", path.display())))
@@ -161,6 +185,12 @@ pub fn frame_stats_json(records: &[FrameRecord], stall_ratio: f64) -> Map<String
             records.iter().map(|r| r.resident_seconds * 1e3).collect(),
         )),
     );
+    let phase = |f: fn(&FramePhases) -> f64| {
+        num(median(records.iter().map(|r| f(&r.phases) * 1e3).collect()))
+    };
+    m.insert("median_prepare_ms".into(), phase(|p| p.prepare));
+    m.insert("median_shade_ms".into(), phase(|p| p.shade));
+    m.insert("median_process_ms".into(), phase(|p| p.process));
     m.insert(
         "frames_to_full_detail_after_cut".into(),
         frames_to_full_detail_after_cut(records).map_or(Value::Null, Value::from),
@@ -190,6 +220,11 @@ mod tests {
             full_detail: full,
             resident_seconds: 1.0,
             untextured_seconds: 0.5,
+            phases: FramePhases {
+                prepare: 0.1,
+                shade: 0.2 * ratio,
+                process: 0.3,
+            },
         }
     }
 
@@ -208,5 +243,27 @@ mod tests {
         assert_eq!(m["max_frame_ratio_vs_resident"], 1.6);
         assert_eq!(m["median_frame_ratio_vs_resident"], 1.05);
         assert_eq!(frames_to_full_detail_after_cut(&r[..3]), None);
+        // The phases' medians, in ms: shade is 0.2 × 1.0, 1.0, 1.1, 1.6.
+        assert!((m["median_shade_ms"].as_f64().unwrap() - 210.0).abs() < 1e-9);
+        assert!((m["median_prepare_ms"].as_f64().unwrap() - 100.0).abs() < 1e-9);
+        assert!((m["median_process_ms"].as_f64().unwrap() - 300.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_csv_has_a_column_for_each_phase() {
+        let dir = std::env::temp_dir().join(format!("dtex-frames-csv-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("frames.csv");
+        write_csv(&path, &[record(0, true, 0.5, 2.0)]).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        let mut lines = text.lines();
+        let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+        let row: Vec<&str> = lines.next().unwrap().split(',').collect();
+        assert_eq!(header.len(), row.len());
+        let at = |name: &str| row[header.iter().position(|h| *h == name).unwrap()];
+        assert_eq!(at("prepare_ms"), "100.000");
+        assert_eq!(at("shade_ms"), "400.000");
+        assert_eq!(at("process_ms"), "300.000");
     }
 }

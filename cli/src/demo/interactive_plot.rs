@@ -153,6 +153,7 @@ mod tests {
                 full_detail: i as f64 / 10.0,
                 resident_seconds: 0.01,
                 untextured_seconds: 0.005,
+                phases: Default::default(),
             })
             .collect();
         let img = plot(&records);

@@ -87,6 +87,10 @@ pub struct DemoArgs {
     /// With --interactive: turn probabilistic request rejection off.
     #[arg(long)]
     pub no_rejection: bool,
+    /// With --interactive --backend cuda: publish filled tiles at `launch_prepare`, before
+    /// the kernel (the default publishes them at `process_requests`, while it runs).
+    #[arg(long)]
+    pub publish_before_launch: bool,
     /// With --interactive: fill threads of the streaming loader (0: --threads). Reads that
     /// wait on a slow store (--io-latency-ms) need more threads than cores; they run in the
     /// background (below the shading threads' priority).
@@ -389,6 +393,7 @@ impl DemoArgs {
             request_cap: 0,
             publish_cap: 0,
             no_rejection: false,
+            publish_before_launch: false,
             fill_threads: 0,
             soak_minutes: 0.0,
             stochastic: false,

@@ -52,6 +52,15 @@ impl Drop for LaunchPin {
     }
 }
 
+/// How many tiles one publication may make visible.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum TileLimit {
+    /// At most this many (the rest are counted as capped).
+    Cap(usize),
+    /// None: tiles wait for the next publication, uncounted.
+    Hold,
+}
+
 /// What became of one pending publication.
 enum Outcome {
     Published,
@@ -71,6 +80,18 @@ impl Engine {
     pub fn publish_pending(&self) -> Result<usize> {
         let mut host = self.host.lock();
         self.publish(&mut host, self.options.max_publications_per_launch)
+    }
+
+    /// As [`publish_pending`](Self::publish_pending), but every tile stays pending (not
+    /// counted as capped): textures, entries and withdrawals are published now, tiles at
+    /// the next [`publish_pending`](Self::publish_pending). For a GPU backend that
+    /// publishes tiles while its launch's kernel runs, off the frame's path (see
+    /// `docs/INTERACTIVE.md`, "Publishing while the kernel runs").
+    ///
+    /// Errors: as [`publish_pending`](Self::publish_pending).
+    pub fn publish_pending_except_tiles(&self) -> Result<usize> {
+        let mut host = self.host.lock();
+        self.publish_within(&mut host, TileLimit::Hold)
     }
 
     /// Drop every tile fill queued by the launches so far when a fill thread takes it up,
@@ -118,6 +139,15 @@ impl Engine {
     /// Make the pending publications visible, at most `tile_cap` tiles (the rest wait for
     /// the next publication, coarse pages first). Returns how many were published.
     pub(crate) fn publish(&self, host: &mut HostState, tile_cap: usize) -> Result<usize> {
+        self.publish_within(host, TileLimit::Cap(tile_cap))
+    }
+
+    /// [`publish`](Self::publish) within `limit`.
+    fn publish_within(&self, host: &mut HostState, limit: TileLimit) -> Result<usize> {
+        let tile_cap = match limit {
+            TileLimit::Cap(cap) => cap,
+            TileLimit::Hold => 0,
+        };
         self.forward_withdrawals(host)?;
         let mut published = 0;
         let mut tiles = 0usize;
@@ -125,7 +155,7 @@ impl Engine {
         let mut failure = None;
         // A texture the backend rejects queues its fallback: publish that too.
         let mut queue = std::mem::take(&mut host.pending);
-        if tile_cap < queue.len() {
+        if limit != TileLimit::Hold && tile_cap < queue.len() {
             // Textures and entries first, then tiles by page: a texture's coarse levels
             // before its fine ones.
             queue.sort_by_key(|p| match p {
@@ -141,7 +171,7 @@ impl Engine {
                     continue;
                 }
                 if is_tile && tiles >= tile_cap {
-                    host.counters.publications_capped += 1;
+                    host.counters.publications_capped += matches!(limit, TileLimit::Cap(_)) as u64;
                     later.push(p);
                     continue;
                 }

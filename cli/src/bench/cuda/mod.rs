@@ -17,6 +17,7 @@
 mod converge;
 mod fetch;
 pub mod kernels;
+mod overlap;
 mod requests;
 mod upload;
 pub mod upload_bench;
@@ -64,6 +65,8 @@ pub fn run(
     if sections.contains(&Which::Upload) {
         eprintln!("bench: CUDA uploads…");
         emit(upload::run(reps)?);
+        eprintln!("bench: CUDA publication beside a busy stream…");
+        emit(overlap::run(reps)?);
     }
     if sections.contains(&Which::Converge) {
         eprintln!("bench: CUDA demo convergence…");

@@ -9,7 +9,7 @@
 use demandtex::error::{Error, Result};
 use demandtex::ids::TILE_BYTES;
 use demandtex::textures::{full_mip_levels, PageContent, TexelFormat, TextureLayout};
-use demandtex_cuda::cudarc::driver::CudaStream;
+use demandtex_cuda::cudarc::driver::{CudaSlice, CudaStream};
 use demandtex_cuda::dense::{upload_page, DenseTexture};
 use demandtex_cuda::mapping::MapBatch;
 use demandtex_cuda::safe;
@@ -54,6 +54,11 @@ pub struct UploadBench {
     /// Page offsets (in the texture's range) of the tiles used, each a whole tile.
     offsets: Vec<u32>,
     data: Vec<u8>,
+    /// Blocks mapped by [`submit_maps`](Self::submit_maps) / [`reset`](Self::reset), until
+    /// the next reset.
+    mapped: Vec<TileBlock>,
+    /// Device bytes the small pageable copies write.
+    scratch: Option<CudaSlice<u8>>,
 }
 
 impl UploadBench {
@@ -105,7 +110,107 @@ impl UploadBench {
             staging,
             offsets,
             data,
+            mapped: Vec::new(),
+            scratch: None,
         })
+    }
+
+    /// The bench's stream.
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+
+    /// Wait for the stream, then unmap what [`submit_maps`](Self::submit_maps) mapped and
+    /// free its blocks; with `map`, map every tile again (one batch), so that uploads have
+    /// memory to land in.
+    pub fn reset(&mut self, map: bool) -> Result<()> {
+        self.sync()?;
+        let Storage::Sparse(texture, pool) = &mut self.storage else {
+            return Ok(());
+        };
+        let regions = tile_regions(texture, &self.offsets)?;
+        if !self.mapped.is_empty() {
+            let mut batch = MapBatch::new(self.ordinal)?;
+            for region in regions.iter().take(self.mapped.len()) {
+                batch.unmap(texture, *region)?;
+            }
+            batch.submit(&self.stream)?;
+            safe("cuStreamSynchronize", || self.stream.synchronize())?;
+            for b in self.mapped.drain(..) {
+                pool.free(b)?;
+            }
+        }
+        if map {
+            for _ in &regions {
+                self.mapped.push(pool.allocate(1)?);
+            }
+            let mut batch = MapBatch::new(self.ordinal)?;
+            for (region, block) in regions.iter().zip(&self.mapped) {
+                batch.map(texture, *region, pool.memory(block)?)?;
+            }
+            batch.submit(&self.stream)?;
+            safe("cuStreamSynchronize", || self.stream.synchronize())?;
+        }
+        Ok(())
+    }
+
+    /// Map every tile, one `cuMemMapArrayAsync` each, on `stream` (after a
+    /// [`reset`](Self::reset) without mapping).
+    pub fn submit_maps(&mut self, stream: &Arc<CudaStream>) -> Result<()> {
+        let Storage::Sparse(texture, pool) = &mut self.storage else {
+            return Ok(());
+        };
+        let regions = tile_regions(texture, &self.offsets)?;
+        for region in regions {
+            let block = pool.allocate(1)?;
+            let mut batch = MapBatch::new(self.ordinal)?;
+            batch.map(texture, region, pool.memory(&block)?)?;
+            batch.submit(stream)?;
+            self.mapped.push(block);
+        }
+        Ok(())
+    }
+
+    /// Copy every tile through the staging ring into the array, on `stream` (after a
+    /// [`reset`](Self::reset) that mapped them).
+    pub fn submit_uploads(&mut self, stream: &Arc<CudaStream>) -> Result<()> {
+        let array = match &self.storage {
+            Storage::Sparse(t, _) => t.array().clone(),
+            Storage::Dense(d) => d.array().clone(),
+        };
+        for (i, &offset) in self.offsets.iter().enumerate() {
+            let data = &self.data[i * TILE_BYTES..(i + 1) * TILE_BYTES];
+            upload_page(
+                &mut self.staging,
+                stream,
+                &array,
+                &self.layout,
+                offset,
+                data,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// One 4 KiB copy from pageable host memory to the device per tile, on `stream` (as the
+    /// residence pushes copy their lists).
+    pub fn submit_small_copies(&mut self, stream: &Arc<CudaStream>) -> Result<()> {
+        const BYTES: usize = 4096;
+        if self.scratch.is_none() {
+            let n = self.offsets.len() * BYTES;
+            self.scratch = Some(safe("allocating scratch", || {
+                self.stream.alloc_zeros::<u8>(n)
+            })?);
+        }
+        let Some(scratch) = self.scratch.as_mut() else {
+            return Ok(());
+        };
+        for i in 0..self.offsets.len() {
+            let src = &self.data[i * BYTES..(i + 1) * BYTES];
+            let mut view = scratch.slice_mut(i * BYTES..(i + 1) * BYTES);
+            safe("cuMemcpyHtoDAsync", || stream.memcpy_htod(src, &mut view))?;
+        }
+        Ok(())
     }
 
     /// Whether the texture is a sparse array (mapping figures are measured).
@@ -211,7 +316,7 @@ fn tile_regions(texture: &SparseTexture, offsets: &[u32]) -> Result<Vec<SparseRe
 impl Drop for UploadBench {
     fn drop(&mut self) {
         // Nothing may be freed while the stream still uses it.
-        if let Err(e) = self.sync() {
+        if let Err(e) = self.reset(false) {
             tracing::warn!("synchronizing the upload benchmark's stream: {e}");
         }
     }
