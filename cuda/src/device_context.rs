@@ -262,7 +262,25 @@ impl DeviceContextBuffers {
         })
     }
 
-    /// Read back the lists a pull or collection wrote.
+    /// The first `n` elements of `src` (none when `n` is 0: no copy, no synchronisation).
+    fn download_first<T: DeviceRepr + Default + Clone>(
+        &self,
+        src: &CudaSlice<T>,
+        n: usize,
+    ) -> Result<Vec<T>> {
+        let n = n.min(src.len());
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        let v = safe("cuMemcpyDtoHAsync", || {
+            self.stream.clone_dtoh(&src.slice(0..n))
+        })?;
+        safe("cuStreamSynchronize", || self.stream.synchronize())?;
+        Ok(v)
+    }
+
+    /// Read back the lists a pull or collection wrote: their lengths, then only the entries
+    /// written (a launch that requested nothing reads back two words and the histogram).
     fn read_lists(&self, with_requests: bool) -> Result<DevicePull> {
         let lengths = self.download(&self.array_lengths)?;
         let (requested_total, stale_total) = (lengths[0], lengths[1]);
@@ -273,17 +291,16 @@ impl DeviceContextBuffers {
         };
         if with_requests {
             let n = requested_total.min(self.capacities.requested.max(1)) as usize;
-            let mut requested = self.download(&self.requested)?;
-            requested.truncate(n);
+            let mut requested = self.download_first(&self.requested, n)?;
             requested.sort_unstable();
             out.requested = requested.into_iter().map(PageId).collect();
         }
         let n = stale_total.min(self.capacities.stale.max(1)) as usize;
-        let pages = self.download(&self.stale)?;
-        let ages = self.download(&self.stale_ages)?;
-        out.stale = pages[..n]
+        let pages = self.download_first(&self.stale, n)?;
+        let ages = self.download_first(&self.stale_ages, n)?;
+        out.stale = pages
             .iter()
-            .zip(&ages[..n])
+            .zip(&ages)
             .map(|(&page, &age)| StalePage {
                 page: PageId(page),
                 age,
