@@ -1,13 +1,19 @@
 //! How the units of a Ptex file — a face at one resolution, or one tile of a large one —
 //! are packed into 64 KiB pages, the engine's unit of residency (`docs/PTEX.md`).
 //!
-//! Units are grouped by their reduction `(redu, redv)` from the face's full resolution
-//! (a lookup at one level of detail reads the same reduction of neighbouring faces); each
-//! group is a stream of its faces' units in face-id order, starting on a new page. A unit
-//! of at most one page is placed at the current offset, or at the start of the next page
-//! if it does not fit (units never straddle pages); a larger one is cut into tiles of at
-//! most one page, one tile per page. Constant faces and 1×1 resolutions have no unit: the
-//! face's constant colour stands for them and is always resident.
+//! Units are grouped by the resolution a lookup reads, which is absolute: a filter's
+//! resolution comes from its footprint's width in face coordinates, the same for
+//! neighbouring faces whatever their sizes. So every face's full-resolution unit is in one
+//! group (the point filter's: a point lookup reads full resolution), and every reduced unit
+//! is in the group of its resolution `(ulog2, vlog2)`, next to the units of that resolution
+//! of the neighbouring faces large enough to have it ([`GroupKey`]). Each group is a
+//! stream of its faces' units in face-id order (face ids follow the mesh); the groups
+//! follow each other in one stream, full resolution first, then the reduced resolutions
+//! in decreasing `(ulog2, vlog2)` order. A unit of at most one page is placed at the
+//! current offset, or at the start of the next page if it does not fit (units never
+//! straddle pages); a larger one is cut into tiles of at most one page, one tile per page.
+//! Constant faces and 1×1 resolutions have no unit: the face's constant colour stands for
+//! them and is always resident.
 //!
 //! A page holding several units keeps a validity bitmap in its last [`VALID_BYTES`]
 //! bytes: one bit per [`CHUNK_BYTES`] of the page, the bit of the chunk a unit starts in
@@ -17,8 +23,10 @@
 //! such pages unit by unit as lookups need them (`docs/PTEX.md`).
 //!
 //! Locating a unit walks at most [`CHECKPOINT`] − 1 faces from a checkpoint kept every
-//! [`CHECKPOINT`] faces of each group (every face of the full-resolution group); filling a page walks its units from the first one
-//! starting on it, recorded per page.
+//! [`CHECKPOINT`] faces of each group (every face of the full-resolution group), from the
+//! group's first face to its last, so a resolution only a few faces have costs a few
+//! checkpoints; filling a page walks its units from the first one starting on it,
+//! recorded per page.
 
 use super::faces::{FaceInfo, Res};
 use super::header::MeshType;
@@ -67,16 +75,57 @@ pub fn unit_stride(bytes: u32) -> u32 {
 /// Faces between two checkpoints of a group.
 pub const CHECKPOINT: usize = 8;
 
-/// Faces between two checkpoints of the full-resolution group (0, 0): every face, so the
-/// point filter's units are found without a walk (8 bytes a face).
+/// Faces between two checkpoints of the full-resolution group: every face, so the point
+/// filter's units are found without a walk (8 bytes a face).
 pub const CHECKPOINT_FULL_RES: usize = 1;
 
-/// Faces between two checkpoints of group `red`.
-fn checkpoint_stride(red: (i8, i8)) -> usize {
-    if red == (0, 0) {
-        CHECKPOINT_FULL_RES
-    } else {
-        CHECKPOINT
+/// A group of units (module documentation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GroupKey {
+    /// Every face's unit at its full resolution.
+    Full,
+    /// The reduced units of this resolution: of every face larger in one direction at
+    /// least, and not smaller in the other (triangles: reduced alike in both).
+    Reduced(Res),
+}
+
+impl GroupKey {
+    /// The group of a face of full resolution `full`'s unit at `res` (whether the face
+    /// has one there is [`GroupKey::unit_res`]'s answer).
+    pub fn of(full: Res, res: Res) -> GroupKey {
+        if res == full {
+            GroupKey::Full
+        } else {
+            GroupKey::Reduced(res)
+        }
+    }
+
+    /// The resolution of the unit a non-constant face of full resolution `full` on a
+    /// `mesh` has in this group, if it has one: the one rule of which units exist and
+    /// where they go.
+    pub fn unit_res(self, full: Res, mesh: MeshType) -> Option<Res> {
+        let res = match self {
+            GroupKey::Full => full,
+            GroupKey::Reduced(res) => {
+                // In i16: `res` may be anything a caller asks for.
+                let redu = i16::from(full.ulog2) - i16::from(res.ulog2);
+                let redv = i16::from(full.vlog2) - i16::from(res.vlog2);
+                let reduced = redu >= 0 && redv >= 0 && (redu, redv) != (0, 0);
+                if !reduced || (mesh == MeshType::Triangle && redu != redv) {
+                    return None;
+                }
+                res
+            }
+        };
+        (res.ulog2 >= 0 && res.vlog2 >= 0 && res != Res::new(0, 0)).then_some(res)
+    }
+
+    /// Faces between two checkpoints of this group.
+    fn checkpoint_stride(self) -> usize {
+        match self {
+            GroupKey::Full => CHECKPOINT_FULL_RES,
+            GroupKey::Reduced(_) => CHECKPOINT,
+        }
     }
 }
 
@@ -172,8 +221,11 @@ struct Cursor {
 }
 
 struct Group {
-    red: (i8, i8),
-    /// The cursor before face `stride * i` (`checkpoint_stride`).
+    key: GroupKey,
+    /// The group's first face (the first with a unit in it).
+    first: u32,
+    /// The cursor before face `first + stride * i` (`GroupKey::checkpoint_stride`), up to
+    /// the group's last face.
     checkpoints: Vec<Cursor>,
 }
 
@@ -182,8 +234,12 @@ pub struct PackLayout {
     faces: Vec<FaceInfo>,
     mesh: MeshType,
     pixel_size: usize,
-    max_red: usize,
-    /// Group index per `(redu, redv)` at `redu * (max_red + 1) + redv`.
+    /// The largest log2 of a face side.
+    max_log: usize,
+    /// The full-resolution group's index.
+    full: Option<u32>,
+    /// Group index per reduced resolution `(ulog2, vlog2)` at
+    /// `ulog2 * (max_log + 1) + vlog2`.
     group_of: Vec<Option<u32>>,
     groups: Vec<Group>,
     /// Per page: group, face and tile of the first unit starting on it.
@@ -207,6 +263,7 @@ impl std::fmt::Debug for PackLayout {
             .field("pages", &self.page_first.len())
             .field("groups", &self.groups.len())
             .field("unit_bytes", &self.unit_bytes())
+            .field("index_bytes", &self.index_bytes())
             .finish_non_exhaustive()
     }
 }
@@ -221,7 +278,7 @@ impl PackLayout {
         pixel_size: usize,
         file_tiles: HashMap<(u32, Res), UnitTiling>,
     ) -> PackLayout {
-        let max_red = faces
+        let max_log = faces
             .iter()
             .map(|f| f.res.ulog2.max(f.res.vlog2).max(0) as usize)
             .max()
@@ -236,8 +293,9 @@ impl PackLayout {
             faces: faces.to_vec(),
             mesh,
             pixel_size,
-            max_red,
-            group_of: vec![None; (max_red + 1) * (max_red + 1)],
+            max_log,
+            full: None,
+            group_of: vec![None; (max_log + 1) * (max_log + 1)],
             groups: Vec::new(),
             page_first: Vec::new(),
             useful: Vec::new(),
@@ -246,36 +304,55 @@ impl PackLayout {
             has_file_tiles,
             id: super::decode_cache::unique_id(),
         };
-        for redu in 0..=max_red as i8 {
-            for redv in 0..=max_red as i8 {
-                layout.add_group((redu, redv));
+        // The full resolutions of non-constant faces: a reduced group is packed only if
+        // one of them has a unit in it (a pass over the faces per group that has one).
+        let mut sizes: Vec<Res> = faces
+            .iter()
+            .filter(|f| !f.is_constant())
+            .map(|f| f.res)
+            .collect();
+        sizes.sort_unstable_by_key(|r| (r.ulog2, r.vlog2));
+        sizes.dedup();
+        layout.add_group(GroupKey::Full);
+        for ulog2 in (0..=max_log as i8).rev() {
+            for vlog2 in (0..=max_log as i8).rev() {
+                let key = GroupKey::Reduced(Res::new(ulog2, vlog2));
+                if sizes.iter().any(|&full| key.unit_res(full, mesh).is_some()) {
+                    layout.add_group(key);
+                }
             }
         }
         layout
     }
 
-    fn add_group(&mut self, red: (i8, i8)) {
-        let stride = checkpoint_stride(red);
-        let mut checkpoints = Vec::with_capacity(self.faces.len() / stride + 1);
+    fn add_group(&mut self, key: GroupKey) {
+        let stride = key.checkpoint_stride();
         let group = self.groups.len() as u32;
-        let mut any = false;
-        for face in 0..self.faces.len() {
-            if face % stride == 0 {
+        let mut checkpoints = Vec::new();
+        let (mut first, mut last) = (None, 0);
+        for face in 0..self.faces.len() as u32 {
+            let res = self.unit_res(face, key);
+            let first = match first {
+                Some(first) => first,
+                None if res.is_some() => *first.insert(face),
+                None => continue,
+            };
+            if (face - first) as usize % stride == 0 {
                 checkpoints.push(self.cursor);
             }
-            let Some(res) = self.unit_res(face as u32, red) else {
+            let Some(res) = res else {
                 continue;
             };
-            any = true;
+            last = face;
             let mut cur = self.cursor;
-            let loc = self.place(&mut cur, face as u32, res);
+            let loc = self.place(&mut cur, face, res);
             self.cursor = cur;
             let ntiles = loc.tiling.map_or(1, |t| t.ntiles);
             for tile in 0..ntiles {
                 let (page, offset) = loc.tile(tile);
                 if offset == 0 {
                     debug_assert_eq!(page as usize, self.page_first.len());
-                    self.page_first.push((group, face as u32, tile as u32));
+                    self.page_first.push((group, face, tile as u32));
                     self.useful.push(0);
                 }
                 if let Some(u) = self.useful.last_mut() {
@@ -283,20 +360,50 @@ impl PackLayout {
                 }
             }
         }
-        if any {
-            self.group_of[red.0 as usize * (self.max_red + 1) + red.1 as usize] = Some(group);
-            self.groups.push(Group { red, checkpoints });
+        let Some(first) = first else {
+            return;
+        };
+        checkpoints.truncate((last - first) as usize / stride + 1);
+        checkpoints.shrink_to_fit();
+        match key {
+            GroupKey::Full => self.full = Some(group),
+            GroupKey::Reduced(res) => {
+                if let Some(at) = self.reduced_index(res) {
+                    self.group_of[at] = Some(group);
+                }
+            }
+        }
+        self.groups.push(Group {
+            key,
+            first,
+            checkpoints,
+        });
+    }
+
+    /// Where group `res`'s index is in `group_of`, if `res` is within the largest face.
+    fn reduced_index(&self, res: Res) -> Option<usize> {
+        let (u, v) = (
+            usize::try_from(res.ulog2).ok()?,
+            usize::try_from(res.vlog2).ok()?,
+        );
+        (u <= self.max_log && v <= self.max_log).then_some(u * (self.max_log + 1) + v)
+    }
+
+    /// The index of group `key`, if it has units.
+    fn group_index(&self, key: GroupKey) -> Option<u32> {
+        match key {
+            GroupKey::Full => self.full,
+            GroupKey::Reduced(res) => self.group_of[self.reduced_index(res)?],
         }
     }
 
-    /// The resolution of `face`'s unit in reduction group `red`, if it has one.
-    fn unit_res(&self, face: u32, red: (i8, i8)) -> Option<Res> {
+    /// The resolution of `face`'s unit in group `key`, if it has one.
+    fn unit_res(&self, face: u32, key: GroupKey) -> Option<Res> {
         let f = self.faces.get(face as usize)?;
-        if f.is_constant() || (self.mesh == MeshType::Triangle && red.0 != red.1) {
+        if f.is_constant() {
             return None;
         }
-        let res = Res::new(f.res.ulog2 - red.0, f.res.vlog2 - red.1);
-        (res.ulog2 >= 0 && res.vlog2 >= 0 && res != Res::new(0, 0)).then_some(res)
+        key.unit_res(f.res, self.mesh)
     }
 
     /// Place a unit of `res` (or its tiles, one after the other) at `cur`, advancing it;
@@ -338,8 +445,8 @@ impl PackLayout {
         let Some(&(group, face, _)) = self.page_first.get(page as usize) else {
             return false;
         };
-        let red = self.groups[group as usize].red;
-        self.unit_res(face, red)
+        let key = self.groups[group as usize].key;
+        self.unit_res(face, key)
             .is_some_and(|res| has_bitmap(self.unit_bytes_of(face, res).1))
     }
 
@@ -353,6 +460,19 @@ impl PackLayout {
         self.useful.iter().map(|&u| u64::from(u)).sum()
     }
 
+    /// Bytes of the index that finds units: the groups' checkpoints and the per-page
+    /// records (not the layout's copy of the face table, nor the file's own tilings).
+    pub fn index_bytes(&self) -> usize {
+        let checkpoints: usize = self
+            .groups
+            .iter()
+            .map(|g| std::mem::size_of_val(g.checkpoints.as_slice()))
+            .sum();
+        checkpoints
+            + std::mem::size_of_val(self.page_first.as_slice())
+            + std::mem::size_of_val(self.useful.as_slice())
+    }
+
     /// Bytes of unit data on `page`.
     pub fn page_useful_bytes(&self, page: u32) -> u32 {
         self.useful.get(page as usize).copied().unwrap_or(0)
@@ -362,23 +482,19 @@ impl PackLayout {
     /// or a resolution the face does not have).
     pub fn locate(&self, face: u32, res: Res) -> Option<UnitLoc> {
         let f = self.faces.get(face as usize)?;
-        let red = (f.res.ulog2 - res.ulog2, f.res.vlog2 - res.vlog2);
-        if red.0 < 0 || red.1 < 0 {
-            return None;
-        }
-        self.unit_res(face, red)?;
-        let n = self.max_red + 1;
-        let g = self.group_of[red.0 as usize * n + red.1 as usize]?;
-        let group = &self.groups[g as usize];
-        let stride = checkpoint_stride(red);
-        let first = face as usize / stride * stride;
-        let mut cur = group.checkpoints[face as usize / stride];
-        if first == face as usize {
+        let key = GroupKey::of(f.res, res);
+        self.unit_res(face, key)?;
+        let group = &self.groups[self.group_index(key)? as usize];
+        let stride = key.checkpoint_stride();
+        let k = face.checked_sub(group.first)? as usize / stride;
+        let from = group.first + (k * stride) as u32;
+        let mut cur = *group.checkpoints.get(k)?;
+        if from == face {
             return Some(self.place(&mut cur, face, res));
         }
         super::locate_cache::located(self.id, face, res, || {
-            for prior in first as u32..face {
-                if let Some(r) = self.unit_res(prior, red) {
+            for prior in from..face {
+                if let Some(r) = self.unit_res(prior, key) {
                     self.place(&mut cur, prior, r);
                 }
             }
@@ -406,10 +522,14 @@ impl PackLayout {
         let mut out = Vec::new();
         let mut cur = None;
         for g in g0 as usize..self.groups.len() {
-            let red = self.groups[g].red;
-            let from = if g == g0 as usize { face0 } else { 0 };
+            let key = self.groups[g].key;
+            let from = if g == g0 as usize {
+                face0
+            } else {
+                self.groups[g].first
+            };
             for face in from..self.faces.len() as u32 {
-                let Some(res) = self.unit_res(face, red) else {
+                let Some(res) = self.unit_res(face, key) else {
                     continue;
                 };
                 let loc = match cur.as_mut() {
