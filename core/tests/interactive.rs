@@ -239,6 +239,14 @@ fn queued_fills_are_cancelled_not_waited_for() {
     assert_eq!(loader.stats().tiles_filled, 5);
 }
 
+/// The tiles of `id` resident in the host page table (its pages but the mip tail's).
+fn resident_tiles(loader: &Loader, id: TextureId) -> usize {
+    let (first, n) = loader.texture_pages(id).unwrap();
+    (first.0 + 1..first.0 + n)
+        .filter(|&p| loader.page_table().is_resident(p))
+        .count()
+}
+
 #[test]
 fn publications_per_launch_are_capped() {
     let (loader, id, gate) = gated_loader(LoaderOptions {
@@ -247,16 +255,10 @@ fn publications_per_launch_are_capped() {
     });
     gate.open_gate();
     sample_tiles(&loader, id, 5).wait();
-    let resident = |loader: &Loader| {
-        let (first, n) = loader.texture_pages(id).unwrap();
-        (first.0 + 1..first.0 + n)
-            .filter(|&p| loader.page_table().is_resident(p))
-            .count()
-    };
     let mut seen = Vec::new();
     for _ in 0..4 {
         drop(loader.launch_prepare());
-        seen.push(resident(&loader));
+        seen.push(resident_tiles(&loader, id));
     }
     assert_eq!(seen, vec![2, 4, 5, 5]);
     assert_eq!(loader.stats().publications_capped, 3 + 1);
@@ -283,23 +285,17 @@ fn a_publication_except_tiles_holds_every_tile_for_the_next_one() {
         launch.tex2d(id, s, 4160.0 / SIDE as f32, &SampleOptions::default());
     }
     loader.process_requests(launch).wait();
-    let resident = |loader: &Loader| {
-        let (first, n) = loader.texture_pages(id).unwrap();
-        (first.0 + 1..first.0 + n)
-            .filter(|&p| loader.page_table().is_resident(p))
-            .count()
-    };
     let published = loader.publish_pending_except_tiles().unwrap();
     assert!(published >= 1, "the other texture is published");
     let sampler = loader.page_layout().sampler_page(other);
     assert!(loader.page_table().is_resident(sampler.0));
-    assert_eq!(resident(&loader), 0, "every tile is held");
+    assert_eq!(resident_tiles(&loader, id), 0, "every tile is held");
     assert_eq!(loader.stats().publications_capped, 0, "held, not capped");
     // The next publication takes them, within its cap.
     assert_eq!(loader.publish_pending().unwrap(), 3);
-    assert_eq!(resident(&loader), 3);
+    assert_eq!(resident_tiles(&loader, id), 3);
     assert_eq!(loader.publish_pending().unwrap(), 2);
-    assert_eq!(resident(&loader), 5);
+    assert_eq!(resident_tiles(&loader, id), 5);
     assert_eq!(loader.stats().publications_capped, 2);
 }
 
