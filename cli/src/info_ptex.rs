@@ -47,7 +47,8 @@ pub fn print_ptex(args: &InfoArgs) -> Result<(), CliError> {
     let (mesh, data_type, channels) = (file.mesh_type(), file.data_type(), file.num_channels());
     let (alpha, levels, faces) = (file.alpha_channel(), file.num_levels(), file.num_faces());
     let edits = file.edits().len();
-    let packing = PtexPacking::of_pages(&PtexPages::new(Arc::new(file)));
+    let pages = PtexPages::new(Arc::new(file)).map_err(|e| CliError::Demandtex(e.to_string()))?;
+    let packing = PtexPacking::of_pages(&pages);
     if args.json {
         let value = serde_json::json!({
             "file": args.file, "format": "Ptex", "mesh": format!("{mesh:?}"),

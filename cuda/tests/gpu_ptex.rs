@@ -103,7 +103,7 @@ fn ptex_lookups_on_the_device_converge_to_cores_values() {
         };
         let loader = CudaLoader::new(0, options).unwrap();
         let (_texture, device) = loader.create_ptex_texture(&path).unwrap();
-        let store = ResidentPtex::new(Arc::new(PtexFile::open(&path).unwrap()));
+        let store = ResidentPtex::new(Arc::new(PtexFile::open(&path).unwrap())).unwrap();
         let nch = store.file().num_channels().min(4);
         let lookups = lookups(store.file().num_faces() as u32);
         let stream = loader.stream();

@@ -79,7 +79,9 @@ pub fn ptex(data: &[u8]) {
     };
     let _ = check_ptex(&file, true);
     let faces = file.num_faces().min(4) as u32;
-    let texture = ResidentPtex::new(Arc::new(file));
+    let Ok(texture) = ResidentPtex::new(Arc::new(file)) else {
+        return;
+    };
     let filters = [
         PtexFilterType::Point,
         PtexFilterType::Bilinear,

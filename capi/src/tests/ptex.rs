@@ -81,7 +81,7 @@ pub(super) fn lookups(num_faces: u32, n: usize) -> Vec<Lookup> {
 
 /// What core's resident reader gives for `lookups`.
 fn reference(path: &Path, lookups: &[Lookup]) -> Vec<Vec<f32>> {
-    let store = ResidentPtex::new(Arc::new(PtexFile::open(path).unwrap()));
+    let store = ResidentPtex::new(Arc::new(PtexFile::open(path).unwrap())).unwrap();
     let n = store.file().num_channels();
     lookups
         .iter()

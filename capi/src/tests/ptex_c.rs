@@ -40,7 +40,7 @@ fn c_program_samples_ptex_as_core_does() {
     .expect("cc is needed to link Rust on this platform");
     assert_success(&out, "compiling capi/tests-c/ptex.c");
     for path in fixtures() {
-        let store = ResidentPtex::new(Arc::new(PtexFile::open(&path).unwrap()));
+        let store = ResidentPtex::new(Arc::new(PtexFile::open(&path).unwrap())).unwrap();
         let lookups = lookups(store.file().num_faces() as u32, 120);
         let mut text = String::new();
         let mut want = Vec::new();

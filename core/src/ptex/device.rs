@@ -206,7 +206,7 @@ mod tests {
     #[test]
     fn every_entry_is_the_pack_layouts_location_and_the_constants_are_the_files() {
         for fx in fixtures::all() {
-            let pages = PtexPages::new(Arc::new(PtexFile::open(&fx.path).unwrap()));
+            let pages = PtexPages::new(Arc::new(PtexFile::open(&fx.path).unwrap())).unwrap();
             let t = PtexDeviceTables::new(&pages);
             let file = pages.file();
             assert_eq!(t.faces.len(), file.num_faces());

@@ -16,7 +16,7 @@ use crate::ids::TextureId;
 use crate::requests::Engine;
 use crate::sampling::ptex::{ptex_sample, EnginePtex, PtexFilterOptions, PtexSampled};
 use crate::sampling::{Sample, SampleOptions};
-use crate::sources::ptex::{PtexErrorKind, PtexFile, PtexOptions, PtexPages, UnitFill};
+use crate::sources::ptex::{PtexError, PtexErrorKind, PtexFile, PtexOptions, PtexPages, UnitFill};
 use crate::sources::FileHandles;
 use crate::textures::{FilterMode, MipFilter, TextureDesc};
 use crate::{Launch, Loader, TILE_BYTES};
@@ -94,19 +94,18 @@ impl PtexTexture {
         handles: Arc<FileHandles>,
         fill: UnitFill,
     ) -> Result<PtexTexture> {
-        let file =
-            PtexFile::open_shared(path, PtexOptions::default(), handles).map_err(|e| {
-                match e.kind {
-                    PtexErrorKind::NotPtex | PtexErrorKind::Unsupported => {
-                        Error::Unsupported(e.to_string())
-                    }
-                    _ => Error::Io {
-                        path: path.display().to_string(),
-                        message: e.to_string(),
-                    },
-                }
-            })?;
-        let pages = Arc::new(PtexPages::with_fill(Arc::new(file), fill));
+        let error = |e: PtexError| match e.kind {
+            PtexErrorKind::NotPtex | PtexErrorKind::Unsupported => {
+                Error::Unsupported(e.to_string())
+            }
+            _ => Error::Io {
+                path: path.display().to_string(),
+                message: e.to_string(),
+            },
+        };
+        let file = PtexFile::open_shared(path, PtexOptions::default(), handles).map_err(error)?;
+        // Units that need more pages than a texture holds: Unsupported, naming the file.
+        let pages = Arc::new(PtexPages::with_fill(Arc::new(file), fill).map_err(error)?);
         // Point filtering: device code reads the packed bytes back from the pages
         // texture's texels (docs/PTEX.md, "On the device"); a linear filter would blend them.
         let desc = TextureDesc {

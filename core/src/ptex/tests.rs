@@ -57,7 +57,7 @@ fn lookups(num_faces: usize, n: usize) -> Vec<Lookup> {
 }
 
 fn reference(fx: &Fixture, lookups: &[Lookup]) -> Vec<Vec<f32>> {
-    let store = ResidentPtex::new(Arc::new(PtexFile::open(&fx.path).unwrap()));
+    let store = ResidentPtex::new(Arc::new(PtexFile::open(&fx.path).unwrap())).unwrap();
     let n = store.texture().num_channels;
     lookups
         .iter()
@@ -206,7 +206,7 @@ fn five_thousand_files_through_a_hundred_open_files() {
         let tex = cache
             .create_ptex_texture_with_handles(&path, handles.clone())
             .unwrap();
-        let resident = ResidentPtex::new(Arc::new(PtexFile::open(&path).unwrap()));
+        let resident = ResidentPtex::new(Arc::new(PtexFile::open(&path).unwrap())).unwrap();
         let n = resident.texture().num_channels;
         for face in 0..2 {
             let (mut got, mut want) = (vec![0f32; n], vec![0f32; n]);

@@ -5,7 +5,7 @@
 //! says), so the engine's lookups equal its own bit for bit.
 
 use super::{PtexFaces, PtexTextureInfo, Texels, Tiling};
-use crate::sources::ptex::{FaceInfo, PtexFile, PtexPages, Res};
+use crate::sources::ptex::{FaceInfo, PtexError, PtexFile, PtexPages, Res};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -30,9 +30,10 @@ impl std::fmt::Debug for ResidentPtex {
 }
 
 impl ResidentPtex {
-    /// A store over `file`.
-    pub fn new(file: Arc<PtexFile>) -> ResidentPtex {
-        let pages = PtexPages::new(file);
+    /// A store over `file`; an error if its units cannot be packed
+    /// ([`PtexPages::new`]: more pages than a texture holds).
+    pub fn new(file: Arc<PtexFile>) -> Result<ResidentPtex, PtexError> {
+        let pages = PtexPages::new(file)?;
         let file = pages.file();
         let info = PtexTextureInfo {
             mesh_type: file.mesh_type(),
@@ -43,11 +44,11 @@ impl ResidentPtex {
             edge_filter: file.edge_filter_mode(),
             num_faces: file.num_faces(),
         };
-        ResidentPtex {
+        Ok(ResidentPtex {
             info,
             pages,
             units: Mutex::new(HashMap::new()),
-        }
+        })
     }
 
     /// The file.

@@ -30,6 +30,7 @@
 
 use super::faces::{FaceInfo, Res};
 use super::header::MeshType;
+use super::pages::MAX_PAGES;
 use crate::ids::TILE_BYTES;
 use std::collections::HashMap;
 
@@ -213,6 +214,47 @@ pub struct PlacedUnit {
     pub bytes: usize,
 }
 
+/// Refuse units that cannot be packed, from the faces' resolutions alone (`sizes`: each
+/// full resolution of a non-constant face and how many faces have it; `keys`: the groups
+/// packed), before anything is allocated per page: texels larger than a page, or units
+/// whose bytes alone fill more than [`MAX_PAGES`] pages (a lower bound of the pages they
+/// take; packing stops at the last page for the rest).
+fn check_unit_bytes(
+    nfaces: usize,
+    sizes: &[(Res, u64)],
+    keys: &[GroupKey],
+    mesh: MeshType,
+    pixel_size: usize,
+) -> Result<(), String> {
+    let mut bytes: u128 = 0;
+    for &key in keys {
+        for &(full, n) in sizes {
+            if let Some(res) = key.unit_res(full, mesh) {
+                bytes += u128::from(n) * res.texels() as u128 * pixel_size as u128;
+            }
+        }
+    }
+    if bytes > 0 && pixel_size > PAGE_BYTES {
+        return Err(format!(
+            "texels of {pixel_size} bytes are larger than a page of {PAGE_BYTES} bytes: \
+             the units of its {nfaces} faces cannot be packed"
+        ));
+    }
+    let pages = bytes.div_ceil(PAGE_BYTES as u128);
+    if pages > u128::from(MAX_PAGES) {
+        return Err(too_many_pages(format_args!("at least {pages}"), nfaces));
+    }
+    Ok(())
+}
+
+/// The error of units that need more than [`MAX_PAGES`] pages.
+fn too_many_pages(pages: std::fmt::Arguments, faces: impl std::fmt::Display) -> String {
+    format!(
+        "the units of its {faces} faces need {pages} pages of {PAGE_BYTES} bytes, more \
+         than the {MAX_PAGES} a texture can hold"
+    )
+}
+
 /// A position in a group's stream.
 #[derive(Clone, Copy, Debug, Default)]
 struct Cursor {
@@ -272,17 +314,44 @@ impl PackLayout {
     /// Pack the units of `faces` (texels of `pixel_size` bytes on a `mesh`); `file_tiles`
     /// gives the tiling of the units the file stores tiled (with tiles of at most a page),
     /// which then are its tiles; other units larger than a page are cut by [`unit_tiling`].
+    ///
+    /// An error, in words, when the units need more than [`MAX_PAGES`] pages (what a
+    /// texture can hold) or a texel is larger than a page: the page count is bounded from
+    /// the faces' resolutions before anything is allocated per page, and packing stops at
+    /// the first unit past the last page, so a small hostile file declaring a million
+    /// faces of 2^15×2^15 texels is refused at once.
     pub fn new(
         faces: &[FaceInfo],
         mesh: MeshType,
         pixel_size: usize,
         file_tiles: HashMap<(u32, Res), UnitTiling>,
-    ) -> PackLayout {
+    ) -> Result<PackLayout, String> {
         let max_log = faces
             .iter()
             .map(|f| f.res.ulog2.max(f.res.vlog2).max(0) as usize)
             .max()
             .unwrap_or(0);
+        // The full resolutions of non-constant faces, and how many faces have each: a
+        // reduced group is packed only if one of them has a unit in it.
+        let mut counts: HashMap<Res, u64> = HashMap::new();
+        for f in faces.iter().filter(|f| !f.is_constant()) {
+            *counts.entry(f.res).or_default() += 1;
+        }
+        let mut sizes: Vec<(Res, u64)> = counts.into_iter().collect();
+        sizes.sort_unstable_by_key(|(r, _)| (r.ulog2, r.vlog2));
+        let mut keys = vec![GroupKey::Full];
+        for ulog2 in (0..=max_log as i8).rev() {
+            for vlog2 in (0..=max_log as i8).rev() {
+                let key = GroupKey::Reduced(Res::new(ulog2, vlog2));
+                if sizes
+                    .iter()
+                    .any(|&(full, _)| key.unit_res(full, mesh).is_some())
+                {
+                    keys.push(key);
+                }
+            }
+        }
+        check_unit_bytes(faces.len(), &sizes, &keys, mesh, pixel_size)?;
         let mut has_file_tiles = vec![0u64; faces.len().div_ceil(64)];
         for &(face, _) in file_tiles.keys() {
             if let Some(word) = has_file_tiles.get_mut(face as usize / 64) {
@@ -304,28 +373,15 @@ impl PackLayout {
             has_file_tiles,
             id: super::decode_cache::unique_id(),
         };
-        // The full resolutions of non-constant faces: a reduced group is packed only if
-        // one of them has a unit in it (a pass over the faces per group that has one).
-        let mut sizes: Vec<Res> = faces
-            .iter()
-            .filter(|f| !f.is_constant())
-            .map(|f| f.res)
-            .collect();
-        sizes.sort_unstable_by_key(|r| (r.ulog2, r.vlog2));
-        sizes.dedup();
-        layout.add_group(GroupKey::Full);
-        for ulog2 in (0..=max_log as i8).rev() {
-            for vlog2 in (0..=max_log as i8).rev() {
-                let key = GroupKey::Reduced(Res::new(ulog2, vlog2));
-                if sizes.iter().any(|&full| key.unit_res(full, mesh).is_some()) {
-                    layout.add_group(key);
-                }
-            }
+        for key in keys {
+            layout.add_group(key)?;
         }
-        layout
+        Ok(layout)
     }
 
-    fn add_group(&mut self, key: GroupKey) {
+    /// Pack group `key`'s units after the units packed so far; an error if one of them
+    /// lies past the last of [`MAX_PAGES`] pages (nothing is recorded for it).
+    fn add_group(&mut self, key: GroupKey) -> Result<(), String> {
         let stride = key.checkpoint_stride();
         let group = self.groups.len() as u32;
         let mut checkpoints = Vec::new();
@@ -348,6 +404,14 @@ impl PackLayout {
             let loc = self.place(&mut cur, face, res);
             self.cursor = cur;
             let ntiles = loc.tiling.map_or(1, |t| t.ntiles);
+            let (last_page, _) = loc.tile(ntiles - 1);
+            if last_page >= MAX_PAGES {
+                let pages = u64::from(last_page) + 1;
+                return Err(too_many_pages(
+                    format_args!("at least {pages}"),
+                    self.faces.len(),
+                ));
+            }
             for tile in 0..ntiles {
                 let (page, offset) = loc.tile(tile);
                 if offset == 0 {
@@ -361,7 +425,7 @@ impl PackLayout {
             }
         }
         let Some(first) = first else {
-            return;
+            return Ok(());
         };
         checkpoints.truncate((last - first) as usize / stride + 1);
         checkpoints.shrink_to_fit();
@@ -378,6 +442,7 @@ impl PackLayout {
             first,
             checkpoints,
         });
+        Ok(())
     }
 
     /// Where group `res`'s index is in `group_of`, if `res` is within the largest face.

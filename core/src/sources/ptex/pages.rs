@@ -17,7 +17,7 @@ use super::pack::{
     PAGE_BYTES, UNIT_CAPACITY, VALID_BYTES,
 };
 use super::region::Rect;
-use super::{BlockInfo, DecodedUnits, PtexFile, Res};
+use super::{BlockInfo, DecodedUnits, PtexError, PtexErrorKind, PtexFile, Res};
 use crate::sources::{ImageInfo, ImageSource, Readiness, SourceError};
 use crate::textures::{TexelFormat, TileRegion};
 use parking_lot::Mutex;
@@ -30,6 +30,11 @@ pub const PAGES_ACROSS: u32 = 1024;
 
 /// Side of one page's tile in texels (float RGBA).
 const TILE_SIDE: u32 = 64;
+
+/// The most pages one Ptex file's units may take: [`PAGES_ACROSS`] by as many rows as a
+/// texture of the largest size holds (1024 × 1024 pages, 64 GiB of units).
+/// [`PackLayout::new`] refuses more before it allocates per page.
+pub const MAX_PAGES: u32 = PAGES_ACROSS * (crate::textures::MAX_TEXTURE_SIZE / TILE_SIDE);
 
 /// Locks that serialise the in-place fills of one page (a page's lock is `page % N`).
 const FILL_LOCKS: usize = 64;
@@ -78,13 +83,16 @@ impl std::fmt::Debug for PtexPages {
 }
 
 impl PtexPages {
-    /// Pack the units of `file` (reading the tile headers of its tiled blocks).
-    pub fn new(file: Arc<PtexFile>) -> PtexPages {
+    /// Pack the units of `file` (reading the tile headers of its tiled blocks); an error
+    /// ([`PtexErrorKind::Unsupported`]) if they cannot be packed into the [`MAX_PAGES`] a
+    /// texture can hold ([`PackLayout::new`]).
+    pub fn new(file: Arc<PtexFile>) -> Result<PtexPages, PtexError> {
         let ps = file.pixel_size();
         let mut file_tiles = HashMap::new();
         for (face, info) in file.faces().iter().enumerate() {
             let face = face as u32;
-            if info.is_constant() || unit_tiling(info.res, ps).is_none() {
+            // (Texels larger than a page: `PackLayout::new` refuses them.)
+            if info.is_constant() || ps > PAGE_BYTES || unit_tiling(info.res, ps).is_none() {
                 continue;
             }
             for level in 0..file.stored_levels(face).unwrap_or(0) {
@@ -106,8 +114,15 @@ impl PtexPages {
                 }
             }
         }
-        let layout = PackLayout::new(file.faces(), file.mesh_type(), ps, file_tiles);
-        PtexPages {
+        let layout =
+            PackLayout::new(file.faces(), file.mesh_type(), ps, file_tiles).map_err(|message| {
+                PtexError {
+                    file: file.name().to_owned(),
+                    kind: PtexErrorKind::Unsupported,
+                    message,
+                }
+            })?;
+        Ok(PtexPages {
             file,
             layout,
             fill: UnitFill::Eager,
@@ -115,7 +130,7 @@ impl PtexPages {
             units_decoded: AtomicU64::new(0),
             unit_bytes_decoded: AtomicU64::new(0),
             unit_error: Mutex::new(None),
-        }
+        })
     }
 
     /// The first error met decoding a unit in place (its lookups returned the face's
@@ -134,11 +149,11 @@ impl PtexPages {
     }
 
     /// Pack `file` as [`PtexPages::new`], filling pages as `fill` says.
-    pub fn with_fill(file: Arc<PtexFile>, fill: UnitFill) -> PtexPages {
-        PtexPages {
+    pub fn with_fill(file: Arc<PtexFile>, fill: UnitFill) -> Result<PtexPages, PtexError> {
+        Ok(PtexPages {
             fill,
-            ..PtexPages::new(file)
-        }
+            ..PtexPages::new(file)?
+        })
     }
 
     /// How pages are filled.
@@ -415,11 +430,11 @@ impl ImageSource for PtexPages {
         let pages = self.layout.num_pages().max(1);
         let rows = pages.div_ceil(PAGES_ACROSS);
         let across = pages.min(PAGES_ACROSS);
-        if rows * TILE_SIDE > crate::textures::MAX_TEXTURE_SIZE {
+        // `PackLayout::new` refuses more; kept as the image's own invariant.
+        if pages > MAX_PAGES {
             return Err(SourceError(format!(
-                "{}: {pages} pages of Ptex units exceed the {} a texture can hold",
+                "{}: {pages} pages of Ptex units exceed the {MAX_PAGES} a texture can hold",
                 self.file.name(),
-                PAGES_ACROSS * crate::textures::MAX_TEXTURE_SIZE / TILE_SIDE
             )));
         }
         Ok(ImageInfo {

@@ -43,7 +43,7 @@ fn store(path: &std::path::Path, premultiply: bool) -> ResidentPtex {
         },
     )
     .unwrap_or_else(|e| panic!("{e}"));
-    ResidentPtex::new(Arc::new(file))
+    ResidentPtex::new(Arc::new(file)).unwrap()
 }
 
 /// Every filter result of every fixture, within [`TOLERANCE`]; returns the largest error.

@@ -489,3 +489,119 @@ fn random_corruption_never_panics() {
         }
     }
 }
+
+/// A hand-made quad file of `nfaces` non-constant faces of `res`, u8, one channel, one
+/// level whose blocks are all empty: a few tens of KB, since every record is the same.
+fn many_faces(nfaces: u32, res: Res) -> Vec<u8> {
+    let record = [res.ulog2 as u8, res.vlog2 as u8, 0, 0]
+        .into_iter()
+        .chain((-1i32).to_le_bytes().repeat(4))
+        .collect::<Vec<u8>>();
+    let face_info = zlib(&record.repeat(nfaces as usize));
+    let const_data = zlib(&vec![0u8; nfaces as usize]);
+    let level_headers = zlib(&vec![0u8; 4 * nfaces as usize]);
+    let mut level_info = vec![0u8; 16];
+    put_u64(&mut level_info, 0, level_headers.len() as u64);
+    put_u32(&mut level_info, 8, level_headers.len() as u32);
+    put_u32(&mut level_info, 12, nfaces);
+    let mut header = vec![0u8; 64 + 40];
+    put_u32(&mut header, 0, 0x7865_7450);
+    put_u32(&mut header, 4, 1);
+    put_u32(&mut header, 8, 1); // quad
+    put_u32(&mut header, 16, u32::MAX); // no alpha
+    put_u16(&mut header, 20, 1);
+    put_u16(&mut header, 22, 1);
+    put_u32(&mut header, 24, nfaces);
+    put_u32(&mut header, 28, 40);
+    put_u32(&mut header, 32, face_info.len() as u32);
+    put_u32(&mut header, 36, const_data.len() as u32);
+    put_u32(&mut header, 40, 16);
+    put_u32(&mut header, 44, 4);
+    put_u64(&mut header, 48, level_headers.len() as u64);
+    let mut out = [header, face_info, const_data, level_info, level_headers].concat();
+    let end = out.len() as u64;
+    put_u64(&mut out, 64 + 32, end); // edit records: none, at the end
+    out
+}
+
+#[test]
+fn units_needing_more_pages_than_a_texture_holds_are_refused_before_packing() {
+    use crate::sources::ptex::pages::MAX_PAGES;
+    // A million faces of 2^15 × 2^15 texels from a ~130 KB file: their full-resolution
+    // units alone need 2^20 × 2^14 pages of 64 KiB. Packing them (the per-page records
+    // the layout kept before it was bounded: 16 bytes a page) would take 256 GiB; the
+    // count is bounded from the resolutions first, with nothing allocated per page.
+    let bytes = many_faces(1 << 20, Res::new(15, 15));
+    assert!(bytes.len() < 200_000, "{} bytes", bytes.len());
+    let file = std::sync::Arc::new(open(&bytes).unwrap());
+    let start = std::time::Instant::now();
+    let e = PtexPages::new(file.clone()).map(|_| ()).unwrap_err();
+    let took = start.elapsed();
+    assert_eq!(e.kind, PtexErrorKind::Unsupported, "{e}");
+    assert_eq!(e.file, NAME);
+    let message = e.to_string();
+    assert!(message.starts_with(&format!("ptex file {NAME}: ")), "{e}");
+    assert!(message.contains("1048576 faces"), "{e}");
+    assert!(
+        message.contains(&format!("more than the {MAX_PAGES} a texture can hold")),
+        "{e}"
+    );
+    // 2^20 faces × ~2^16 pages each (2^14 at full resolution, 4/3 of it with the
+    // reductions): 64 Gi pages.
+    assert!(message.contains("at least 68717379584 pages"), "{e}");
+    assert!(took.as_secs_f64() < 2.0, "refused in {took:?}");
+    // The resident store refuses it the same way.
+    let e = crate::sampling::ptex::ResidentPtex::new(file)
+        .map(|_| ())
+        .unwrap_err();
+    assert_eq!(e.kind, PtexErrorKind::Unsupported, "{e}");
+    // The same file with small faces packs (1024 faces of 64×64: 64 pages and more).
+    let small = open(&many_faces(1024, Res::new(6, 6))).unwrap();
+    let pages = PtexPages::new(std::sync::Arc::new(small)).unwrap();
+    assert!(pages.layout().num_pages() >= 64);
+}
+
+#[test]
+fn packing_stops_at_the_last_page_when_the_bytes_alone_fit() {
+    use crate::sources::ptex::pack::PackLayout;
+    use crate::sources::ptex::pages::MAX_PAGES;
+    use std::collections::HashMap;
+    // Faces of 16384×1, 3 bytes a texel: units of 48 KiB (one a page), 24 KiB (two a
+    // page), 12 KiB (five a page), ...: their bytes fill ~1.5 pages a face, the packing
+    // takes ~1.8. 640 Ki faces: within the page count the bytes bound, past the last page
+    // once packed, refused at the first unit past it.
+    let face = FaceInfo {
+        res: Res::new(14, 0),
+        adjedges: 0,
+        flags: 0,
+        adjfaces: [-1; 4],
+    };
+    let faces = vec![face; 640 << 10];
+    let e = PackLayout::new(&faces, MeshType::Quad, 3, HashMap::new()).unwrap_err();
+    assert!(
+        e.contains(&format!("at least {} pages", MAX_PAGES + 1)),
+        "{e}"
+    );
+    assert!(e.contains(&format!("its {} faces", 640 << 10)), "{e}");
+    // A tenth as many pack, in about a tenth of the pages.
+    let layout = PackLayout::new(&faces[..64 << 10], MeshType::Quad, 3, HashMap::new()).unwrap();
+    assert!(layout.num_pages() < MAX_PAGES / 8, "{}", layout.num_pages());
+}
+
+#[test]
+fn texels_larger_than_a_page_are_refused_not_tiled() {
+    use crate::sources::ptex::pack::PackLayout;
+    use std::collections::HashMap;
+    let face = FaceInfo {
+        res: Res::new(1, 0),
+        adjedges: 0,
+        flags: 0,
+        adjfaces: [-1; 4],
+    };
+    // 20000 float channels: 80000 bytes a texel.
+    let e = PackLayout::new(&[face], MeshType::Quad, 80_000, HashMap::new()).unwrap_err();
+    assert!(
+        e.contains("texels of 80000 bytes are larger than a page"),
+        "{e}"
+    );
+}

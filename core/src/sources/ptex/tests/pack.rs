@@ -51,7 +51,7 @@ fn neighbouring_faces_of_different_sizes_share_the_group_of_each_resolution() {
         face(Res::new(7, 7), true),
         face(Res::new(6, 5), false),
     ];
-    let layout = PackLayout::new(&faces, MeshType::Quad, 3, HashMap::new());
+    let layout = PackLayout::new(&faces, MeshType::Quad, 3, HashMap::new()).unwrap();
     // 16×16: reductions (2, 2), (1, 1), (3, 3) and (2, 1) of faces 0, 1, 2 and 5; face 3
     // is smaller and face 4 constant.
     assert_consecutive(&layout, &[0, 1, 2, 5], Res::new(4, 4));
@@ -88,7 +88,7 @@ fn neighbouring_faces_of_different_sizes_share_the_group_of_each_resolution() {
 #[test]
 fn every_unit_has_one_place_and_units_never_overlap() {
     for fx in fixtures::all() {
-        let pages = PtexPages::new(Arc::new(fx.file));
+        let pages = PtexPages::new(Arc::new(fx.file)).unwrap();
         let file = pages.file();
         check_every_unit(fx.name, pages.layout(), file.faces(), file.mesh_type());
     }
@@ -151,7 +151,7 @@ fn check_every_unit(name: &str, layout: &PackLayout, faces: &[FaceInfo], mesh: M
 #[test]
 fn filled_pages_hold_the_units_texels() {
     for fx in fixtures::all() {
-        let pages = PtexPages::new(Arc::new(fx.file));
+        let pages = PtexPages::new(Arc::new(fx.file)).unwrap();
         let mut buf = vec![0u8; PAGE_BYTES];
         for page in 0..pages.layout().num_pages() {
             buf.fill(0);
@@ -174,7 +174,7 @@ fn a_page_has_a_bitmap_unless_it_holds_one_unit_of_a_whole_page() {
     use crate::sources::ptex::pack::has_bitmap;
     use crate::sources::ptex::PtexFile;
     for fx in fixtures::all() {
-        let pages = PtexPages::new(Arc::new(PtexFile::open(&fx.path).unwrap()));
+        let pages = PtexPages::new(Arc::new(PtexFile::open(&fx.path).unwrap())).unwrap();
         let layout = pages.layout();
         for page in 0..layout.num_pages() {
             let units = layout.units_on_page(page);
@@ -198,7 +198,7 @@ fn triangles_share_the_group_of_each_square_resolution() {
         face(Res::new(3, 3), false),
         face(Res::new(5, 5), false),
     ];
-    let layout = PackLayout::new(&faces, MeshType::Triangle, 4, HashMap::new());
+    let layout = PackLayout::new(&faces, MeshType::Triangle, 4, HashMap::new()).unwrap();
     assert_consecutive(&layout, &[0, 1, 2], Res::new(2, 2));
     assert_consecutive(&layout, &[0, 2], Res::new(3, 3));
     assert!(layout.locate(0, Res::new(3, 2)).is_none());
@@ -214,7 +214,7 @@ fn a_resolution_few_faces_have_costs_few_checkpoints() {
     let mut faces = vec![face(Res::new(1, 1), false); n];
     faces.push(face(Res::new(10, 10), false));
     faces.push(face(Res::new(1, 1), false));
-    let layout = PackLayout::new(&faces, MeshType::Quad, 1, HashMap::new());
+    let layout = PackLayout::new(&faces, MeshType::Quad, 1, HashMap::new()).unwrap();
     assert!(
         layout.index_bytes() < 16 * faces.len(),
         "{} bytes of index for {} faces",
@@ -251,7 +251,7 @@ fn a_resolution_few_faces_have_costs_few_checkpoints() {
 #[test]
 fn resolutions_no_face_has_are_not_found() {
     let faces = [face(Res::new(3, 2), false), face(Res::new(30, 0), false)];
-    let layout = PackLayout::new(&faces, MeshType::Quad, 2, HashMap::new());
+    let layout = PackLayout::new(&faces, MeshType::Quad, 2, HashMap::new()).unwrap();
     for res in [
         Res::new(-128, 1),
         Res::new(1, -128),
