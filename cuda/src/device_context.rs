@@ -246,9 +246,7 @@ impl DeviceContextBuffers {
 
     /// A synchronous copy of a whole buffer to the host.
     fn download<T: DeviceRepr + Default + Clone>(&self, src: &CudaSlice<T>) -> Result<Vec<T>> {
-        let v = safe("cuMemcpyDtoHAsync", || self.stream.clone_dtoh(src))?;
-        safe("cuStreamSynchronize", || self.stream.synchronize())?;
-        Ok(v)
+        self.download_first(src, src.len())
     }
 
     /// Zero the list counts (and the stale histogram) before a pull or collection.
@@ -262,7 +260,8 @@ impl DeviceContextBuffers {
         })
     }
 
-    /// The first `n` elements of `src` (none when `n` is 0: no copy, no synchronisation).
+    /// A synchronous copy of the first `n` elements of `src` to the host (none when `n` is
+    /// 0: no copy, no synchronisation).
     fn download_first<T: DeviceRepr + Default + Clone>(
         &self,
         src: &CudaSlice<T>,
