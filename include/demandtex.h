@@ -84,6 +84,11 @@ typedef unsigned long long uint64_t;
 // working (those fields take their defaults).
 #define DTEX_LOADER_OPTIONS_SIZE_FILL_AGE 56
 
+// `sizeof(DtexLoaderOptions)` with `coalesce_constant_tiles` and `fill_by_file_tile`, before
+// `share_duplicate_textures`: callers built against that header keep working (it takes its
+// default).
+#define DTEX_LOADER_OPTIONS_SIZE_FILE_TILES 64
+
 // "No texture": never a valid texture id (`0xFFFFFFFF`).
 #define DTEX_NO_TEXTURE 4294967295u
 
@@ -387,6 +392,15 @@ typedef struct DtexLoaderOptions {
   // them, rather than whole pages (`tiles_published_unread`, `file_tiles_filled`). Absent
   // before `DTEX_LOADER_OPTIONS_SIZE_FILL_AGE`, as above.
   uint32_t fill_by_file_tile;
+  // Boolean (default 1): a CPU loader's or cache's texture whose file holds the same
+  // texels as an open texture's (the same file under another path, or a copy: same
+  // size, format and mip tail, then the whole files hashed once to make sure) samples
+  // that texture's tiles instead of reading and holding its own
+  // (`textures_sharing_tiles`). Absent before `DTEX_LOADER_OPTIONS_SIZE_FILE_TILES`:
+  // callers built against that header get the default.
+  uint32_t share_duplicate_textures;
+  // Must be 0.
+  uint32_t reserved;
 } DtexLoaderOptions;
 
 // How a texture is sampled, fixed at creation. Fill it with `dtex_texture_desc_default`.
@@ -504,6 +518,11 @@ typedef struct DtexStats {
   // Shared constant slots held now (distinct values; each counts once in
   // `resident_bytes`).
   uint64_t shared_constant_tiles;
+  // CPU loader and cache: textures open now that sample another texture's tiles,
+  // their files holding the same texels (`share_duplicate_textures`).
+  uint64_t textures_sharing_tiles;
+  // Bytes of files read to confirm that two textures' files hold the same bytes.
+  uint64_t duplicate_bytes_hashed;
 } DtexStats;
 
 // A procedural texture: one of demandtex's built-in sources, at any virtual size, with
@@ -2110,7 +2129,7 @@ DTEX_STATIC_ASSERT(DTEX_ALIGNOF(DtexCudaLaunch) == 8, "alignof(DtexCudaLaunch)")
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexCudaLaunch, loader) == 0, "offsetof(DtexCudaLaunch, loader)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexCudaLaunch, number) == 8, "offsetof(DtexCudaLaunch, number)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexCudaLaunch, reserved) == 12, "offsetof(DtexCudaLaunch, reserved)");
-DTEX_STATIC_ASSERT(sizeof(DtexLoaderOptions) == 64, "sizeof(DtexLoaderOptions)");
+DTEX_STATIC_ASSERT(sizeof(DtexLoaderOptions) == 72, "sizeof(DtexLoaderOptions)");
 DTEX_STATIC_ASSERT(DTEX_ALIGNOF(DtexLoaderOptions) == 8, "alignof(DtexLoaderOptions)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, struct_size) == 0, "offsetof(DtexLoaderOptions, struct_size)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, num_pages) == 4, "offsetof(DtexLoaderOptions, num_pages)");
@@ -2127,6 +2146,8 @@ DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, max_fill_age) == 48, "offset
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, max_publications_per_launch) == 52, "offsetof(DtexLoaderOptions, max_publications_per_launch)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, coalesce_constant_tiles) == 56, "offsetof(DtexLoaderOptions, coalesce_constant_tiles)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, fill_by_file_tile) == 60, "offsetof(DtexLoaderOptions, fill_by_file_tile)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, share_duplicate_textures) == 64, "offsetof(DtexLoaderOptions, share_duplicate_textures)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, reserved) == 68, "offsetof(DtexLoaderOptions, reserved)");
 DTEX_STATIC_ASSERT(sizeof(DtexTextureDesc) == 40, "sizeof(DtexTextureDesc)");
 DTEX_STATIC_ASSERT(DTEX_ALIGNOF(DtexTextureDesc) == 4, "alignof(DtexTextureDesc)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexTextureDesc, struct_size) == 0, "offsetof(DtexTextureDesc, struct_size)");
@@ -2136,7 +2157,7 @@ DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexTextureDesc, filter) == 12, "offsetof(DtexT
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexTextureDesc, mip_filter) == 16, "offsetof(DtexTextureDesc, mip_filter)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexTextureDesc, max_anisotropy) == 20, "offsetof(DtexTextureDesc, max_anisotropy)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexTextureDesc, fallback_color) == 24, "offsetof(DtexTextureDesc, fallback_color)");
-DTEX_STATIC_ASSERT(sizeof(DtexStats) == 312, "sizeof(DtexStats)");
+DTEX_STATIC_ASSERT(sizeof(DtexStats) == 328, "sizeof(DtexStats)");
 DTEX_STATIC_ASSERT(DTEX_ALIGNOF(DtexStats) == 8, "alignof(DtexStats)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, struct_size) == 0, "offsetof(DtexStats, struct_size)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, reserved) == 4, "offsetof(DtexStats, reserved)");
@@ -2178,6 +2199,8 @@ DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, file_tiles_filled) == 280, "offsetof
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, tiles_coalesced) == 288, "offsetof(DtexStats, tiles_coalesced)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, coalesced_pages) == 296, "offsetof(DtexStats, coalesced_pages)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, shared_constant_tiles) == 304, "offsetof(DtexStats, shared_constant_tiles)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, textures_sharing_tiles) == 312, "offsetof(DtexStats, textures_sharing_tiles)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, duplicate_bytes_hashed) == 320, "offsetof(DtexStats, duplicate_bytes_hashed)");
 DTEX_STATIC_ASSERT(sizeof(DtexImageInfo) == 20, "sizeof(DtexImageInfo)");
 DTEX_STATIC_ASSERT(DTEX_ALIGNOF(DtexImageInfo) == 4, "alignof(DtexImageInfo)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexImageInfo, width) == 0, "offsetof(DtexImageInfo, width)");

@@ -328,6 +328,9 @@ public:
     /// Whether blocking lookups read files with tiles smaller than a page one file tile at a
     /// time (CPU loader and cache; default true).
     LoaderOptions& fillByFileTile(bool on) noexcept { raw_.fill_by_file_tile = on ? 1u : 0u; return *this; }
+    /// Whether a texture whose file holds the same texels as an open texture's samples that
+    /// texture's tiles (CPU loader and cache; default true).
+    LoaderOptions& shareDuplicateTextures(bool on) noexcept { raw_.share_duplicate_textures = on ? 1u : 0u; return *this; }
 
     /// Pages in the virtual page space.
     std::uint32_t numPages() const noexcept { return raw_.num_pages; }
@@ -357,6 +360,8 @@ public:
     bool coalesceConstantTiles() const noexcept { return raw_.coalesce_constant_tiles != 0; }
     /// Whether blocking lookups fill one file tile at a time.
     bool fillByFileTile() const noexcept { return raw_.fill_by_file_tile != 0; }
+    /// Whether textures with the same texels share their tiles.
+    bool shareDuplicateTextures() const noexcept { return raw_.share_duplicate_textures != 0; }
 
     /// The C struct (for mixing with the C API).
     const DtexLoaderOptions& raw() const noexcept { return raw_; }

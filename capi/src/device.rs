@@ -294,6 +294,8 @@ pub const LAYOUTS: &[StructLayout] = &[
             max_publications_per_launch,
             coalesce_constant_tiles,
             fill_by_file_tile,
+            share_duplicate_textures,
+            reserved,
         ]
     ),
     layout!(
@@ -353,6 +355,8 @@ pub const LAYOUTS: &[StructLayout] = &[
             tiles_coalesced,
             coalesced_pages,
             shared_constant_tiles,
+            textures_sharing_tiles,
+            duplicate_bytes_hashed,
         ]
     ),
     layout!(

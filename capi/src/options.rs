@@ -70,6 +70,15 @@ pub struct DtexLoaderOptions {
     /// them, rather than whole pages (`tiles_published_unread`, `file_tiles_filled`). Absent
     /// before `DTEX_LOADER_OPTIONS_SIZE_FILL_AGE`, as above.
     pub fill_by_file_tile: u32,
+    /// Boolean (default 1): a CPU loader's or cache's texture whose file holds the same
+    /// texels as an open texture's (the same file under another path, or a copy: same
+    /// size, format and mip tail, then the whole files hashed once to make sure) samples
+    /// that texture's tiles instead of reading and holding its own
+    /// (`textures_sharing_tiles`). Absent before `DTEX_LOADER_OPTIONS_SIZE_FILE_TILES`:
+    /// callers built against that header get the default.
+    pub share_duplicate_textures: u32,
+    /// Must be 0.
+    pub reserved: u32,
 }
 
 /// `sizeof(DtexLoaderOptions)` before `max_fill_age` and `max_publications_per_launch`:
@@ -79,10 +88,15 @@ pub const DTEX_LOADER_OPTIONS_SIZE_0_1_0: u32 = 48;
 /// `coalesce_constant_tiles` and `fill_by_file_tile`: callers built against that header keep
 /// working (those fields take their defaults).
 pub const DTEX_LOADER_OPTIONS_SIZE_FILL_AGE: u32 = 56;
+/// `sizeof(DtexLoaderOptions)` with `coalesce_constant_tiles` and `fill_by_file_tile`, before
+/// `share_duplicate_textures`: callers built against that header keep working (it takes its
+/// default).
+pub const DTEX_LOADER_OPTIONS_SIZE_FILE_TILES: u32 = 64;
 const _: () = assert!(
     std::mem::offset_of!(DtexLoaderOptions, max_fill_age) == 48
         && std::mem::offset_of!(DtexLoaderOptions, coalesce_constant_tiles) == 56
-        && std::mem::size_of::<DtexLoaderOptions>() == 64
+        && std::mem::offset_of!(DtexLoaderOptions, share_duplicate_textures) == 64
+        && std::mem::size_of::<DtexLoaderOptions>() == 72
 );
 
 // SAFETY: repr(C), first field u32 struct_size.
@@ -91,6 +105,7 @@ unsafe impl Versioned for DtexLoaderOptions {
     const KNOWN_SIZES: &'static [u32] = &[
         DTEX_LOADER_OPTIONS_SIZE_0_1_0,
         DTEX_LOADER_OPTIONS_SIZE_FILL_AGE,
+        DTEX_LOADER_OPTIONS_SIZE_FILE_TILES,
         std::mem::size_of::<DtexLoaderOptions>() as u32,
     ];
 }
@@ -118,6 +133,8 @@ impl Default for DtexLoaderOptions {
             },
             coalesce_constant_tiles: d.coalesce_constant_tiles as u32,
             fill_by_file_tile: d.fill_by_file_tile as u32,
+            share_duplicate_textures: d.share_duplicate_textures as u32,
+            reserved: 0,
         }
     }
 }
@@ -143,6 +160,12 @@ impl DtexLoaderOptions {
                 self.lru_threshold
             ))
         })?;
+        if self.reserved != 0 {
+            return Err(ApiError::invalid_argument(format!(
+                "DtexLoaderOptions.reserved is {} (must be 0)",
+                self.reserved
+            )));
+        }
         Ok(LoaderOptions {
             num_pages: self.num_pages,
             page_table_entries: self.page_table_entries,
@@ -172,6 +195,10 @@ impl DtexLoaderOptions {
             fill_by_file_tile: c_bool(
                 self.fill_by_file_tile,
                 "DtexLoaderOptions.fill_by_file_tile",
+            )?,
+            share_duplicate_textures: c_bool(
+                self.share_duplicate_textures,
+                "DtexLoaderOptions.share_duplicate_textures",
             )?,
         })
     }
@@ -397,6 +424,11 @@ pub struct DtexStats {
     /// Shared constant slots held now (distinct values; each counts once in
     /// `resident_bytes`).
     pub shared_constant_tiles: u64,
+    /// CPU loader and cache: textures open now that sample another texture's tiles,
+    /// their files holding the same texels (`share_duplicate_textures`).
+    pub textures_sharing_tiles: u64,
+    /// Bytes of files read to confirm that two textures' files hold the same bytes.
+    pub duplicate_bytes_hashed: u64,
 }
 
 /// `sizeof(DtexStats)` of ABI 0.1.0, before `host_tile_bytes`: callers built against that
@@ -417,6 +449,12 @@ pub const DTEX_STATS_SIZE_INTERACTIVE: u32 =
 /// (`tiles_coalesced`): callers built against that header get the fields they know.
 pub const DTEX_STATS_SIZE_FILE_TILES: u32 = std::mem::offset_of!(DtexStats, tiles_coalesced) as u32;
 
+/// `sizeof(DtexStats)` with the constant-tile counters, before the duplicate-texture
+/// counters (`textures_sharing_tiles`): callers built against that header get the fields
+/// they know.
+pub const DTEX_STATS_SIZE_CONSTANT_TILES: u32 =
+    std::mem::offset_of!(DtexStats, textures_sharing_tiles) as u32;
+
 // SAFETY: repr(C), first field u32 struct_size.
 unsafe impl Versioned for DtexStats {
     const NAME: &'static str = "DtexStats";
@@ -425,6 +463,7 @@ unsafe impl Versioned for DtexStats {
         DTEX_STATS_SIZE_HOST_TILES,
         DTEX_STATS_SIZE_INTERACTIVE,
         DTEX_STATS_SIZE_FILE_TILES,
+        DTEX_STATS_SIZE_CONSTANT_TILES,
         std::mem::size_of::<DtexStats>() as u32,
     ];
 }
@@ -473,6 +512,8 @@ impl DtexStats {
             tiles_coalesced,
             coalesced_pages,
             shared_constant_tiles,
+            textures_sharing_tiles,
+            duplicate_bytes_hashed,
             ..
         } = s.clone();
         DtexStats {
@@ -516,6 +557,8 @@ impl DtexStats {
             tiles_coalesced,
             coalesced_pages,
             shared_constant_tiles,
+            textures_sharing_tiles,
+            duplicate_bytes_hashed,
         }
     }
 }

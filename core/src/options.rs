@@ -67,6 +67,14 @@ pub struct LoaderOptions {
     /// samples host tiles (the CPU loader and cache); sources whose tiles are written after
     /// publication (Ptex pages) never share (default true).
     pub coalesce_constant_tiles: bool,
+    /// Textures whose files hold the same texels share one set of tiles: a texture that
+    /// opens with the size, format and mip tail of an open one, read the same way from
+    /// the same file or from a file with the same bytes (hashed once to make sure:
+    /// [`crate::sources::identity`]), samples that texture's pages, so its tiles are read
+    /// and held once (`Stats::textures_sharing_tiles`). Needs a backend that samples host
+    /// tiles (the CPU loader and cache) and sources that name their file
+    /// ([`crate::sources::ImageSource::content_identity`]) (default true).
+    pub share_duplicate_textures: bool,
 }
 
 /// How a loader streams (see [`LoaderOptions::mode`]).
@@ -103,6 +111,7 @@ impl Default for LoaderOptions {
             max_fill_age: 3,
             fill_by_file_tile: true,
             coalesce_constant_tiles: true,
+            share_duplicate_textures: true,
         }
     }
 }

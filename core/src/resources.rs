@@ -14,7 +14,7 @@ use crate::ids::{PageId, TextureId};
 use crate::memory::RawBox;
 use crate::paging::{PageKind, PageLayout};
 use crate::sources::{ImageSource, SourceError};
-use crate::textures::{PageContent, TextureDesc, TextureLayout, TextureSampler};
+use crate::textures::{DuplicateKey, PageContent, TextureDesc, TextureLayout, TextureSampler};
 use std::sync::Arc;
 
 /// Where a texture is in its life.
@@ -58,6 +58,11 @@ pub struct TextureRecord {
     pub sampler: Option<RawBox<TextureSampler>>,
     /// The packed mip tail (CPU backend), addressed by the sampler.
     pub mip_tail: Option<RawBox<[u8]>>,
+    /// Duplicate sharing: the texture whose tile pages this one's sampler addresses (its
+    /// own range, if any, stays unused) while both are open.
+    pub tiles_of: Option<TextureId>,
+    /// Duplicate sharing: the key this texture is indexed under as an owner of its tiles.
+    pub duplicate_key: Option<DuplicateKey>,
 }
 
 /// What a requested page needs.
@@ -159,6 +164,8 @@ impl Resources {
             generation: 0,
             sampler: None,
             mip_tail: None,
+            tiles_of: None,
+            duplicate_key: None,
         });
         id
     }

@@ -104,4 +104,10 @@ pub struct Stats {
     /// `resident_bytes`). The budget saved is `coalesced_pages - shared_constant_tiles`
     /// tiles.
     pub shared_constant_tiles: u64,
+    /// Textures open now that sample another texture's tiles, their files holding the
+    /// same texels (`LoaderOptions::share_duplicate_textures`).
+    pub textures_sharing_tiles: u64,
+    /// Bytes of files read to confirm that two textures' files hold the same bytes (each
+    /// unchanged file once).
+    pub duplicate_bytes_hashed: u64,
 }

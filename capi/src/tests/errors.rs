@@ -518,6 +518,8 @@ fn defaults_match_the_engine_and_null_is_a_no_op() {
         max_publications_per_launch: 9,
         coalesce_constant_tiles: 0,
         fill_by_file_tile: 5,
+        share_duplicate_textures: 3,
+        reserved: 4,
     };
     // SAFETY: valid pointer.
     unsafe { dtex_loader_options_default(&mut o) };

@@ -96,6 +96,52 @@ fn loader_options_switch_constant_tiles_and_file_tile_fills() {
 }
 
 #[test]
+fn loader_options_switch_duplicate_sharing_and_accept_the_size_before_it() {
+    assert_eq!(DtexLoaderOptions::default().share_duplicate_textures, 1);
+    let off = DtexLoaderOptions {
+        share_duplicate_textures: 0,
+        ..small_options()
+    };
+    // SAFETY: a valid struct.
+    let e = unsafe { DtexLoaderOptions::resolve(&off) }.unwrap();
+    assert!(!e.share_duplicate_textures);
+    // A caller built before the switch: its struct ends at fill_by_file_tile.
+    let before = DtexLoaderOptions {
+        struct_size: DTEX_LOADER_OPTIONS_SIZE_FILE_TILES,
+        share_duplicate_textures: 0,
+        reserved: 9,
+        ..small_options()
+    };
+    // SAFETY: a valid struct (larger than its struct_size).
+    let e = unsafe { DtexLoaderOptions::resolve(&before) }.unwrap();
+    assert!(e.share_duplicate_textures, "the default");
+    let mut l = DtexLoader::default();
+    for (bad, field) in [
+        (
+            DtexLoaderOptions {
+                share_duplicate_textures: 2,
+                ..small_options()
+            },
+            "share_duplicate_textures",
+        ),
+        (
+            DtexLoaderOptions {
+                reserved: 1,
+                ..small_options()
+            },
+            "reserved",
+        ),
+    ] {
+        // SAFETY: valid pointers.
+        let m = fails(
+            unsafe { dtex_loader_create(&bad, &mut l) },
+            DTEX_STATUS_INVALID_ARGUMENT,
+        );
+        assert!(m.contains(field), "{m}");
+    }
+}
+
+#[test]
 fn sample_options_carry_the_request_key_and_jitter_and_accept_the_old_sizes() {
     let o = DtexSampleOptions {
         request_key: 1234,

@@ -26,12 +26,12 @@ const FRAMES: usize = 3;
 const LEVEL0_TILES: u64 = (SIDE as u64 / 128) * (SIDE as u64 / 128);
 
 /// A mask: detail inside three discs, black left of a diagonal and white right of it.
-struct Mask {
+pub(super) struct Mask {
     discs: [(f32, f32, f32); 3],
 }
 
 impl Mask {
-    fn new(seed: u64) -> Mask {
+    pub(super) fn new(seed: u64) -> Mask {
         let mut rng = Rng::new(seed);
         let mut disc = || {
             let side = SIDE as f32;
@@ -47,7 +47,8 @@ impl Mask {
         }
     }
 
-    fn texel(&self, level: u32, x: u32, y: u32) -> [f32; 4] {
+    /// The texel `(x, y)` of `level` of a `SIDE`² mask.
+    pub(super) fn texel(&self, level: u32, x: u32, y: u32) -> [f32; 4] {
         let scale = (1u32 << level) as f32;
         let (fx, fy) = ((x as f32 + 0.5) * scale, (y as f32 + 0.5) * scale);
         let inside = self.discs.iter().any(|&(cx, cy, r)| {
@@ -95,8 +96,51 @@ fn case(coalesce: bool) -> Result<Record, CliError> {
             loader.create_texture(Arc::new(image), TextureDesc::default())
         })
         .collect::<Result<_, _>>()?;
+    let frames = run_frames(&loader, &textures, SIDE)?;
+    let (launches, first, seconds) = (frames.launches, frames.after_first, frames.seconds);
+    let s = loader.stats();
+    Ok(Record {
+        bench: "coalescing",
+        case: format!(
+            "{TEXTURES} masks {SIDE}², budget ¼ of level 0, coalescing {}",
+            if coalesce { "on" } else { "off" }
+        ),
+        threads: 1,
+        figures: vec![
+            ("launches", launches as f64),
+            ("tiles_read", s.tiles_filled as f64),
+            ("bytes_read", s.bytes_read as f64),
+            (
+                "reread_after_frame_1_bytes",
+                (s.bytes_read - first.bytes_read) as f64,
+            ),
+            ("evictions", s.evictions as f64),
+            ("peak_resident_bytes", s.peak_resident_bytes as f64),
+            ("budget_bytes", s.budget_bytes as f64),
+            ("coalesced_pages", s.coalesced_pages as f64),
+            ("shared_constant_tiles", s.shared_constant_tiles as f64),
+            ("seconds", seconds),
+        ],
+    })
+}
+
+/// What [`run_frames`] measured.
+pub(super) struct Frames {
+    pub launches: u64,
+    /// The statistics after the first frame.
+    pub after_first: demandtex::Stats,
+    pub seconds: f64,
+}
+
+/// Render `FRAMES` multi-pass frames of the same `LOOKUPS` level-0 lookups over
+/// `textures` (`side`² each), each to convergence.
+pub(super) fn run_frames(
+    loader: &Loader,
+    textures: &[TextureId],
+    side: u32,
+) -> Result<Frames, CliError> {
     let mut rng = Rng::new(42);
-    let d = 1.0 / SIDE as f32;
+    let d = 1.0 / side as f32;
     let queries: Vec<(TextureId, f32, f32)> = (0..LOOKUPS)
         .map(|i| (textures[i % textures.len()], rng.next_f32(), rng.next_f32()))
         .collect();
@@ -128,30 +172,9 @@ fn case(coalesce: bool) -> Result<Record, CliError> {
         }
         after_first.get_or_insert(loader.stats());
     }
-    let seconds = start.elapsed().as_secs_f64();
-    let s = loader.stats();
-    let first = after_first.unwrap_or_else(|| s.clone());
-    Ok(Record {
-        bench: "coalescing",
-        case: format!(
-            "{TEXTURES} masks {SIDE}², budget ¼ of level 0, coalescing {}",
-            if coalesce { "on" } else { "off" }
-        ),
-        threads: 1,
-        figures: vec![
-            ("launches", launches as f64),
-            ("tiles_read", s.tiles_filled as f64),
-            ("bytes_read", s.bytes_read as f64),
-            (
-                "reread_after_frame_1_bytes",
-                (s.bytes_read - first.bytes_read) as f64,
-            ),
-            ("evictions", s.evictions as f64),
-            ("peak_resident_bytes", s.peak_resident_bytes as f64),
-            ("budget_bytes", s.budget_bytes as f64),
-            ("coalesced_pages", s.coalesced_pages as f64),
-            ("shared_constant_tiles", s.shared_constant_tiles as f64),
-            ("seconds", seconds),
-        ],
+    Ok(Frames {
+        launches,
+        after_first: after_first.unwrap_or_else(|| loader.stats()),
+        seconds: start.elapsed().as_secs_f64(),
     })
 }

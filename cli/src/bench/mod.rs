@@ -7,6 +7,7 @@ mod baseline;
 mod coalescing;
 pub mod compare;
 pub mod cuda;
+mod duplicates;
 mod exr_fill;
 mod fill;
 mod launch_prepare;
@@ -95,8 +96,8 @@ pub enum Which {
     LaunchPrepare,
     /// Memory per texture and page, 10,000 and 100,000 8K textures (CPU, not default).
     ManyTextures,
-    /// Constant-tile coalescing on masks: budget and bytes read, on against off (CPU, not
-    /// default).
+    /// Constant-tile coalescing on masks, and duplicate-texture sharing on copies of mask
+    /// files: budget and bytes read, on against off (CPU, not default).
     Coalescing,
 }
 
@@ -304,6 +305,8 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
     if only.contains(&Which::Coalescing) {
         eprintln!("bench: constant-tile coalescing…");
         emit(coalescing::run()?, &mut records);
+        eprintln!("bench: duplicate-texture sharing…");
+        emit(duplicates::run()?, &mut records);
     }
     print!("{}", render_tables(&records));
     Ok(())

@@ -46,6 +46,8 @@ pub struct Engine {
     pub(crate) gate: RequestGate,
     /// Serialises the in-place reads of one file tile (see `file_tiles`).
     pub(crate) file_tile_locks: super::file_tiles::FileTileLocks,
+    /// File hashes of duplicate-texture sharing (see `duplicates`).
+    pub(crate) digests: crate::sources::identity::DigestCache,
     /// The engine itself, for work it starts on its own (interactive mode opens textures
     /// at creation).
     pub(crate) me: Weak<Engine>,
@@ -95,6 +97,7 @@ impl Engine {
             )),
             gate: RequestGate::new(),
             file_tile_locks: super::file_tiles::FileTileLocks::new(),
+            digests: Default::default(),
             options,
         }))
     }
@@ -200,6 +203,7 @@ impl Engine {
         let host = self.host.lock();
         Stats {
             requests_rejected: self.gate.rejected(),
+            duplicate_bytes_hashed: self.digests.bytes_hashed(),
             ..host.stats(self.pages.bookkeeping_bytes() + self.resource_failed.len() as u64 * 4)
         }
     }
@@ -221,12 +225,23 @@ impl Engine {
 
     /// The pages of an opened texture's tile range: its first page (the mip-tail page; the
     /// level-`l` tile `(x, y)` is page `first + layout.tile_page_offset(l, x, y)`) and how many
-    /// the range has. `None` before the texture was opened.
+    /// the range has. `None` before the texture was opened. A texture sharing another's
+    /// tiles (`LoaderOptions::share_duplicate_textures`) gives that texture's range.
     pub fn texture_pages(&self, texture: TextureId) -> Option<(PageId, u32)> {
         let host = self.host.lock();
         let record = host.resources.get(texture)?;
         record.layout.as_ref()?;
-        Some((PageId(record.start_page?), record.range_pages))
+        let owner = match record.tiles_of {
+            Some(owner) => host.resources.get(owner)?,
+            None => record,
+        };
+        Some((PageId(owner.start_page?), owner.range_pages))
+    }
+
+    /// The texture whose tiles `texture` samples because their files hold the same texels
+    /// (`LoaderOptions::share_duplicate_textures`), while both are open.
+    pub fn shares_tiles_of(&self, texture: TextureId) -> Option<TextureId> {
+        self.host.lock().resources.get(texture)?.tiles_of
     }
 
     /// A texture's tile layout, once it has been opened.

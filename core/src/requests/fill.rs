@@ -18,7 +18,7 @@ use crate::options::StreamingMode;
 use crate::paging::{encode_base_color, NO_BASE_COLOR};
 use crate::resources::TextureState;
 use crate::sources::{tail_levels, ImageSource, Readiness, SourceError};
-use crate::textures::{TextureLayout, TextureSampler, TileRegion};
+use crate::textures::{DuplicateKey, TextureLayout, TextureSampler, TileRegion};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::Instant;
@@ -254,7 +254,9 @@ fn constant_tile(buffer: &mut TileBuffer, shape: TileShape) -> Option<ConstantKe
 }
 
 /// Open a texture, read its mip tail and base colour, and publish its sampler — if the
-/// texture is still at `generation`.
+/// texture is still at `generation`. With duplicate sharing (`duplicates`), a texture
+/// whose source names its file reads its tail before reserving anything, so that a
+/// texture it duplicates can be found first: it then reserves no page range of its own.
 pub(crate) fn init_texture(engine: &Engine, texture: TextureId, generation: u32) {
     let start = Instant::now();
     let (source, desc) = {
@@ -280,30 +282,63 @@ pub(crate) fn init_texture(engine: &Engine, texture: TextureId, generation: u32)
         }
     };
 
-    let start_page = {
-        let mut host = engine.host.lock();
-        match reserve(engine, &mut host, texture, generation, &source, &layout) {
-            Reserve::Ok(p) => p,
-            Reserve::Later | Reserve::Stale => return,
-            Reserve::Fail(msg) => return host.fail_texture(&engine.layout, texture, msg),
-        }
-    };
-
-    let tail_bytes = layout.mip_tail_bytes as usize;
-    let mut tail = vec![0u8; tail_bytes].into_boxed_slice();
-    let levels = tail_levels(&layout);
-    let read = if levels.is_empty() {
-        Ok(Readiness::Ready)
+    let identity = if engine.shares_duplicate_textures() {
+        source.content_identity()
     } else {
-        contain(|| source.read_mip_tail(&levels, &mut tail))
+        None
     };
-    let base = match &read {
-        Ok(Readiness::Ready) => contain(|| source.read_base_color()).map(|c| match c {
-            Some(c) => encode_base_color(c),
-            None => base_color_from_tail(&layout, &tail),
-        }),
-        Ok(Readiness::NotYet) => Ok(NO_BASE_COLOR),
-        Err(e) => Err(e.clone()),
+    let (tail, owner, start_page) = match identity {
+        None => {
+            let start_page = {
+                let mut host = engine.host.lock();
+                match reserve(
+                    engine, &mut host, texture, generation, &source, &layout, true,
+                ) {
+                    Reserve::Ok(p) => p,
+                    Reserve::Later | Reserve::Stale => return,
+                    Reserve::Fail(msg) => return host.fail_texture(&engine.layout, texture, msg),
+                }
+            };
+            let tail = read_tail(&source, &layout);
+            if !tail.ready() {
+                let mut host = engine.host.lock();
+                host.residency.release_tail(layout.mip_tail_bytes);
+                return tail_not_read(engine, &mut host, texture, generation, tail);
+            }
+            (tail, None, start_page)
+        }
+        Some(identity) => {
+            let tail = read_tail(&source, &layout);
+            if !tail.ready() {
+                let mut host = engine.host.lock();
+                return tail_not_read(engine, &mut host, texture, generation, tail);
+            }
+            let key = DuplicateKey::new(&layout, &tail.bytes, tail.base_color());
+            // Candidates are looked for, and the range reserved when there are none, under
+            // one lock: of two copies opening at once, the second sees the first.
+            let mut host = engine.host.lock();
+            let candidates = host.duplicate_candidates(texture, &key);
+            let mut owner = None;
+            if !candidates.is_empty() {
+                drop(host);
+                owner = engine.confirm_duplicate(&identity, candidates);
+                host = engine.host.lock();
+                owner = owner.filter(|o| host.owns_tiles(o, &key));
+            }
+            let own_range = owner.is_none();
+            let start_page = match reserve(
+                engine, &mut host, texture, generation, &source, &layout, own_range,
+            ) {
+                Reserve::Ok(p) => owner.map_or(p, |o| o.start_page),
+                Reserve::Later | Reserve::Stale => return,
+                Reserve::Fail(msg) => return host.fail_texture(&engine.layout, texture, msg),
+            };
+            if own_range {
+                host.register_owner(texture, key);
+            }
+            drop(host);
+            (tail, owner, start_page)
+        }
     };
 
     let mut host = engine.host.lock();
@@ -315,43 +350,105 @@ pub(crate) fn init_texture(engine: &Engine, texture: TextureId, generation: u32)
         host.residency.release_tail(layout.mip_tail_bytes);
         return;
     }
-    match (read, base) {
-        (Ok(Readiness::Ready), Ok(base)) => {
-            let mut sampler = TextureSampler::new(&layout, &desc, start_page);
-            let tail = RawBox::new(tail);
-            if tail_bytes > 0 {
-                sampler.mip_tail_data = tail.as_ptr() as *const u8 as u64;
-            }
-            let sampler = RawBox::new(Box::new(sampler));
-            let level0 = layout.level0_bytes();
-            let Some(record) = host.resources.get_mut(texture) else {
-                // Unreachable: a current texture exists.
-                host.residency.release_tail(layout.mip_tail_bytes);
-                return;
-            };
-            record.sampler = Some(sampler);
-            record.mip_tail = Some(tail);
-            record.state = TextureState::Ready;
-            host.residency.publish_tail(layout.mip_tail_bytes);
-            host.counters.mip_tails_filled += 1;
-            host.counters.bytes_read += tail_bytes as u64;
-            host.counters.virtual_bytes += level0;
-            host.pending.push(Pending::Texture {
-                texture,
-                generation,
-                base_color: base,
-            });
-        }
-        (Ok(Readiness::NotYet), _) => {
+    if let Some(o) = owner {
+        // The owner's contents were dropped since the range was chosen: open again, on
+        // its own or sharing.
+        if !host.is_current(o.texture, o.generation) {
             host.residency.release_tail(layout.mip_tail_bytes);
-            host.defer_init(&engine.layout, texture, Deferral::NotYet);
+            return host.defer_init(&engine.layout, texture, Deferral::NotYet);
         }
+    }
+    let base = tail.base_color();
+    let tail_bytes = layout.mip_tail_bytes as usize;
+    let mut sampler = TextureSampler::new(&layout, &desc, start_page);
+    let tail = RawBox::new(tail.bytes);
+    if tail_bytes > 0 {
+        sampler.mip_tail_data = tail.as_ptr() as *const u8 as u64;
+    }
+    let sampler = RawBox::new(Box::new(sampler));
+    let level0 = layout.level0_bytes();
+    let Some(record) = host.resources.get_mut(texture) else {
+        // Unreachable: a current texture exists.
+        host.residency.release_tail(layout.mip_tail_bytes);
+        return;
+    };
+    record.sampler = Some(sampler);
+    record.mip_tail = Some(tail);
+    record.state = TextureState::Ready;
+    record.tiles_of = owner.map(|o| o.texture);
+    if owner.is_some() {
+        host.counters.textures_sharing_tiles += 1;
+    }
+    host.residency.publish_tail(layout.mip_tail_bytes);
+    host.counters.mip_tails_filled += 1;
+    host.counters.bytes_read += tail_bytes as u64;
+    host.counters.virtual_bytes += level0;
+    host.pending.push(Pending::Texture {
+        texture,
+        generation,
+        base_color: base,
+    });
+}
+
+/// A texture's mip tail and base colour as read from its source.
+struct TailRead {
+    bytes: Box<[u8]>,
+    read: Result<Readiness, SourceError>,
+    base: Result<u64, SourceError>,
+}
+
+impl TailRead {
+    /// Whether the tail and base colour were read.
+    fn ready(&self) -> bool {
+        matches!(self.read, Ok(Readiness::Ready)) && self.base.is_ok()
+    }
+
+    /// The base-colour entry (of a tail that was read).
+    fn base_color(&self) -> u64 {
+        *self.base.as_ref().unwrap_or(&NO_BASE_COLOR)
+    }
+}
+
+/// Read `layout`'s mip tail and the base colour (the source's, else the tail's 1×1 level).
+fn read_tail(source: &Arc<dyn ImageSource>, layout: &TextureLayout) -> TailRead {
+    let mut bytes = vec![0u8; layout.mip_tail_bytes as usize].into_boxed_slice();
+    let levels = tail_levels(layout);
+    let read = if levels.is_empty() {
+        Ok(Readiness::Ready)
+    } else {
+        contain(|| source.read_mip_tail(&levels, &mut bytes))
+    };
+    let base = match &read {
+        Ok(Readiness::Ready) => contain(|| source.read_base_color()).map(|c| match c {
+            Some(c) => encode_base_color(c),
+            None => base_color_from_tail(layout, &bytes),
+        }),
+        Ok(Readiness::NotYet) => Ok(NO_BASE_COLOR),
+        Err(e) => Err(e.clone()),
+    };
+    TailRead { bytes, read, base }
+}
+
+/// The tail could not be read (a "not yet", or an error): defer the open, or fail the
+/// texture — if it is still current and unopened. Nothing is reserved for it any more.
+fn tail_not_read(
+    engine: &Engine,
+    host: &mut HostState,
+    texture: TextureId,
+    generation: u32,
+    tail: TailRead,
+) {
+    if !host.is_current(texture, generation) || !host.is_unopened(texture) {
+        return;
+    }
+    match (tail.read, tail.base) {
+        (Ok(Readiness::NotYet), _) => host.defer_init(&engine.layout, texture, Deferral::NotYet),
         (Err(e), _) | (_, Err(e)) => {
-            host.residency.release_tail(layout.mip_tail_bytes);
             host.counters.read_errors += 1;
             let msg = format!("reading the mip tail: {e}");
             host.fail_texture(&engine.layout, texture, msg);
         }
+        (Ok(Readiness::Ready), Ok(_)) => {}
     }
 }
 
@@ -363,9 +460,9 @@ enum Reserve {
     Stale,
 }
 
-/// Reserve the texture's page range and its mip tail's bytes. The texture's range is kept
-/// while the layout fits in it (a reopen after invalidation, or a replacement no larger);
-/// otherwise a new range is allocated.
+/// Reserve the texture's page range (if `own_range`) and its mip tail's bytes. The
+/// texture's range is kept while the layout fits in it (a reopen after invalidation, or a
+/// replacement no larger); otherwise a new range is allocated.
 fn reserve(
     engine: &Engine,
     host: &mut HostState,
@@ -373,6 +470,7 @@ fn reserve(
     generation: u32,
     source: &Arc<dyn ImageSource>,
     layout: &TextureLayout,
+    own_range: bool,
 ) -> Reserve {
     let Some(record) = host.resources.get(texture) else {
         return Reserve::Stale;
@@ -382,6 +480,8 @@ fn reserve(
         return Reserve::Stale;
     }
     let start = match record.start_page {
+        // A texture sharing another's tiles needs no range (`duplicates`).
+        _ if !own_range => 0,
         Some(p) if layout.num_pages <= record.range_pages => p,
         _ => match host.space.allocate_tiles(layout.num_pages, &source.name()) {
             Ok(p) => {

@@ -75,6 +75,8 @@ pub(crate) struct HostState {
     pub counters: Stats,
     /// Reused pull buffers.
     pub pull: PullResult,
+    /// Open textures holding their own tiles, by content key (duplicate sharing).
+    pub duplicates: super::duplicates::DuplicateIndex,
 }
 
 impl HostState {
@@ -93,6 +95,7 @@ impl HostState {
             cancel_through: 0,
             counters: Stats::default(),
             pull: PullResult::default(),
+            duplicates: Default::default(),
         }
     }
 
@@ -174,6 +177,13 @@ impl HostState {
         tracing::error!(texture = texture.0, "{error}");
         let fallback = record.desc.fallback_color;
         record.state = TextureState::Failed(error);
+        // No longer a texture others may share tiles with (`duplicates`).
+        if let Some(key) = record.duplicate_key.take() {
+            self.duplicates.remove(&key, texture);
+        }
+        if record.tiles_of.take().is_some() {
+            self.counters.textures_sharing_tiles -= 1;
+        }
         self.counters.failed_textures += 1;
         self.publish_fallback(layout, texture, fallback);
     }
@@ -197,6 +207,7 @@ impl HostState {
             tiles_coalesced: counts.tiles_coalesced,
             coalesced_pages: r.coalesced_pages(),
             shared_constant_tiles: r.shared_tiles(),
+
             ..self.counters.clone()
         }
     }

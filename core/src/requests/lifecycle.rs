@@ -14,7 +14,8 @@
 //! - the record goes back to "unopened": the next lookup requests its sampler, and the
 //!   source is opened again (its size and format may have changed). The tile range is
 //!   reused if the new layout fits in it, otherwise a new range is allocated and the old
-//!   one keeps routing to nothing ([`crate::resources::Route::Stale`]).
+//!   one keeps routing to nothing ([`crate::resources::Route::Stale`]);
+//! - textures sharing its tiles (`super::duplicates`) have their contents dropped too.
 
 use super::engine::Engine;
 use super::host_state::{HostState, Pending};
@@ -167,6 +168,8 @@ impl Engine {
         };
         record.generation = record.generation.wrapping_add(1);
         record.state = TextureState::Unopened;
+        let shared_from = record.tiles_of.take();
+        let owned_key = record.duplicate_key.take();
         let sampler = record.sampler.take();
         let mip_tail = record.mip_tail.take();
         let layout = record.layout.take();
@@ -188,6 +191,24 @@ impl Engine {
         }
         host.counters.virtual_bytes = host.counters.virtual_bytes.saturating_sub(level0_bytes);
         host.residency.reclaim_retired(&self.epochs);
+
+        // Duplicate sharing: a sharer leaves its owner alone; an owner's sharers sample its
+        // pages, so their contents go too (they open again, and share or own then).
+        if shared_from.is_some() {
+            host.counters.textures_sharing_tiles -= 1;
+        }
+        if let Some(key) = owned_key {
+            host.duplicates.remove(&key, texture);
+            let sharers: Vec<TextureId> = host
+                .resources
+                .iter()
+                .filter(|(_, r)| r.tiles_of == Some(texture))
+                .map(|(t, _)| t)
+                .collect();
+            for sharer in sharers {
+                self.drop_contents(host, sharer)?;
+            }
+        }
         Ok(())
     }
 }

@@ -10,6 +10,7 @@
 //! (fills in the calling thread), `lifecycle`.
 
 pub(crate) mod blocking;
+pub(crate) mod duplicates;
 pub(crate) mod engine;
 pub(crate) mod file_tiles;
 pub(crate) mod fill;

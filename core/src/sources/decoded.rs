@@ -213,6 +213,13 @@ impl ImageSource for DecodedImageSource {
         self.path.display().to_string()
     }
 
+    fn content_identity(&self) -> Option<crate::sources::ContentIdentity> {
+        Some(crate::sources::ContentIdentity {
+            file: self.path.clone(),
+            reading: "decoded image".into(),
+        })
+    }
+
     /// Reads the header only; every `open` after the first drops what was decoded, so
     /// the next read decodes the file now at the path.
     fn open(&self) -> Result<ImageInfo, SourceError> {

@@ -31,6 +31,7 @@ pub mod exr;
 pub mod fault;
 mod file_backed;
 pub mod float_image;
+pub mod identity;
 pub(crate) mod inflate;
 pub mod limits;
 pub mod memory;
@@ -46,6 +47,7 @@ pub use decoded::DecodedImageSource;
 pub use detect::{file_source, FileFormat};
 pub use exr::{ChannelSelection, ExrOptions, ExrSource, FileHandles};
 pub use float_image::FloatImage;
+pub use identity::ContentIdentity;
 pub use limits::SizeLimits;
 pub use memory::InMemoryImage;
 pub use procedural::{Checkerboard, FunctionImage, Mandelbrot, Noise, LEVEL_COLORS};
@@ -193,6 +195,15 @@ pub trait ImageSource: Send + Sync {
     /// floats flushes denormals to zero. Default: false.
     fn texels_are_words(&self) -> bool {
         false
+    }
+
+    /// Which file the texels come from and how they are read, when they come from a file
+    /// unchanged ([`identity`]): textures whose identities hold the same content share
+    /// their tiles (`LoaderOptions::share_duplicate_textures`). `None` (the default) for
+    /// sources whose texels are not a file's alone (procedural, in memory, callbacks,
+    /// fault injection): such a texture never shares.
+    fn content_identity(&self) -> Option<ContentIdentity> {
+        None
     }
 
     /// The texture's average colour, if the source knows it cheaply. `None` (the default)

@@ -2,6 +2,7 @@
 //! sampler record. Pure data and arithmetic; nothing here touches pages or memory.
 
 pub mod desc;
+pub mod duplicate_key;
 pub mod format;
 pub mod layout;
 pub mod sampler;
@@ -9,6 +10,7 @@ pub mod sampler;
 pub use desc::{
     AddressMode, FilterMode, MipFilter, TextureDesc, DEFAULT_FALLBACK_COLOR, MAX_ANISOTROPY,
 };
+pub use duplicate_key::DuplicateKey;
 pub use format::{TexelFormat, TexelType};
 pub use layout::{
     full_mip_levels, mip_level_size, LevelLayout, PageContent, TextureLayout, TileRegion,

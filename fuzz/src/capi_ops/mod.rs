@@ -185,6 +185,7 @@ fn loader_options(b: &mut Bytes) -> DtexLoaderOptions {
     options.eviction = raw % 4;
     options.coalesce_constant_tiles = (raw >> 2) % 3;
     options.fill_by_file_tile = (raw >> 4) % 3;
+    options.share_duplicate_textures = (raw >> 6) % 3;
     options
 }
 

@@ -560,6 +560,17 @@ impl ImageSource for ExrSource {
         self.path.display().to_string()
     }
 
+    /// The file, its part and the channels served.
+    fn content_identity(&self) -> Option<crate::sources::ContentIdentity> {
+        Some(crate::sources::ContentIdentity {
+            file: self.path.clone(),
+            reading: format!(
+                "OpenEXR part {} channels {:?}",
+                self.options.part, self.options.channels
+            ),
+        })
+    }
+
     /// The tile size of a tiled file's stored levels (a read decodes only the tiles it
     /// covers); `None` for scan-line files and generated levels.
     fn file_tile(&self, level: u32) -> Option<(u32, u32)> {

@@ -346,6 +346,13 @@ impl ImageSource for TiffSource {
         self.path().display().to_string()
     }
 
+    fn content_identity(&self) -> Option<crate::sources::ContentIdentity> {
+        Some(crate::sources::ContentIdentity {
+            file: self.path().to_path_buf(),
+            reading: "TIFF".into(),
+        })
+    }
+
     /// The first call describes the file parsed so far (or parses it); every later call
     /// parses the file now at the path anew.
     fn open(&self) -> Result<ImageInfo, SourceError> {

@@ -1,0 +1,216 @@
+//! Content identity: whether two sources serve the same texels, for duplicate-texture
+//! sharing (`LoaderOptions::share_duplicate_textures`).
+//!
+//! A file-backed source names its file and how it reads it ([`ContentIdentity`]). Two
+//! sources serve the same texels when they read the same way and their files hold the
+//! same bytes: the same file (Unix: one inode, however many paths, links or UDIM
+//! spellings reach it), or two files of one length whose bytes hash alike
+//! ([`same_content`]). The engine asks only about textures whose layout, format and mip
+//! tail already match, so hashing reads both files once, and only for likely copies.
+//!
+//! The hash is XXH3-128 over the whole file (`xxhash-rust`): two different files of the
+//! same length collide with probability about 2^-128. It is remembered per file version
+//! ([`FileIdentity`]: inode, length, modification time) in a [`DigestCache`], so a file
+//! is read for it at most once while it stays unchanged.
+
+use super::exr::FileIdentity;
+use super::SourceError;
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Which bytes a source's texels come from, and how it reads them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ContentIdentity {
+    /// The file the texels are read from.
+    pub file: PathBuf,
+    /// How they are read (the format and the source's options that change texels: an
+    /// EXR part and channel selection, say). Sources reading one file differently give
+    /// different strings.
+    pub reading: String,
+}
+
+/// Read in pieces of this size while hashing.
+const HASH_CHUNK: usize = 1 << 20;
+
+/// The XXH3-128 hash of every byte of `file`, and the file version it was taken from (so
+/// that a file changed while it was read is not believed).
+fn hash_file(path: &Path) -> Result<(FileIdentity, u128, u64), SourceError> {
+    let err =
+        |what: &str, e: std::io::Error| SourceError(format!("{}: {what}: {e}", path.display()));
+    let mut file = std::fs::File::open(path).map_err(|e| err("opening to hash", e))?;
+    let before = FileIdentity::of(&file.metadata().map_err(|e| err("metadata", e))?);
+    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+    let mut buf = vec![0u8; HASH_CHUNK];
+    let mut total = 0u64;
+    loop {
+        let n = file.read(&mut buf).map_err(|e| err("reading to hash", e))?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+        total += n as u64;
+    }
+    let after = FileIdentity::of(&file.metadata().map_err(|e| err("metadata", e))?);
+    if after != before || total != before.len {
+        return Err(SourceError(format!(
+            "{}: the file changed while it was hashed",
+            path.display()
+        )));
+    }
+    Ok((before, hasher.digest128(), total))
+}
+
+/// Which file a hash is remembered for: its inode (Unix: however many paths name it),
+/// else its path.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum FileKey {
+    Node(u64, u64),
+    Path(PathBuf),
+}
+
+impl FileKey {
+    fn of(path: &Path, id: &FileIdentity) -> FileKey {
+        if cfg!(unix) {
+            FileKey::Node(id.node.0, id.node.1)
+        } else {
+            FileKey::Path(path.to_path_buf())
+        }
+    }
+}
+
+/// One file's hash and the version it was taken from; locked while the file is hashed, so
+/// that threads asking for it at once read it once.
+type Slot = Arc<Mutex<Option<(FileIdentity, u128)>>>;
+
+/// File hashes by file version: each unchanged file is hashed once.
+#[derive(Default)]
+pub struct DigestCache {
+    hashes: Mutex<HashMap<FileKey, Slot>>,
+    bytes_hashed: std::sync::atomic::AtomicU64,
+}
+
+impl DigestCache {
+    /// The hash of the file at `path` as it is now: from the cache while the file keeps
+    /// its version, else read and remembered.
+    fn hash(&self, path: &Path, now: &FileIdentity) -> Result<u128, SourceError> {
+        let slot = self
+            .hashes
+            .lock()
+            .entry(FileKey::of(path, now))
+            .or_default()
+            .clone();
+        let mut slot = slot.lock();
+        if let Some((id, h)) = &*slot {
+            if id == now {
+                return Ok(*h);
+            }
+        }
+        let (id, h, read) = hash_file(path)?;
+        self.bytes_hashed
+            .fetch_add(read, std::sync::atomic::Ordering::Relaxed);
+        if &id != now {
+            return Err(SourceError(format!(
+                "{}: the file changed while it was compared",
+                path.display()
+            )));
+        }
+        *slot = Some((id, h));
+        Ok(h)
+    }
+
+    /// Bytes of files read to hash them so far.
+    pub fn bytes_hashed(&self) -> u64 {
+        self.bytes_hashed.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+/// Whether sources with identities `a` and `b` serve the same texels: they read alike,
+/// and their files are one file or hold the same bytes (hashed through `cache`). An error
+/// (a file gone or changing) means "not known to be the same".
+pub fn same_content(
+    a: &ContentIdentity,
+    b: &ContentIdentity,
+    cache: &DigestCache,
+) -> Result<bool, SourceError> {
+    if a.reading != b.reading {
+        return Ok(false);
+    }
+    let meta = |p: &Path| {
+        std::fs::metadata(p)
+            .map(|m| FileIdentity::of(&m))
+            .map_err(|e| SourceError(format!("{}: {e}", p.display())))
+    };
+    let (ia, ib) = (meta(&a.file)?, meta(&b.file)?);
+    if cfg!(unix) && ia.same_file(&ib) {
+        return Ok(true);
+    }
+    if ia.len != ib.len {
+        return Ok(false);
+    }
+    Ok(cache.hash(&a.file, &ia)? == cache.hash(&b.file, &ib)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dir() -> PathBuf {
+        let d = std::env::temp_dir().join(format!("demandtex-identity-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    fn id(file: &Path, reading: &str) -> ContentIdentity {
+        ContentIdentity {
+            file: file.to_path_buf(),
+            reading: reading.into(),
+        }
+    }
+
+    #[test]
+    fn copies_and_links_are_the_same_and_one_changed_byte_is_not() {
+        let d = dir();
+        let bytes: Vec<u8> = (0..3_000_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        let (a, b, c) = (d.join("a.bin"), d.join("b.bin"), d.join("c.bin"));
+        std::fs::write(&a, &bytes).unwrap();
+        std::fs::write(&b, &bytes).unwrap();
+        let mut changed = bytes.clone();
+        changed[2_999_999] ^= 1;
+        std::fs::write(&c, &changed).unwrap();
+        let cache = DigestCache::default();
+        assert!(same_content(&id(&a, "exr"), &id(&b, "exr"), &cache).unwrap());
+        assert_eq!(cache.bytes_hashed(), 6_000_000, "both copies read once");
+        assert!(!same_content(&id(&a, "exr"), &id(&c, "exr"), &cache).unwrap());
+        assert_eq!(cache.bytes_hashed(), 9_000_000, "a's hash remembered");
+        assert!(
+            !same_content(&id(&a, "exr part 0"), &id(&b, "exr part 1"), &cache).unwrap(),
+            "read differently"
+        );
+        // A shorter file: told apart by its length, without reading.
+        let short = d.join("short.bin");
+        std::fs::write(&short, &bytes[..10]).unwrap();
+        assert!(!same_content(&id(&a, "exr"), &id(&short, "exr"), &cache).unwrap());
+        assert_eq!(cache.bytes_hashed(), 9_000_000);
+        #[cfg(unix)]
+        {
+            let link = d.join("link.bin");
+            let _ = std::fs::remove_file(&link);
+            std::os::unix::fs::symlink(&c, &link).unwrap();
+            assert!(same_content(&id(&c, "exr"), &id(&link, "exr"), &cache).unwrap());
+            assert_eq!(cache.bytes_hashed(), 9_000_000, "one inode: nothing read");
+        }
+        // A file rewritten since it was hashed is hashed again.
+        std::fs::write(&b, &changed[..2_999_000]).unwrap();
+        std::fs::write(&b, &changed).unwrap();
+        let before = cache.bytes_hashed();
+        let now = same_content(&id(&c, "exr"), &id(&b, "exr"), &cache).unwrap();
+        assert!(now, "b now holds c's bytes");
+        assert!(cache.bytes_hashed() > before);
+        let missing = d.join("missing.bin");
+        assert!(same_content(&id(&a, "exr"), &id(&missing, "exr"), &cache).is_err());
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+}
