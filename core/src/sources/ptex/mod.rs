@@ -36,6 +36,7 @@
 //! its sections: [`header`] (§1, §2, §17), [`faces`] (§3, §6 rfaceids), [`levels`] (§5, §6,
 //! §8), `decode` (§7), [`values`] (§9, §11, §12, §15), [`meta`] (§10), [`edits`] (§14).
 
+mod checkpoints;
 mod decode;
 mod decode_cache;
 pub use decode_cache::{

@@ -22,12 +22,13 @@
 //! a unit of exactly one page has a page of its own and no bitmap. A blocking cache fills
 //! such pages unit by unit as lookups need them (`docs/PTEX.md`).
 //!
-//! Locating a unit walks at most [`CHECKPOINT`] − 1 faces from a checkpoint kept every
-//! [`CHECKPOINT`] faces of each group (every face of the full-resolution group), from the
-//! group's first face to its last, so a resolution only a few faces have costs a few
-//! checkpoints; filling a page walks its units from the first one starting on it,
-//! recorded per page.
+//! Locating a unit walks from a checkpoint kept every [`CHECKPOINT`] faces of each group
+//! (every face of the full-resolution group), or, where a group's units are few among
+//! many faces, every [`CHECKPOINT`] units (`super::checkpoints`), so the index is in
+//! proportion to the units; filling a page walks its units from the first one starting
+//! on it, recorded per page.
 
+use super::checkpoints::{CheckpointBuilder, Checkpoints};
 use super::faces::{FaceInfo, Res};
 use super::header::MeshType;
 use super::pages::MAX_PAGES;
@@ -256,19 +257,18 @@ fn too_many_pages(pages: std::fmt::Arguments, faces: impl std::fmt::Display) -> 
 }
 
 /// A position in a group's stream.
-#[derive(Clone, Copy, Debug, Default)]
-struct Cursor {
-    page: u32,
-    offset: u32,
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct Cursor {
+    pub page: u32,
+    pub offset: u32,
 }
 
 struct Group {
     key: GroupKey,
     /// The group's first face (the first with a unit in it).
     first: u32,
-    /// The cursor before face `first + stride * i` (`GroupKey::checkpoint_stride`), up to
-    /// the group's last face.
-    checkpoints: Vec<Cursor>,
+    /// Where walks to its units start (`GroupKey::checkpoint_stride` apart).
+    checkpoints: Checkpoints,
 }
 
 /// The packing of one file's units into pages (module documentation).
@@ -382,19 +382,14 @@ impl PackLayout {
     /// Pack group `key`'s units after the units packed so far; an error if one of them
     /// lies past the last of [`MAX_PAGES`] pages (nothing is recorded for it).
     fn add_group(&mut self, key: GroupKey) -> Result<(), String> {
-        let stride = key.checkpoint_stride();
         let group = self.groups.len() as u32;
-        let mut checkpoints = Vec::new();
+        let mut checkpoints = CheckpointBuilder::new(key.checkpoint_stride());
         let (mut first, mut last) = (None, 0);
         for face in 0..self.faces.len() as u32 {
             let res = self.unit_res(face, key);
-            let first = match first {
-                Some(first) => first,
-                None if res.is_some() => *first.insert(face),
-                None => continue,
-            };
-            if (face - first) as usize % stride == 0 {
-                checkpoints.push(self.cursor);
+            checkpoints.face(face, self.cursor, res.is_some());
+            if res.is_some() && first.is_none() {
+                first = Some(face);
             }
             let Some(res) = res else {
                 continue;
@@ -424,11 +419,9 @@ impl PackLayout {
                 }
             }
         }
-        let Some(first) = first else {
+        let (Some(first), Some(checkpoints)) = (first, checkpoints.finish(last)) else {
             return Ok(());
         };
-        checkpoints.truncate((last - first) as usize / stride + 1);
-        checkpoints.shrink_to_fit();
         match key {
             GroupKey::Full => self.full = Some(group),
             GroupKey::Reduced(res) => {
@@ -528,11 +521,7 @@ impl PackLayout {
     /// Bytes of the index that finds units: the groups' checkpoints and the per-page
     /// records (not the layout's copy of the face table, nor the file's own tilings).
     pub fn index_bytes(&self) -> usize {
-        let checkpoints: usize = self
-            .groups
-            .iter()
-            .map(|g| std::mem::size_of_val(g.checkpoints.as_slice()))
-            .sum();
+        let checkpoints: usize = self.groups.iter().map(|g| g.checkpoints.bytes()).sum();
         checkpoints
             + std::mem::size_of_val(self.page_first.as_slice())
             + std::mem::size_of_val(self.useful.as_slice())
@@ -550,10 +539,7 @@ impl PackLayout {
         let key = GroupKey::of(f.res, res);
         self.unit_res(face, key)?;
         let group = &self.groups[self.group_index(key)? as usize];
-        let stride = key.checkpoint_stride();
-        let k = face.checked_sub(group.first)? as usize / stride;
-        let from = group.first + (k * stride) as u32;
-        let mut cur = *group.checkpoints.get(k)?;
+        let (from, mut cur) = group.checkpoints.before(face)?;
         if from == face {
             return Some(self.place(&mut cur, face, res));
         }

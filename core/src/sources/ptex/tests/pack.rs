@@ -206,6 +206,38 @@ fn triangles_share_the_group_of_each_square_resolution() {
 }
 
 #[test]
+fn large_faces_at_both_ends_of_many_small_ones_cost_checkpoints_per_unit() {
+    // Every reduced resolution of the two 1024×1024 faces spans all 5,000 faces between
+    // them, with two units: a checkpoint every 8 faces of that span, for each of 120
+    // reductions, took 120 bytes a face; the sparse form keeps two per reduction.
+    let n = 5_000;
+    let mut faces = vec![face(Res::new(10, 10), false)];
+    faces.extend(std::iter::repeat_n(face(Res::new(1, 1), false), n));
+    faces.push(face(Res::new(10, 10), false));
+    let layout = PackLayout::new(&faces, MeshType::Quad, 1, HashMap::new()).unwrap();
+    assert!(
+        layout.index_bytes() < 16 * faces.len(),
+        "{} bytes of index for {} faces",
+        layout.index_bytes(),
+        faces.len()
+    );
+    let last = faces.len() as u32 - 1;
+    for res in [
+        Res::new(10, 10),
+        Res::new(9, 3),
+        Res::new(0, 5),
+        Res::new(1, 1),
+    ] {
+        let (a, b) = (
+            layout.locate(0, res).unwrap(),
+            layout.locate(last, res).unwrap(),
+        );
+        assert!(b.page > a.page || b.offset > a.offset, "{res:?}");
+    }
+    check_every_unit("both ends", &layout, &faces, MeshType::Quad);
+}
+
+#[test]
 fn a_resolution_few_faces_have_costs_few_checkpoints() {
     // 20,000 small faces and one large one: the large one's reduced resolutions have one
     // face each, and one checkpoint each (a checkpoint every 8 faces of the whole file,
