@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{render, Query};
+use common::{render, Query, TestDir};
 use demandtex::sources::exr::{write_mip_exr, Compression, WriteOptions};
 use demandtex::sources::{file_source, FloatImage};
 use demandtex::textures::{AddressMode, FilterMode, MipFilter, TextureDesc};
@@ -14,29 +14,6 @@ use demandtex::{Loader, LoaderOptions, SampleOptions, TextureCache, TextureId};
 use std::path::{Path, PathBuf};
 
 const SIZE: u32 = 512;
-
-/// A directory of its own for one test (removed when dropped).
-struct Dir(PathBuf);
-
-impl Dir {
-    fn new(tag: &str) -> Dir {
-        let d =
-            std::env::temp_dir().join(format!("demandtex-duplicates-{}-{tag}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        Dir(d)
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// Version `v` of the image: the versions differ at texel (7, 9) only.
 fn image(v: u32) -> FloatImage {
@@ -65,9 +42,17 @@ fn write(path: &Path, v: u32, compression: Compression) {
     write_mip_exr(path, &image(v), &options, None).unwrap();
 }
 
+/// `a.exr`, version `v`, and `b.exr`, a copy of its bytes.
+fn file_and_copy(dir: &TestDir, v: u32) -> [PathBuf; 2] {
+    let (a, b) = (dir.path("a.exr"), dir.path("b.exr"));
+    write(&a, v, Compression::Zip);
+    std::fs::copy(&a, &b).unwrap();
+    [a, b]
+}
+
 /// The set: `a.exr`; `copy.exr`, its bytes; `link.exr`, a hard link to it (Unix);
 /// `other.exr`, another version; `plain.exr`, a's texels stored uncompressed (other bytes).
-fn write_set(dir: &Dir) -> Vec<PathBuf> {
+fn write_set(dir: &TestDir) -> Vec<PathBuf> {
     let a = dir.path("a.exr");
     write(&a, 1, Compression::Zip);
     std::fs::copy(&a, dir.path("copy.exr")).unwrap();
@@ -143,7 +128,7 @@ fn create(loader: &Loader, files: &[PathBuf]) -> Vec<TextureId> {
 
 #[test]
 fn copies_and_links_share_tiles_and_sample_as_without() {
-    let dir = Dir::new("share");
+    let dir = TestDir::new("duplicates", "share");
     let files = write_set(&dir);
     let run = |share: bool| {
         let loader = Loader::new(options(share)).unwrap();
@@ -195,14 +180,20 @@ fn copies_and_links_share_tiles_and_sample_as_without() {
     }
 }
 
+/// Of two textures, the one holding its own tiles, and the other.
+fn owner_and_other(loader: &Loader, t: &[TextureId]) -> (TextureId, TextureId) {
+    let owner = t
+        .iter()
+        .copied()
+        .find(|&x| loader.shares_tiles_of(x).is_none())
+        .unwrap();
+    (owner, t.iter().copied().find(|&x| x != owner).unwrap())
+}
+
 #[test]
 fn an_owner_dropped_takes_its_sharers_along_and_they_share_again() {
-    let dir = Dir::new("drop");
-    let a = dir.path("a.exr");
-    write(&a, 1, Compression::Zip);
-    let b = dir.path("b.exr");
-    std::fs::copy(&a, &b).unwrap();
-    let files = [a, b];
+    let dir = TestDir::new("duplicates", "drop");
+    let files = file_and_copy(&dir, 1);
     let loader = Loader::new(options(true)).unwrap();
     let t: Vec<TextureId> = files
         .iter()
@@ -216,12 +207,7 @@ fn an_owner_dropped_takes_its_sharers_along_and_they_share_again() {
     let first = render(&loader, &q, 2, 16);
     assert!(first.converged);
     assert_eq!(loader.stats().textures_sharing_tiles, 1);
-    let owner = t
-        .iter()
-        .copied()
-        .find(|&x| loader.shares_tiles_of(x).is_none())
-        .unwrap();
-    let sharer = t.iter().copied().find(|&x| x != owner).unwrap();
+    let (owner, sharer) = owner_and_other(&loader, &t);
     assert_eq!(loader.shares_tiles_of(sharer), Some(owner));
 
     // Invalidating the owner drops the sharer's contents too; both open again, and one
@@ -235,12 +221,7 @@ fn an_owner_dropped_takes_its_sharers_along_and_they_share_again() {
     assert_eq!(loader.stats().textures_sharing_tiles, 1);
 
     // Unloading the owner: the other opens again on its own and samples the same.
-    let owner = t
-        .iter()
-        .copied()
-        .find(|&x| loader.shares_tiles_of(x).is_none())
-        .unwrap();
-    let other = t.iter().copied().find(|&x| x != owner).unwrap();
+    let (owner, other) = owner_and_other(&loader, &t);
     loader.unload_texture(owner).unwrap();
     let q_other = queries(&[other]);
     let alone = render(&loader, &q_other, 2, 16);
@@ -267,11 +248,8 @@ fn an_owner_dropped_takes_its_sharers_along_and_they_share_again() {
 
 #[test]
 fn blocking_lookups_of_copies_read_their_tiles_once() {
-    let dir = Dir::new("cache");
-    let a = dir.path("a.exr");
-    write(&a, 3, Compression::Zip);
-    let b = dir.path("b.exr");
-    std::fs::copy(&a, &b).unwrap();
+    let dir = TestDir::new("duplicates", "cache");
+    let [a, b] = file_and_copy(&dir, 3);
     let run = |share: bool| {
         let cache = TextureCache::new(options(share)).unwrap();
         let o = SampleOptions::default();

@@ -19,12 +19,12 @@
 
 mod common;
 
-use common::{render, Query};
+use common::{render, Query, TestDir};
 use demandtex::sources::exr::{write_mip_exr, Compression, WriteOptions};
 use demandtex::sources::{ExrOptions, ExrSource, FileHandles, FloatImage};
 use demandtex::textures::{FilterMode, MipFilter, TextureDesc};
 use demandtex::{Loader, LoaderOptions, SampleOptions, TextureCache, TextureId};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -45,31 +45,6 @@ fn image(v: u32, (w, h): (u32, u32)) -> FloatImage {
         }
     }
     img
-}
-
-/// A directory of its own for one test (removed when dropped).
-struct Dir(PathBuf);
-
-impl Dir {
-    fn new(tag: &str) -> Dir {
-        let d = std::env::temp_dir().join(format!(
-            "demandtex-file-changes-{}-{tag}",
-            std::process::id()
-        ));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        Dir(d)
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 /// Write version `v` of size `size` to `path` (to a temporary file renamed over `path`).
@@ -186,7 +161,7 @@ fn error_of(cache: &TextureCache, tex: TextureId) -> String {
 
 #[test]
 fn a_rewrite_in_place_never_tears_a_page_and_invalidate_serves_it() {
-    let dir = Dir::new("in-place");
+    let dir = TestDir::new("file-changes", "in-place");
     let (live, v2) = (dir.path("live.exr"), dir.path("v2.exr"));
     let size = (512, 512);
     write(&live, 1, size, &misaligned());
@@ -224,7 +199,7 @@ fn a_rewrite_in_place_never_tears_a_page_and_invalidate_serves_it() {
 
 #[test]
 fn a_truncated_file_fails_what_was_not_resident_and_invalidate_recovers() {
-    let dir = Dir::new("truncated");
+    let dir = TestDir::new("file-changes", "truncated");
     let live = dir.path("live.exr");
     let size = (640, 384);
     write(&live, 1, size, &WriteOptions::default());
@@ -274,7 +249,7 @@ fn a_truncated_file_fails_what_was_not_resident_and_invalidate_recovers() {
 
 #[test]
 fn a_file_replaced_by_rename_is_served_whole_until_reopened() {
-    let dir = Dir::new("renamed");
+    let dir = TestDir::new("file-changes", "renamed");
     let live = dir.path("live.exr");
     let size = (512, 512);
     write(&live, 1, size, &misaligned());
@@ -300,7 +275,7 @@ fn a_file_replaced_by_rename_is_served_whole_until_reopened() {
 
 #[test]
 fn multipass_invalidate_serves_a_file_rewritten_in_place_with_another_size() {
-    let dir = Dir::new("multipass");
+    let dir = TestDir::new("file-changes", "multipass");
     let (live, v2) = (dir.path("live.exr"), dir.path("v2.exr"));
     let (size1, size2) = ((700, 500), (260, 900));
     write(&live, 1, size1, &WriteOptions::default());

@@ -252,3 +252,29 @@ pub fn render(loader: &Loader, queries: &[Query], threads: usize, max_launches: 
         peak_resident_bytes: peak,
     }
 }
+
+/// A directory of its own for one test, under the system's temporary folder, named by the
+/// suite, the process and the test's tag (removed when dropped).
+pub struct TestDir(pub std::path::PathBuf);
+
+impl TestDir {
+    /// A fresh, empty directory for test `tag` of `suite`.
+    pub fn new(suite: &str, tag: &str) -> TestDir {
+        let d =
+            std::env::temp_dir().join(format!("demandtex-{suite}-{}-{tag}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        TestDir(d)
+    }
+
+    /// `name` inside it.
+    pub fn path(&self, name: &str) -> std::path::PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for TestDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}

@@ -205,6 +205,19 @@ fn triangles_share_the_group_of_each_square_resolution() {
     check_every_unit("triangles", &layout, &faces, MeshType::Triangle);
 }
 
+/// The quad layout of `faces` (1 byte a texel), checked to index them in under 16 bytes a
+/// face.
+fn layout_with_a_small_index(faces: &[FaceInfo]) -> PackLayout {
+    let layout = PackLayout::new(faces, MeshType::Quad, 1, HashMap::new()).unwrap();
+    assert!(
+        layout.index_bytes() < 16 * faces.len(),
+        "{} bytes of index for {} faces",
+        layout.index_bytes(),
+        faces.len()
+    );
+    layout
+}
+
 #[test]
 fn large_faces_at_both_ends_of_many_small_ones_cost_checkpoints_per_unit() {
     // Every reduced resolution of the two 1024×1024 faces spans all 5,000 faces between
@@ -214,13 +227,7 @@ fn large_faces_at_both_ends_of_many_small_ones_cost_checkpoints_per_unit() {
     let mut faces = vec![face(Res::new(10, 10), false)];
     faces.extend(std::iter::repeat_n(face(Res::new(1, 1), false), n));
     faces.push(face(Res::new(10, 10), false));
-    let layout = PackLayout::new(&faces, MeshType::Quad, 1, HashMap::new()).unwrap();
-    assert!(
-        layout.index_bytes() < 16 * faces.len(),
-        "{} bytes of index for {} faces",
-        layout.index_bytes(),
-        faces.len()
-    );
+    let layout = layout_with_a_small_index(&faces);
     let last = faces.len() as u32 - 1;
     for res in [
         Res::new(10, 10),
@@ -246,13 +253,7 @@ fn a_resolution_few_faces_have_costs_few_checkpoints() {
     let mut faces = vec![face(Res::new(1, 1), false); n];
     faces.push(face(Res::new(10, 10), false));
     faces.push(face(Res::new(1, 1), false));
-    let layout = PackLayout::new(&faces, MeshType::Quad, 1, HashMap::new()).unwrap();
-    assert!(
-        layout.index_bytes() < 16 * faces.len(),
-        "{} bytes of index for {} faces",
-        layout.index_bytes(),
-        faces.len()
-    );
+    let layout = layout_with_a_small_index(&faces);
     // The walks from the checkpoints still find every unit the pages list.
     for (f, res) in [
         (n as u32, Res::new(10, 10)),
