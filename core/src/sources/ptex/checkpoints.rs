@@ -48,6 +48,14 @@ impl Checkpoints {
         }
     }
 
+    /// The group's first face (the first with a unit in it): its first checkpoint's.
+    pub fn first_face(&self) -> u32 {
+        match self {
+            Checkpoints::Dense { first, .. } => *first,
+            Checkpoints::Sparse(points) => points.first().map_or(0, |&(f, _)| f),
+        }
+    }
+
     /// Bytes held.
     pub fn bytes(&self) -> usize {
         match self {
@@ -168,6 +176,7 @@ mod tests {
         assert_eq!(c.before(0), None, "before the first unit (face 1)");
         assert_eq!(c.before(1).map(|(f, p)| (f, p.page)), Some((1, 1)));
         assert_eq!(c.before(20).map(|(f, p)| (f, p.page)), Some((17, 17)));
+        assert_eq!(c.first_face(), 1);
     }
 
     #[test]
@@ -190,6 +199,7 @@ mod tests {
             }
         }
         assert_eq!(c.before(2), Some((0, cur(0))));
+        assert_eq!(c.first_face(), 0);
     }
 
     #[test]

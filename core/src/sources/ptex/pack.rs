@@ -265,8 +265,6 @@ pub(super) struct Cursor {
 
 struct Group {
     key: GroupKey,
-    /// The group's first face (the first with a unit in it).
-    first: u32,
     /// Where walks to its units start (`GroupKey::checkpoint_stride` apart).
     checkpoints: Checkpoints,
 }
@@ -384,13 +382,10 @@ impl PackLayout {
     fn add_group(&mut self, key: GroupKey) -> Result<(), String> {
         let group = self.groups.len() as u32;
         let mut checkpoints = CheckpointBuilder::new(key.checkpoint_stride());
-        let (mut first, mut last) = (None, 0);
+        let mut last = 0;
         for face in 0..self.faces.len() as u32 {
             let res = self.unit_res(face, key);
             checkpoints.face(face, self.cursor, res.is_some());
-            if res.is_some() && first.is_none() {
-                first = Some(face);
-            }
             let Some(res) = res else {
                 continue;
             };
@@ -419,7 +414,7 @@ impl PackLayout {
                 }
             }
         }
-        let (Some(first), Some(checkpoints)) = (first, checkpoints.finish(last)) else {
+        let Some(checkpoints) = checkpoints.finish(last) else {
             return Ok(());
         };
         match key {
@@ -430,11 +425,7 @@ impl PackLayout {
                 }
             }
         }
-        self.groups.push(Group {
-            key,
-            first,
-            checkpoints,
-        });
+        self.groups.push(Group { key, checkpoints });
         Ok(())
     }
 
@@ -577,7 +568,7 @@ impl PackLayout {
             let from = if g == g0 as usize {
                 face0
             } else {
-                self.groups[g].first
+                self.groups[g].checkpoints.first_face()
             };
             for face in from..self.faces.len() as u32 {
                 let Some(res) = self.unit_res(face, key) else {
