@@ -289,15 +289,15 @@ pub(crate) fn init_texture(engine: &Engine, texture: TextureId, generation: u32)
     };
     let (tail, owner, start_page) = match identity {
         None => {
-            let start_page = {
-                let mut host = engine.host.lock();
-                match reserve(
-                    engine, &mut host, texture, generation, &source, &layout, true,
-                ) {
-                    Reserve::Ok(p) => p,
-                    Reserve::Later | Reserve::Stale => return,
-                    Reserve::Fail(msg) => return host.fail_texture(&engine.layout, texture, msg),
-                }
+            let Some(start_page) = reserve(
+                engine,
+                &mut engine.host.lock(),
+                (texture, generation),
+                &source,
+                &layout,
+                true,
+            ) else {
+                return;
             };
             let tail = read_tail(&source, &layout);
             if !tail.ready() {
@@ -326,13 +326,17 @@ pub(crate) fn init_texture(engine: &Engine, texture: TextureId, generation: u32)
                 owner = owner.filter(|o| host.owns_tiles(o, &key));
             }
             let own_range = owner.is_none();
-            let start_page = match reserve(
-                engine, &mut host, texture, generation, &source, &layout, own_range,
-            ) {
-                Reserve::Ok(p) => owner.map_or(p, |o| o.start_page),
-                Reserve::Later | Reserve::Stale => return,
-                Reserve::Fail(msg) => return host.fail_texture(&engine.layout, texture, msg),
+            let Some(own_start) = reserve(
+                engine,
+                &mut host,
+                (texture, generation),
+                &source,
+                &layout,
+                own_range,
+            ) else {
+                return;
             };
+            let start_page = owner.map_or(own_start, |o| o.start_page);
             if own_range {
                 host.register_owner(texture, key);
             }
@@ -452,32 +456,23 @@ fn tail_not_read(
     }
 }
 
-enum Reserve {
-    Ok(u32),
-    Later,
-    Fail(String),
-    /// The texture's contents were dropped since the fill started: nothing was reserved.
-    Stale,
-}
-
-/// Reserve the texture's page range (if `own_range`) and its mip tail's bytes. The
-/// texture's range is kept while the layout fits in it (a reopen after invalidation, or a
-/// replacement no larger); otherwise a new range is allocated.
+/// Reserve the texture's page range (if `own_range`) and its mip tail's bytes; the range's
+/// first page (0 without one). The texture's range is kept while the layout fits in it (a
+/// reopen after invalidation, or a replacement no larger); otherwise a new range is
+/// allocated. `None` when the open ends here: its contents were dropped since the fill
+/// started (nothing reserved), it is deferred for memory, or it failed (marked so).
 fn reserve(
     engine: &Engine,
     host: &mut HostState,
-    texture: TextureId,
-    generation: u32,
+    (texture, generation): (TextureId, u32),
     source: &Arc<dyn ImageSource>,
     layout: &TextureLayout,
     own_range: bool,
-) -> Reserve {
-    let Some(record) = host.resources.get(texture) else {
-        return Reserve::Stale;
-    };
+) -> Option<u32> {
+    let record = host.resources.get(texture)?;
     // Another open of the same contents that ended first makes this one stale too.
     if record.generation != generation || !matches!(record.state, TextureState::Unopened) {
-        return Reserve::Stale;
+        return None;
     }
     let start = match record.start_page {
         // A texture sharing another's tiles needs no range (`duplicates`).
@@ -488,7 +483,10 @@ fn reserve(
                 host.resources.add_tile_range(texture, p, layout.num_pages);
                 p
             }
-            Err(e) => return Reserve::Fail(e.to_string()),
+            Err(e) => {
+                host.fail_texture(&engine.layout, texture, e.to_string());
+                return None;
+            }
         },
     };
     if let Some(r) = host.resources.get_mut(texture) {
@@ -496,7 +494,7 @@ fn reserve(
     }
     let bytes = layout.mip_tail_bytes;
     if host.residency.reserve_tail(bytes) {
-        return Reserve::Ok(start);
+        return Some(start);
     }
     let budget = host.residency.budget_bytes();
     // Retired mip tails (textures invalidated while a launch could still see them) are
@@ -505,18 +503,18 @@ fn reserve(
     // waited out, never a failure. Only the published tails are there for good.
     let needed = host.residency.published_tail_bytes() + bytes;
     if needed > budget {
-        return Reserve::Fail(
-            Error::BudgetTooSmall {
-                budget_bytes: budget,
-                needed_bytes: needed,
-            }
-            .to_string(),
-        );
+        let msg = Error::BudgetTooSmall {
+            budget_bytes: budget,
+            needed_bytes: needed,
+        }
+        .to_string();
+        host.fail_texture(&engine.layout, texture, msg);
+        return None;
     }
     // Room can be made by evicting tiles: ask the next process_requests for it.
     host.wanted_bytes += bytes;
     host.defer_init(&engine.layout, texture, Deferral::NoMemory);
-    Reserve::Later
+    None
 }
 
 /// The base colour: the 1×1 level if the chain reaches it (it is then in the tail).

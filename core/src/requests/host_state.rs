@@ -207,7 +207,6 @@ impl HostState {
             tiles_coalesced: counts.tiles_coalesced,
             coalesced_pages: r.coalesced_pages(),
             shared_constant_tiles: r.shared_tiles(),
-
             ..self.counters.clone()
         }
     }
