@@ -275,3 +275,47 @@ fn blocking_lookups_of_copies_read_their_tiles_once() {
     assert_eq!(on.textures_sharing_tiles, 1);
     assert_eq!(off.tiles_filled, 2 * on.tiles_filled, "{off:?}\n{on:?}");
 }
+
+#[test]
+fn maketx_files_and_their_copies_share_and_sample_as_without() {
+    // `.tx` files written by OpenImageIO's maketx (tests/fixtures/tx), and a byte copy of
+    // one of them elsewhere: the copy shares the original's tiles, the other file does not.
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/tx");
+    let dir = TestDir::new("duplicates", "maketx");
+    let copy = dir.path("rgb8_zip_copy.tx");
+    std::fs::copy(fixtures.join("rgb8_zip.tx"), &copy).unwrap();
+    let files = [
+        fixtures.join("rgb8_zip.tx"),
+        copy,
+        fixtures.join("rgb8_lzw_wrap.tx"),
+    ];
+    let run = |share: bool| {
+        let cache = TextureCache::new(options(share)).unwrap();
+        let o = SampleOptions::default();
+        let t: Vec<TextureId> = files
+            .iter()
+            .map(|f| cache.texture_for_path(f, desc(AddressMode::Wrap)).unwrap())
+            .collect();
+        let mut values = Vec::new();
+        for &tex in &t {
+            for i in 0..1024u32 {
+                let (s, u) = ((i % 32) as f32 / 32.0 + 0.01, (i / 32) as f32 / 32.0 + 0.02);
+                let v = cache.tex2d_lod(tex, s, u, 0.0, &o);
+                assert!(v.resident);
+                values.push(v.value);
+            }
+        }
+        // Which texture holds the tiles depends on which opened first.
+        let sharing: Vec<bool> = t
+            .iter()
+            .map(|&x| cache.shares_tiles_of(x).is_some())
+            .collect();
+        (cache.stats(), values, sharing)
+    };
+    let (off, v_off, _) = run(false);
+    let (on, v_on, sharing) = run(true);
+    assert_eq!(v_on, v_off, "sharing tiles changes no lookup");
+    assert_eq!(on.textures_sharing_tiles, 1, "{on:?}");
+    assert!(sharing[0] != sharing[1] && !sharing[2], "{sharing:?}");
+    assert!(on.tiles_filled < off.tiles_filled, "{off:?}\n{on:?}");
+}
