@@ -111,19 +111,16 @@ fn typed<T: Stored, const N: usize>(
         return false;
     }
     let dst: &mut [f32; N] = (&mut dst[..N]).try_into().expect("N sums");
+    let texel = |at: usize| load_texel::<T, N>(bytes, at);
+    let (&wu0, ku_rest) = ku.split_first().expect("ku is not empty");
     for (j, &wv) in kv.iter().enumerate() {
-        let base = (v0 + j) * row + u0 * ps;
-        let line = &bytes[base..base + width];
-        let mut texels = line.chunks_exact(ps).zip(ku);
-        let mut r = [0f32; N];
-        if let Some((px, &wu)) = texels.next() {
-            for (c, r) in r.iter_mut().enumerate() {
-                *r = T::load(&px[first + c * T::SIZE..]) * wu;
-            }
-        }
-        for (px, &wu) in texels {
-            for (c, r) in r.iter_mut().enumerate() {
-                *r += T::load(&px[first + c * T::SIZE..]) * wu;
+        let base = (v0 + j) * row + u0 * ps + first;
+        // The first product starts the row's sum (not 0 + it: the sign of a zero counts).
+        let mut r = texel(base).map(|x| x * wu0);
+        for (i, &wu) in ku_rest.iter().enumerate() {
+            let x = texel(base + (i + 1) * ps);
+            for (r, x) in r.iter_mut().zip(x) {
+                *r += x * wu;
             }
         }
         for (d, r) in dst.iter_mut().zip(r) {
@@ -131,6 +128,14 @@ fn typed<T: Stored, const N: usize>(
         }
     }
     true
+}
+
+/// The `N` channels of type `T` at byte `at` of `bytes`: slicing their bytes once lets
+/// every load go unchecked by construction.
+#[inline(always)]
+fn load_texel<T: Stored, const N: usize>(bytes: &[u8], at: usize) -> [f32; N] {
+    let t = &bytes[at..at + N * T::SIZE];
+    std::array::from_fn(|c| T::load(&t[c * T::SIZE..(c + 1) * T::SIZE]))
 }
 
 /// Any channel count, every read checked (a texel outside `bytes` reads as 0).

@@ -3,7 +3,7 @@
 //! resolution from the filter width and the `lerp` blend towards the next lower one.
 
 use super::kernel::Kernel;
-use super::{reciprocal_pow2, res_from_width, PtexFilterType};
+use super::{ceil, floor, reciprocal_pow2, res_from_width, PtexFilterType};
 use crate::sources::ptex::Res;
 
 /// The most weights a builder makes along one axis (the reference's `kmax`).
@@ -106,7 +106,7 @@ fn build_box(u: f32, v: f32, uw: f32, vw: f32, face_res: Res) -> Kernel {
     let (u, v, uw, vw) = (u * ru, v * rv, uw * ru, vw * rv);
     let axis = |c: f32, w: f32| {
         let (c1, c2) = (c - 0.5 * w, c + 0.5 * w);
-        let (f, cl) = (c1.floor(), c2.ceil());
+        let (f, cl) = (floor(c1), ceil(c2));
         let start = f as i32;
         let n = ((cl as i32) - start).clamp(1, 3) as usize;
         let (f1, f2) = (1.0 - (c1 - f), 1.0 - (cl - c2));
@@ -133,7 +133,7 @@ fn build_bilinear(u: f32, v: f32, uw: f32, vw: f32, face_res: Res) -> Kernel {
     let mut k = Kernel::new(Res::new(ul, vl));
     let upix = u * k.res.u() as f32 - 0.5;
     let vpix = v * k.res.v() as f32 - 0.5;
-    let (uf, vf) = (upix.floor(), vpix.floor());
+    let (uf, vf) = (floor(upix), floor(vpix));
     let (ufrac, vfrac) = (upix - uf, vpix - vf);
     k.set_ku(uf as i32, &[1.0 - ufrac, ufrac]);
     k.set_kv(vf as i32, &[1.0 - vfrac, vfrac]);
@@ -171,8 +171,8 @@ fn width4_axis(
         if uw < 0.5 {
             log2 = 2;
             let upix = u * 4.0 - 0.5;
-            let u1 = ((upix - 2.0).ceil() as i32) & !1;
-            let u2 = ((upix + 2.0).ceil() as i32 + 1) & !1;
+            let u1 = (ceil(upix - 2.0) as i32) & !1;
+            let u2 = (ceil(upix + 2.0) as i32 + 1) & !1;
             let n = ((u2 - u1).clamp(0, KMAX as i32)) as usize;
             let x1 = u1 as f32 - upix;
             let s = 1.0 / (uw + 0.75);
@@ -187,7 +187,7 @@ fn width4_axis(
             return (log2 as i8, u1, n);
         } else if uw < 1.0 {
             let upix = u * 2.0 - 0.5;
-            let start = (u - 0.5).floor() as i32 * 2;
+            let start = floor(u - 0.5) as i32 * 2;
             let x1 = start as f32 - upix;
             let s = 1.0 / (uw * 1.5 + 0.5);
             for i in (0..4).step_by(2) {
@@ -201,7 +201,7 @@ fn width4_axis(
             return (1, start, 4);
         } else {
             let upix = u - 0.5;
-            let ui = upix.floor();
+            let ui = floor(upix);
             k[0] = blur(upix - ui);
             k[1] = 1.0 - k[0];
             return (0, ui as i32, 2);
@@ -211,8 +211,8 @@ fn width4_axis(
     let upix = u * resu - 0.5;
     let uwpix = uw * resu;
     let dupix = 2.0 * uwpix;
-    let mut u1 = (upix - dupix).ceil() as i32;
-    let mut u2 = (upix + dupix).ceil() as i32;
+    let mut u1 = ceil(upix - dupix) as i32;
+    let mut u2 = ceil(upix + dupix) as i32;
     if lerp2 != 0.0 {
         u1 &= !1;
         u2 = (u2 + 1) & !1;

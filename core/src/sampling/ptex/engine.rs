@@ -43,6 +43,11 @@ pub struct EnginePtex<'a> {
     info: PtexTextureInfo,
     sampler: Cell<Option<&'a TextureSampler>>,
     failed: Cell<bool>,
+    /// The unit located last: a filter asks for a unit's tiling, then its texels.
+    last_unit: Cell<Option<(u32, Res, UnitLoc)>>,
+    /// The page whose use this lookup recorded last, and its tile memory: the units a
+    /// lookup reads across an edge mostly share a page.
+    last_page: Cell<Option<(u32, *const u8)>>,
 }
 
 impl<'a> EnginePtex<'a> {
@@ -55,6 +60,8 @@ impl<'a> EnginePtex<'a> {
             info: texture_info(pages),
             sampler: Cell::new(None),
             failed: Cell::new(false),
+            last_unit: Cell::new(None),
+            last_page: Cell::new(None),
         }
     }
 
@@ -64,7 +71,14 @@ impl<'a> EnginePtex<'a> {
     /// [`PackLayout::locate`]: crate::sources::ptex::pack::PackLayout::locate
     #[inline]
     fn locate(&self, face: u32, res: Res) -> Option<UnitLoc> {
-        self.pages.layout().locate(face, res)
+        if let Some((f, r, loc)) = self.last_unit.get() {
+            if (f, r) == (face, res) {
+                return Some(loc);
+            }
+        }
+        let loc = self.pages.layout().locate(face, res)?;
+        self.last_unit.set(Some((face, res, loc)));
+        Some(loc)
     }
 
     /// Whether the pages texture failed to open (its units can never be read).
@@ -161,6 +175,13 @@ impl EnginePtex<'_> {
     /// `at..at + bytes`: by the contract of `CpuView::new`, TILE_BYTES of a page of this
     /// texture, filled by `PtexPages::fill_page` and published, alive while the view lives.
     fn unit_page(&self, page: u32, at: usize, bytes: usize, touch: Touch) -> Option<*const u8> {
+        let inside = at.checked_add(bytes).is_some_and(|end| end <= TILE_BYTES);
+        if let Some((p, ptr)) = self.last_page.get() {
+            // Recorded (and resident) already in this lookup: the view pins its memory.
+            if p == page {
+                return inside.then_some(ptr);
+            }
+        }
         let sampler = self.pages_sampler()?;
         let (tx, ty) = PtexPages::tile_of_page(page);
         let lv = &sampler.levels[0];
@@ -176,8 +197,13 @@ impl EnginePtex<'_> {
             Touch::Peek => self.view.pages().is_resident(global),
         };
         let ptr = self.view.tiles().get(global);
-        let inside = at.checked_add(bytes).is_some_and(|end| end <= TILE_BYTES);
-        (resident && !ptr.is_null() && inside).then_some(ptr)
+        if !resident || ptr.is_null() {
+            return None;
+        }
+        if touch == Touch::Record {
+            self.last_page.set(Some((page, ptr)));
+        }
+        inside.then_some(ptr)
     }
 }
 

@@ -16,7 +16,7 @@
 //! triangles at the jittered point. A texel whose unit is missing counts as the face's
 //! constant colour and the lookup is reported non-resident.
 
-use super::{Channels, Lookup, PtexFaces, PtexFilterOptions, Texels};
+use super::{floor, Channels, Lookup, PtexFaces, PtexFilterOptions, Texels};
 use crate::sources::ptex::Res;
 
 /// The texel (`u`, `v`) of `face` at `res` into `out`, normalised; false if missing.
@@ -125,7 +125,7 @@ pub(crate) fn stochastic<F: PtexFaces + ?Sized>(
         }
     };
     let lod = lod_of(wu, ul).max(lod_of(wv, vl)).clamp(0.0, top as f32);
-    let l0 = (lod.floor() as i32).min(top);
+    let l0 = (floor(lod) as i32).min(top);
     let t = if l0 < top { lod - l0 as f32 } else { 0.0 };
     let (u, v) = (l.u.clamp(0.0, 1.0), l.v.clamp(0.0, 1.0));
     let mut resident = true;
@@ -133,7 +133,7 @@ pub(crate) fn stochastic<F: PtexFaces + ?Sized>(
         let res = Res::new((ul - level).max(0) as i8, (vl - level).max(0) as i8);
         let (ru, rv) = (res.u() as f32, res.v() as f32);
         let pick = |x: f32, r: f32, j: f32| {
-            ((x * r - 0.5 + j).floor() as i64).clamp(0, r as i64 - 1) as usize
+            (floor(x * r - 0.5 + j) as i64).clamp(0, r as i64 - 1) as usize
         };
         let (ui, vi) = if triangle {
             let (ju, jv) = (

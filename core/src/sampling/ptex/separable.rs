@@ -5,7 +5,7 @@
 use super::apply::apply_texels;
 use super::build::Builder;
 use super::kernel::Kernel;
-use super::{Channels, Lookup, PtexFaces, PtexFilterOptions, Texels};
+use super::{floor, Channels, Lookup, PtexFaces, PtexFilterOptions, Texels};
 use crate::sources::ptex::{BorderMode, EdgeFilterMode, FaceInfo, Res};
 
 /// How deep subface transitions may nest (a valid mesh needs two; a hostile adjacency
@@ -85,12 +85,12 @@ pub(crate) fn eval<F: PtexFaces + ?Sized>(
     let mut black = false;
     match tex.u_border {
         BorderMode::Clamp => u = u.clamp(0.0, 1.0),
-        BorderMode::Periodic => u -= u.floor(),
+        BorderMode::Periodic => u -= floor(u),
         BorderMode::Black => black |= u <= -1.0 || u >= 2.0,
     }
     match tex.v_border {
         BorderMode::Clamp => v = v.clamp(0.0, 1.0),
-        BorderMode::Periodic => v -= v.floor(),
+        BorderMode::Periodic => v -= floor(v),
         BorderMode::Black => black |= v <= -1.0 || v >= 2.0,
     }
     if black {

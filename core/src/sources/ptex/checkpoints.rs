@@ -125,6 +125,30 @@ impl CheckpointBuilder {
         }
     }
 
+    /// Faces `from..to` have no unit in the group, the stream at `cursor`: what
+    /// [`CheckpointBuilder::face`] would do for each, without visiting them one by one.
+    pub fn skip(&mut self, from: u32, to: u32, cursor: Cursor) {
+        let Some(first) = self.first else {
+            return; // nothing is kept before the first unit
+        };
+        let Some(dense) = &mut self.dense else {
+            return;
+        };
+        // The stride multiples (counted from `first`) among `from..to`.
+        let from = from.max(first);
+        if from >= to {
+            return;
+        }
+        let multiples = (from - first).div_ceil(self.stride)..(to - first).div_ceil(self.stride);
+        for _ in multiples {
+            dense.push(cursor);
+            if dense.len() > 2 * self.sparse.len() + DENSE_SLACK {
+                self.dense = None;
+                return;
+            }
+        }
+    }
+
     /// The checkpoints, once the group's last unit is at face `last` (`None`: the group
     /// has no unit).
     pub fn finish(self, last: u32) -> Option<Checkpoints> {
@@ -167,6 +191,45 @@ mod tests {
             }
         }
         (b.finish(last).unwrap(), last)
+    }
+
+    #[test]
+    fn skipping_faces_without_units_keeps_what_feeding_them_keeps() {
+        let patterns: [&dyn Fn(u32) -> bool; 4] = [
+            &|f| f % 3 != 0,
+            &|f| f % 50 == 7,
+            &|f| !(3..=9_990).contains(&f) || (5_000..5_100).contains(&f),
+            &|f| f == 4_000,
+        ];
+        for (i, unit) in patterns.iter().enumerate() {
+            for stride in [1, 8] {
+                let mut one = CheckpointBuilder::new(stride);
+                let mut skipped = CheckpointBuilder::new(stride);
+                // The stream's cursor: its page counts the units placed so far.
+                let (mut last, mut next, mut placed) = (0, 0, 0);
+                for f in 0..10_000 {
+                    one.face(f, cur(placed), unit(f));
+                    if unit(f) {
+                        skipped.skip(next, f, cur(placed));
+                        skipped.face(f, cur(placed), true);
+                        next = f + 1;
+                        last = f;
+                        placed += 1;
+                    }
+                }
+                skipped.skip(next, 10_000, cur(placed));
+                let (a, b) = (one.finish(last).unwrap(), skipped.finish(last).unwrap());
+                assert_eq!(a.is_dense(), b.is_dense(), "pattern {i}, stride {stride}");
+                for f in 0..=last {
+                    let (x, y) = (a.before(f), b.before(f));
+                    assert_eq!(
+                        x.map(|(f, c)| (f, c.page)),
+                        y.map(|(f, c)| (f, c.page)),
+                        "{i}: {f}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]

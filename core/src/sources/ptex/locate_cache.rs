@@ -1,6 +1,7 @@
-//! A small per-thread memo of where units lie ([`PackLayout::locate`]): a unit of a reduced
-//! level is found by walking up to [`CHECKPOINT`] − 1 faces from a checkpoint, and the
-//! filters of neighbouring lookups ask for the same units again and again.
+//! A small per-thread memo of where units lie ([`PackLayout::locate`]): a unit is found by
+//! placing it after its checkpoint (and, in a reduced level, after up to [`CHECKPOINT`] − 1
+//! faces before it), and the filters of neighbouring lookups ask for the same units again
+//! and again.
 //!
 //! Direct-mapped, keyed by the layout's process-unique id (`decode_cache::unique_id`,
 //! never an address, which a dropped layout's successor may reuse), the face and the
@@ -14,7 +15,7 @@ use super::pack::UnitLoc;
 use std::cell::RefCell;
 
 /// Entries per thread (a power of two).
-const ENTRIES: usize = 256;
+const ENTRIES: usize = 512;
 
 type Entry = Option<(u64, u32, Res, UnitLoc)>;
 
@@ -29,7 +30,8 @@ fn slot(layout: u64, face: u32, res: Res) -> usize {
         .wrapping_add(face)
         .wrapping_mul(0x9e37_79b1)
         ^ (u32::from(res.ulog2 as u8) << 8 | u32::from(res.vlog2 as u8));
-    (key.wrapping_mul(0x9e37_79b1) >> 24) as usize % ENTRIES
+    // The top bits of the product: ENTRIES is a power of two.
+    (key.wrapping_mul(0x9e37_79b1) >> (32 - ENTRIES.trailing_zeros())) as usize
 }
 
 /// The remembered location of `face` at `res` in layout `layout`, or `locate()` (then

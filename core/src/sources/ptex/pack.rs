@@ -331,12 +331,13 @@ impl PackLayout {
             .unwrap_or(0);
         // The full resolutions of non-constant faces, and how many faces have each: a
         // reduced group is packed only if one of them has a unit in it.
-        let mut counts: HashMap<Res, u64> = HashMap::new();
-        for f in faces.iter().filter(|f| !f.is_constant()) {
-            *counts.entry(f.res).or_default() += 1;
+        let mut by_res: HashMap<Res, Vec<u32>> = HashMap::new();
+        for (i, f) in faces.iter().enumerate().filter(|(_, f)| !f.is_constant()) {
+            by_res.entry(f.res).or_default().push(i as u32);
         }
-        let mut sizes: Vec<(Res, u64)> = counts.into_iter().collect();
-        sizes.sort_unstable_by_key(|(r, _)| (r.ulog2, r.vlog2));
+        let mut by_res: Vec<(Res, Vec<u32>)> = by_res.into_iter().collect();
+        by_res.sort_unstable_by_key(|(r, _)| (r.ulog2, r.vlog2));
+        let sizes: Vec<(Res, u64)> = by_res.iter().map(|(r, f)| (*r, f.len() as u64)).collect();
         let mut keys = vec![GroupKey::Full];
         for ulog2 in (0..=max_log as i8).rev() {
             for vlog2 in (0..=max_log as i8).rev() {
@@ -372,24 +373,40 @@ impl PackLayout {
             id: super::decode_cache::unique_id(),
         };
         for key in keys {
-            layout.add_group(key)?;
+            // The faces with a unit in the group, in order: every face for full
+            // resolution; for a reduced one, only the faces of the resolutions above it.
+            let members: Vec<u32> = match key {
+                GroupKey::Full => (0..faces.len() as u32).collect(),
+                GroupKey::Reduced(_) => {
+                    let mut m: Vec<u32> = by_res
+                        .iter()
+                        .filter(|(full, _)| key.unit_res(*full, mesh).is_some())
+                        .flat_map(|(_, f)| f.iter().copied())
+                        .collect();
+                    m.sort_unstable();
+                    m
+                }
+            };
+            layout.add_group(key, &members)?;
         }
         Ok(layout)
     }
 
-    /// Pack group `key`'s units after the units packed so far; an error if one of them
-    /// lies past the last of [`MAX_PAGES`] pages (nothing is recorded for it).
-    fn add_group(&mut self, key: GroupKey) -> Result<(), String> {
+    /// Pack group `key`'s units after the units packed so far: those of `members` (faces
+    /// in increasing order, every face with a unit in the group among them); an error if
+    /// one of them lies past the last of [`MAX_PAGES`] pages (nothing is recorded for it).
+    fn add_group(&mut self, key: GroupKey, members: &[u32]) -> Result<(), String> {
         let group = self.groups.len() as u32;
         let mut checkpoints = CheckpointBuilder::new(key.checkpoint_stride());
-        let mut last = 0;
-        for face in 0..self.faces.len() as u32 {
-            let res = self.unit_res(face, key);
-            checkpoints.face(face, self.cursor, res.is_some());
-            let Some(res) = res else {
+        let (mut last, mut next) = (0, 0);
+        for &face in members {
+            let Some(res) = self.unit_res(face, key) else {
                 continue;
             };
-            last = face;
+            // Faces `next..face` have no unit here: their checkpoints in one step.
+            checkpoints.skip(next, face, self.cursor);
+            checkpoints.face(face, self.cursor, true);
+            (last, next) = (face, face + 1);
             let mut cur = self.cursor;
             let loc = self.place(&mut cur, face, res);
             self.cursor = cur;
@@ -524,24 +541,27 @@ impl PackLayout {
     }
 
     /// Where the unit of `face` at `res` lies (`None` if it has none: a constant face, 1×1,
-    /// or a resolution the face does not have).
+    /// or a resolution the face does not have). Remembered per thread (`locate_cache`):
+    /// neighbouring lookups ask for the same units again and again.
+    #[inline]
     pub fn locate(&self, face: u32, res: Res) -> Option<UnitLoc> {
+        super::locate_cache::located(self.id, face, res, || self.walk_to(face, res))
+    }
+
+    /// [`PackLayout::locate`] worked out: from the unit's group, its checkpoint at or before
+    /// `face`, and the units placed after it up to `face`.
+    fn walk_to(&self, face: u32, res: Res) -> Option<UnitLoc> {
         let f = self.faces.get(face as usize)?;
         let key = GroupKey::of(f.res, res);
         self.unit_res(face, key)?;
         let group = &self.groups[self.group_index(key)? as usize];
         let (from, mut cur) = group.checkpoints.before(face)?;
-        if from == face {
-            return Some(self.place(&mut cur, face, res));
-        }
-        super::locate_cache::located(self.id, face, res, || {
-            for prior in from..face {
-                if let Some(r) = self.unit_res(prior, key) {
-                    self.place(&mut cur, prior, r);
-                }
+        for prior in from..face {
+            if let Some(r) = self.unit_res(prior, key) {
+                self.place(&mut cur, prior, r);
             }
-            Some(self.place(&mut cur, face, res))
-        })
+        }
+        Some(self.place(&mut cur, face, res))
     }
 
     /// How the unit of `face` at `res` is cut into tiles (`None`: one piece).

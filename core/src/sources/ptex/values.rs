@@ -9,24 +9,27 @@
 use super::header::DataType;
 
 /// Convert one half (binary16, as bits) to `f32` exactly.
+///
+/// Without branches (selects only), so the filters' loops over the channels of a texel
+/// vectorise: zero or denormal is the magnitude × 2^-24 (exact); infinity or NaN keeps the
+/// NaN's payload; a normal value moves its exponent from bias 15 to 127.
+#[inline]
 pub fn half_to_f32(h: u16) -> f32 {
     let sign = u32::from(h & 0x8000) << 16;
-    let mantissa = u32::from(h & 0x03ff);
-    let exponent = u32::from(h & 0x7c00);
-    if exponent == 0 {
-        // Zero or denormal: mantissa × 2^-24 (exact).
-        let v = mantissa as f32 * (1.0 / 16_777_216.0);
-        if sign != 0 {
-            -v
-        } else {
-            v
-        }
-    } else if exponent == 0x7c00 {
-        // Infinity or NaN, keeping the NaN's payload.
-        f32::from_bits(sign | 0x7f80_0000 | (mantissa << 13))
+    let magnitude = u32::from(h & 0x7fff);
+    let denormal = (magnitude as f32 * (1.0 / 16_777_216.0)).to_bits();
+    // Bias 15 → 127 is + 112 << 23; infinity and NaN go to exponent 255: + 224 << 23.
+    let rebias = if magnitude >= 0x7c00 {
+        0x7000_0000
     } else {
-        f32::from_bits(sign | (((exponent + 0x1_c000) | mantissa) << 13))
-    }
+        0x3800_0000
+    };
+    let bits = if magnitude < 0x0400 {
+        denormal
+    } else {
+        (magnitude << 13) + rebias
+    };
+    f32::from_bits(sign | bits)
 }
 
 /// Convert `f32` to half bits as the reference library's `PtexHalf` does: normal results
