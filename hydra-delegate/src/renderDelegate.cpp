@@ -80,6 +80,7 @@ HdDemandTexRenderDelegate::Settings HdDemandTexRenderDelegate::CurrentSettings()
     const long long threads = _AsInt(GetRenderSetting(HdDemandTexRenderSettingsTokens->fillThreads), 0);
     s.loader.fillThreads = threads > 0 ? std::uint32_t(threads) : 0;
     s.interactive = _AsBool(GetRenderSetting(HdDemandTexRenderSettingsTokens->interactive), true);
+    s.loader.interactive = s.interactive;
     const long long spp = _AsInt(GetRenderSetting(HdRenderSettingsTokens->convergedSamplesPerPixel), 4);
     s.samplesPerPixel = unsigned(std::clamp<long long>(spp, 1, 4096));
     return s;

@@ -6,8 +6,6 @@
 #include "pxr/imaging/cameraUtil/framing.h"
 #include "pxr/imaging/hd/renderPassState.h"
 
-#include <chrono>
-
 PXR_NAMESPACE_OPEN_SCOPE
 
 namespace {
@@ -30,15 +28,10 @@ HdDemandTexRenderPass::~HdDemandTexRenderPass() {
     _ticket.reset();
 }
 
-void HdDemandTexRenderPass::_WaitForFills(bool interactive) {
+void HdDemandTexRenderPass::_WaitForFills() {
     if (!_ticket) return;
     try {
-        if (interactive) {
-            // Keep the host responsive: wait a little, then draw with what has arrived.
-            if (!_ticket->waitFor(std::chrono::milliseconds(50))) return;
-        } else {
-            _ticket->wait();
-        }
+        _ticket->wait();
     } catch (const demandtex::Error& e) {
         TF_WARN("demandtex: waiting for texture fills failed: %s", e.what());
     }
@@ -50,12 +43,20 @@ void HdDemandTexRenderPass::_Execute(HdRenderPassStateSharedPtr const& state, Tf
     HdDemandTexRenderParam& param = _delegate->Param();
     const HdDemandTexRenderDelegate::Settings settings = _delegate->CurrentSettings();
 
-    // A loader change (fill threads) must not strand a ticket of the old loader.
+    // A loader change (fill threads, streaming mode) must not strand a ticket of the old
+    // loader. An interactive loader's fills are never waited for: they finish (or are
+    // dropped unread) on its threads, which the loader's destruction stops.
     if (!(settings.loader == _delegate->AppliedLoaderSettings())) {
-        _WaitForFills(false);
+        if (_delegate->AppliedLoaderSettings().interactive) {
+            _ticket.reset();
+        } else {
+            _WaitForFills();
+        }
         param.Textures().Configure(settings.loader);
         _delegate->SetAppliedLoaderSettings(settings.loader);
     }
+    // The mode the loader in use streams in (a refused change keeps the old loader).
+    const bool interactive = _delegate->AppliedLoaderSettings().interactive;
 
     const std::uint64_t version = param.Version();
     if (version != _sceneVersion) {
@@ -72,20 +73,26 @@ void HdDemandTexRenderPass::_Execute(HdRenderPassStateSharedPtr const& state, Tf
         return;
     }
 
-    _WaitForFills(settings.interactive);
+    // Final mode: the previous launch's fills are in before this launch samples. Interactive
+    // mode never waits: the launch start publishes the fills that have finished, and the
+    // frame shows coarser levels where tiles are still on their way.
+    if (!interactive) _WaitForFills();
     if (!_renderer.Finished()) {
         const demandtex::Loader& loader = param.Textures().Loader();
         demandtex::Launch launch = loader.prepareLaunch();
-        const HdDemandTexIterationStats stats = _renderer.Iterate(launch, settings.interactive);
+        const HdDemandTexIterationStats stats = _renderer.Iterate(launch, interactive);
+        // Interactive: returns at once, the fills go to the loader's background threads.
         _ticket = loader.processRequests(std::move(launch));
         ++_launches;
         param.Textures().ReportFailures();
         _delegate->RecordPass(_launches, stats, _renderer.UnfinishedPixels());
-        if (!settings.interactive && stats.samplesMissed != 0) _WaitForFills(false);
+        if (!interactive && stats.samplesMissed != 0) _WaitForFills();
     }
     const bool fillsDone = !_ticket || _ticket->poll();
     if (fillsDone) _ticket.reset();
-    _converged = _renderer.Finished() && fillsDone;
+    // Interactive: every pixel at full detail is the end, whatever fills of views that have
+    // gone are still running.
+    _converged = _renderer.Finished() && (interactive || fillsDone);
     _renderer.WriteAovs(bindings, _converged);
 }
 

@@ -1,7 +1,8 @@
 // The render pass: each _Execute is one demandtex launch over the pixels still missing
-// samples, then the launch's requests go to the fill threads. IsConverged() stays false
-// until every sample is finished and no request is outstanding, so hosts keep redrawing
-// while tiles stream in.
+// samples, then the launch's requests go to the fill threads. Interactive mode (the
+// default) never blocks _Execute on a fill; final mode waits for each launch's fills.
+// IsConverged() stays false until every sample is finished (and, in final mode, no request
+// is outstanding), so hosts keep redrawing while tiles stream in.
 #ifndef HD_DEMANDTEX_RENDER_PASS_H
 #define HD_DEMANDTEX_RENDER_PASS_H
 
@@ -31,7 +32,8 @@ protected:
     void _Execute(HdRenderPassStateSharedPtr const& renderPassState, TfTokenVector const& renderTags) override;
 
 private:
-    void _WaitForFills(bool interactive);
+    /// Final mode: wait for the last launch's fills (never called for an interactive loader).
+    void _WaitForFills();
 
     HdDemandTexRenderDelegate* _delegate;
     HdDemandTexRenderer _renderer;

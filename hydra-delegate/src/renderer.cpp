@@ -149,22 +149,23 @@ HdDemandTexIterationStats HdDemandTexRenderer::Iterate(const demandtex::Launch& 
                 while (pixel.samples < _samplesPerPixel) {
                     Hit hit;
                     GfVec4f color(0.0f);  // background: transparent
-                    bool resident = true;
+                    Lookups found;
                     const bool covered = _Intersect(x, unsigned(y), pixel.samples, &hit);
-                    if (covered) color = _Shade(hit, launch, false, &resident);
+                    // The sample's own seed: the same requests from the same image.
+                    const auto key = std::uint32_t((y * width + x) * _samplesPerPixel + pixel.samples);
+                    if (covered) color = _Shade(hit, launch, preview, key, &found);
                     ++t;
                     if (pixel.samples == 0) {
                         // Depth and id do not wait for texels.
                         pixel.depth = covered ? _Depth(hit) : 1.0f;
                         pixel.primId = covered ? hit.mesh->primId : -1;
                     }
-                    if (!resident) {
+                    if (!found.fullDetail) {
                         ++m;
                         if (preview && pixel.samples == 0) {
                             // Coarser texels that are resident now, for display only.
-                            bool previewResident = true;
-                            pixel.preview = _Shade(hit, launch, true, &previewResident);
-                            pixel.hasPreview = previewResident;
+                            pixel.preview = color;
+                            pixel.hasPreview = found.shown;
                         }
                         break;
                     }
@@ -236,13 +237,13 @@ float HdDemandTexRenderer::_Depth(const Hit& hit) const {
     return std::clamp(float(clip[2] * 0.5 + 0.5), 0.0f, 1.0f);
 }
 
-GfVec4f HdDemandTexRenderer::_Shade(const Hit& hit, const demandtex::Launch& launch, bool coarser,
-                                    bool* resident) const {
+GfVec4f HdDemandTexRenderer::_Shade(const Hit& hit, const demandtex::Launch& launch, bool preview,
+                                    std::uint32_t requestKey, Lookups* found) const {
     const HdDemandTexMaterialData* material = &_defaultMaterial;
     auto it = _snapshot.materials.find(hit.mesh->materialId);
     if (it != _snapshot.materials.end() && it->second) material = it->second.get();
-    const GfVec3f diffuse = _EvalColor(material->diffuseColor, hit, launch, coarser, resident);
-    const GfVec3f emissive = _EvalColor(material->emissiveColor, hit, launch, coarser, resident);
+    const GfVec3f diffuse = _EvalColor(material->diffuseColor, hit, launch, preview, requestKey, found);
+    const GfVec3f emissive = _EvalColor(material->emissiveColor, hit, launch, preview, requestKey, found);
     // A headlight: enough shape to read a scene, no lights to set up.
     const float facing = std::abs(GfDot(hit.normal, hit.ray.dir));
     const GfVec3f c = diffuse * (0.2f + 0.8f * facing) + emissive;
@@ -250,7 +251,8 @@ GfVec4f HdDemandTexRenderer::_Shade(const Hit& hit, const demandtex::Launch& lau
 }
 
 GfVec3f HdDemandTexRenderer::_EvalColor(const HdDemandTexColorInput& input, const Hit& hit,
-                                        const demandtex::Launch& launch, bool coarser, bool* resident) const {
+                                        const demandtex::Launch& launch, bool preview, std::uint32_t requestKey,
+                                        Lookups* found) const {
     if (!input.textured) return input.value;
     const HdDemandTexTextureInput& tex = input.texture;
     GfVec4f rgba = tex.fallback;
@@ -288,7 +290,8 @@ GfVec3f HdDemandTexRenderer::_EvalColor(const HdDemandTexColorInput& input, cons
         dtdx = -dtdx;
         dtdy = -dtdy;
         demandtex::SampleOptions options;
-        options.fallbackToCoarser = coarser;
+        options.fallbackToCoarser = preview;
+        options.requestKey = requestKey;
         demandtex::Sample sample;
         if (tex.texture->udim) {
             // Flip inside the tile, keeping the tile row: (row + 1 - frac), kept below row + 1.
@@ -299,7 +302,8 @@ GfVec3f HdDemandTexRenderer::_EvalColor(const HdDemandTexColorInput& input, cons
             t = 1.0f - st[1];
             sample = launch.tex2DGrad(tex.texture->id, s, t, dsdx, dtdx, dsdy, dtdy, options);
         }
-        if (!sample.resident) *resident = false;
+        if (!sample.fullDetail()) found->fullDetail = false;
+        if (!sample.resident) found->shown = false;
         rgba = GfVec4f(sample.value[0], sample.value[1], sample.value[2], sample.value[3]);
         if (tex.srgb) {
             for (int k = 0; k < 3; ++k) rgba[k] = _SrgbToLinear(rgba[k]);

@@ -47,7 +47,8 @@ public:
     void Restart();
 
     /// One launch over every unfinished pixel. `preview`: pixels that have no finished
-    /// sample yet get a preview from the finest resident coarser level.
+    /// sample yet get a preview from the finest resident coarser level, from the same
+    /// lookups (`SampleOptions::fallbackToCoarser`, `Sample::fullDetail`).
     HdDemandTexIterationStats Iterate(const demandtex::Launch& launch, bool preview);
 
     /// Write the image into the bindings' buffers (color, depth, primId; others are
@@ -79,10 +80,18 @@ private:
     bool _Intersect(unsigned x, unsigned y, unsigned index, Hit* hit) const;
     /// NDC depth in [0, 1] of a hit.
     float _Depth(const Hit& hit) const;
-    /// The colour of a hit; `*resident` is cleared if a texel it needs is not resident.
-    GfVec4f _Shade(const Hit& hit, const demandtex::Launch& launch, bool coarser, bool* resident) const;
+    /// What a sample's texture lookups found.
+    struct Lookups {
+        bool fullDetail = true;  ///< Every texel at the level of detail asked for.
+        bool shown = true;       ///< Something to show: full detail or a coarser level.
+    };
+    /// The colour of a hit, its texture lookups seeded with `requestKey` (interactive
+    /// request rejection); `preview`: a missing level shows the finest resident coarser one
+    /// (one lookup tells both: `found`).
+    GfVec4f _Shade(const Hit& hit, const demandtex::Launch& launch, bool preview, std::uint32_t requestKey,
+                   Lookups* found) const;
     GfVec3f _EvalColor(const HdDemandTexColorInput& input, const Hit& hit, const demandtex::Launch& launch,
-                       bool coarser, bool* resident) const;
+                       bool preview, std::uint32_t requestKey, Lookups* found) const;
 
     RTCDevice _device = nullptr;
     RTCScene _scene = nullptr;

@@ -46,8 +46,11 @@ struct HdDemandTexTexture {
 struct HdDemandTexLoaderSettings {
     std::uint64_t budgetBytes = 0;
     std::uint32_t fillThreads = 0;
+    /// Interactive streaming (`demandtex:interactive`): fills never waited for, published
+    /// at a later launch, requests rejected at random to spread them over the image.
+    bool interactive = true;
     bool operator==(const HdDemandTexLoaderSettings& o) const {
-        return budgetBytes == o.budgetBytes && fillThreads == o.fillThreads;
+        return budgetBytes == o.budgetBytes && fillThreads == o.fillThreads && interactive == o.interactive;
     }
 };
 
@@ -62,8 +65,9 @@ public:
     /// uses the fallback colour.
     std::shared_ptr<const HdDemandTexTexture> Acquire(const HdDemandTexTextureKey& key, const std::string& context);
 
-    /// Apply new settings: a budget change is applied in place; a fill-thread change
-    /// creates a new loader and registers every texture again (call between renders only).
+    /// Apply new settings: a budget change is applied in place; a change of fill threads or
+    /// of streaming mode creates a new loader and registers every texture again (call
+    /// between renders only).
     void Configure(const HdDemandTexLoaderSettings& settings);
 
     /// The loader (valid until the next `Configure`).

@@ -11,6 +11,8 @@
 //     --spp N                samples per pixel (default 4)
 //     --interactive          interactive mode (coarser texels while tiles stream in)
 //     --max-launches N       give up after N render-pass executes (default 200)
+//     --frame-ms N           (interactive) wait N ms between executes, as a viewport's frame
+//                            rate does (default 10)
 //     --search-path DIRS     demandtex:textureSearchPath
 //     --compare-unlimited    render again with an unlimited budget, final mode, and require
 //                            the two images to be equal texel for texel
@@ -48,6 +50,7 @@
 
 #include "exr_writer.hpp"
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -59,6 +62,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -92,6 +96,7 @@ struct Options {
     bool hydra2 = false, interactive = false, compareUnlimited = false, expectEvictions = false;
     bool expectPreview = false;
     int width = 256, height = 256, spp = 4, maxLaunches = 200, expectDistinctBlue = 0;
+    int frameMs = 10;  ///< Interactive: time between draws, as a viewport's frame rate gives.
     long long budgetMiB = 0;
     std::string camera = "/Cam", searchPath;
     std::vector<std::pair<std::string, GfVec3f>> primColors;
@@ -185,6 +190,9 @@ std::optional<Render> RenderStage(const Options& o, long long budgetMiB, bool in
             r.converged = true;
             break;
         }
+        // An interactive draw never waits for tiles; a viewport draws again a frame later,
+        // and the fill threads have that time.
+        if (interactive) std::this_thread::sleep_for(std::chrono::milliseconds(o.frameMs));
         if (o.expectPreview) {
             const std::uint64_t unfinished = _Stat(delegate->GetRenderStats(), "demandtex:unfinishedPixels");
             const auto* c = static_cast<const GfVec4f*>(color->Map());
@@ -316,6 +324,7 @@ int main(int argc, char** argv) {
         else if (a == "--height") o.height = std::stoi(next());
         else if (a == "--spp") o.spp = std::stoi(next());
         else if (a == "--max-launches") o.maxLaunches = std::stoi(next());
+        else if (a == "--frame-ms") o.frameMs = std::stoi(next());
         else if (a == "--budget-mib") o.budgetMiB = std::stoll(next());
         else if (a == "--camera") o.camera = next();
         else if (a == "--search-path") o.searchPath = next();
