@@ -332,7 +332,14 @@ fn a_unit_that_fails_in_place_falls_back_with_its_error() {
     let mut damaged = bytes.clone();
     let half = damaged.len() / 2;
     damaged[half..].fill(0);
+    let opened = std::fs::metadata(&path).unwrap().modified().unwrap();
     std::fs::write(&path, &damaged).unwrap();
+    // The same length and modification time: the reads cannot tell the file changed (see
+    // `a_file_changed_on_disk_is_an_error_not_texels_of_two_versions`), the damage is met
+    // by the decoder.
+    let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    f.set_modified(opened).unwrap();
+    drop(f);
     let o = PtexFilterOptions {
         filter: PtexFilterType::Point,
         ..Default::default()
@@ -355,5 +362,68 @@ fn a_unit_that_fails_in_place_falls_back_with_its_error() {
     assert!(failed > 0, "no lookup met the damage");
     let e = tex.pages().unit_error().expect("the error is kept");
     assert!(e.0.contains("damaged.ptx"), "{e:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A file rewritten on disk after its texture was created: a unit read afterwards is an
+/// error naming the change (the face's constant colour, non-resident), never texels of the
+/// new file decoded with the old one's tables; creating the texture again reads the new file.
+#[test]
+fn a_file_changed_on_disk_is_an_error_not_texels_of_two_versions() {
+    let fx = Fixture::load("quad_uint8_rgb");
+    let dir = std::env::temp_dir().join(format!("demandtex-ptex-changed-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("changing.ptx");
+    let bytes = std::fs::read(&fx.path).unwrap();
+    let o = PtexFilterOptions {
+        filter: PtexFilterType::Point,
+        ..Default::default()
+    };
+    let n = fx.file.num_channels();
+    let faces = fx.file.num_faces() as u32;
+    let sample = |cache: &TextureCache, tex: &PtexTexture, face: u32| {
+        let mut out = vec![0f32; n];
+        let r = cache.ptex_sample(tex, face, 0.5, 0.5, 0.0, 0.0, 0.0, 0.0, &o, &mut out);
+        (r.resident, out)
+    };
+    // Two kinds of change: a longer file, and one of the same length written later.
+    for longer in [true, false] {
+        std::fs::write(&path, &bytes).unwrap();
+        let cache = TextureCache::new(options(16)).unwrap();
+        let tex = cache.create_ptex_texture(&path).unwrap();
+        let (resident, before) = sample(&cache, &tex, 0);
+        assert!(resident);
+        let mut changed = bytes.clone();
+        if longer {
+            changed.extend_from_slice(&[0u8; 16]);
+        }
+        let opened = std::fs::metadata(&path).unwrap().modified().unwrap();
+        std::fs::write(&path, &changed).unwrap();
+        let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        f.set_modified(opened + std::time::Duration::from_secs(10))
+            .unwrap();
+        drop(f);
+        // Face 0 was decoded before the change and stays; every face read after it fails.
+        assert_eq!(sample(&cache, &tex, 0), (true, before));
+        let mut failed = 0;
+        for face in 1..faces {
+            let (resident, _) = sample(&cache, &tex, face);
+            failed += usize::from(!resident);
+        }
+        assert!(failed > 0, "longer {longer}: no read met the change");
+        let e = tex.pages().unit_error().expect("the error is kept");
+        assert!(
+            e.0.contains("changing.ptx") && e.0.contains("changed on disk"),
+            "{e:?}"
+        );
+        // Created again, the texture reads the file as it is now.
+        let again = cache.create_ptex_texture(&path).unwrap();
+        for face in 0..faces {
+            assert!(
+                sample(&cache, &again, face).0,
+                "longer {longer}: face {face}"
+            );
+        }
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1,9 +1,13 @@
 //! The bytes of one Ptex file: positioned, bounds-checked reads (from any number of threads
 //! at once, with no lock on Unix and Windows) and zlib inflation with its size known and
 //! checked before anything is allocated.
+//!
+//! A file is the one parsed for as long as it is read: its identity (inode, length,
+//! modification time) is taken at open and checked after every read, as the EXR sources
+//! do, so a file rewritten or replaced on disk gives an error, never texels of two versions.
 
 use super::error::{Fail, PtexErrorKind, R};
-use crate::sources::exr::handles::FileHandles;
+use crate::sources::exr::handles::{FileHandles, FileIdentity};
 use crate::sources::positioned::PositionedFile;
 use flate2::{Decompress, FlushDecompress, Status};
 use std::fmt::Display;
@@ -36,6 +40,8 @@ enum Backing {
 pub(crate) struct Input {
     backing: Backing,
     len: u64,
+    /// The file read (`None` for bytes in memory).
+    identity: Option<FileIdentity>,
     /// Bytes read so far (every read counted).
     bytes_read: AtomicU64,
 }
@@ -46,13 +52,13 @@ impl Input {
         let io =
             |what: &str, e: std::io::Error| Fail::new(PtexErrorKind::Io, format!("{what}: {e}"));
         let file = File::open(path).map_err(|e| io("cannot open", e))?;
-        let len = file
+        let meta = file
             .metadata()
-            .map_err(|e| io("cannot read the file's size", e))?
-            .len();
+            .map_err(|e| io("cannot read the file's size", e))?;
         Ok(Input {
             backing: Backing::File(PositionedFile::new(file)),
-            len,
+            len: meta.len(),
+            identity: Some(FileIdentity::of(&meta)),
             bytes_read: AtomicU64::new(0),
         })
     }
@@ -62,16 +68,20 @@ impl Input {
     pub fn open_shared(path: &Path, handles: Arc<FileHandles>) -> R<Input> {
         let io =
             |what: &str, e: std::io::Error| Fail::new(PtexErrorKind::Io, format!("{what}: {e}"));
-        let file = handles.get(path).map_err(|e| io("cannot open", e))?;
-        let len = file
-            .len()
+        // The file now at the path (the set may hold one that was replaced since).
+        let file = handles
+            .get_current(path)
+            .map_err(|e| io("cannot open", e))?;
+        let identity = file
+            .identity()
             .map_err(|e| io("cannot read the file's size", e))?;
         Ok(Input {
             backing: Backing::Shared {
                 handles,
                 path: path.to_path_buf(),
             },
-            len,
+            len: identity.len,
+            identity: Some(identity),
             bytes_read: AtomicU64::new(0),
         })
     }
@@ -82,6 +92,7 @@ impl Input {
         Input {
             backing: Backing::Memory(bytes),
             len,
+            identity: None,
             bytes_read: AtomicU64::new(0),
         }
     }
@@ -130,7 +141,8 @@ impl Input {
                         format!("{what}: read failed at offset {offset}: {e}")
                     };
                     Fail::new(PtexErrorKind::Io, message)
-                })
+                })?;
+                self.check_unchanged(file.identity(), what)
             }
             Backing::File(file) => {
                 let (mut done, mut at) = (0usize, offset);
@@ -155,8 +167,29 @@ impl Input {
                         }
                     }
                 }
-                Ok(())
+                self.check_unchanged(file.metadata().map(|m| FileIdentity::of(&m)), what)
             }
+        }
+    }
+
+    /// After a read: an error if the file read (`now`) is no longer the one opened.
+    fn check_unchanged(&self, now: std::io::Result<FileIdentity>, what: &dyn Display) -> R<()> {
+        let now = now.map_err(|e| {
+            Fail::new(
+                PtexErrorKind::Io,
+                format!("{what}: cannot read the file's status: {e}"),
+            )
+        })?;
+        match &self.identity {
+            Some(opened) if *opened != now => Err(Fail::new(
+                PtexErrorKind::Io,
+                format!(
+                    "{what}: the file changed on disk since it was opened ({}): create the \
+                     texture again to read the new contents",
+                    opened.change(&now)
+                ),
+            )),
+            _ => Ok(()),
         }
     }
 
