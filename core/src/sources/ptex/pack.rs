@@ -329,8 +329,9 @@ impl PackLayout {
             .map(|f| f.res.ulog2.max(f.res.vlog2).max(0) as usize)
             .max()
             .unwrap_or(0);
-        // The full resolutions of non-constant faces, and how many faces have each: a
-        // reduced group is packed only if one of them has a unit in it.
+        // The non-constant faces by full resolution (in face order within each): a reduced
+        // group is packed only if one of these resolutions has a unit in it, and visits
+        // only their faces.
         let mut by_res: HashMap<Res, Vec<u32>> = HashMap::new();
         for (i, f) in faces.iter().enumerate().filter(|(_, f)| !f.is_constant()) {
             by_res.entry(f.res).or_default().push(i as u32);
