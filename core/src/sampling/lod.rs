@@ -2,6 +2,7 @@
 //! detail, a probe count and the axis the probes are spread along; and from a level of
 //! detail to the one or two mip levels read.
 
+use super::rounding::ceil_u32;
 use crate::textures::MipFilter;
 
 /// The footprint of one lookup: a level of detail and `probes` isotropic samples spread
@@ -61,7 +62,7 @@ impl Footprint {
         let ratio = major / minor;
         // NaN (inf / inf) or past the limit: the limit.
         let probes = if ratio < max_anisotropy as f32 {
-            ceil(ratio).max(1)
+            ceil_u32(ratio).max(1)
         } else {
             max_anisotropy
         };
@@ -112,13 +113,6 @@ pub(crate) fn mip_levels(lod: f32, num_levels: u32, filter: MipFilter) -> MipLev
             coarse_weight: frac,
         },
     }
-}
-
-/// `ceil(x)` for `0 ≤ x < 2^32`, without a libm call.
-#[inline(always)]
-fn ceil(x: f32) -> u32 {
-    let t = x as u32;
-    t + ((t as f32) < x) as u32
 }
 
 #[cfg(test)]

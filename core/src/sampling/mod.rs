@@ -52,6 +52,7 @@ mod filter;
 mod lod;
 pub mod ptex;
 mod resolve;
+mod rounding;
 #[cfg(test)]
 mod tests;
 mod texel;

@@ -3,7 +3,8 @@
 //! resolution from the filter width and the `lerp` blend towards the next lower one.
 
 use super::kernel::Kernel;
-use super::{ceil, floor, reciprocal_pow2, res_from_width, PtexFilterType};
+use super::{reciprocal_pow2, res_from_width, PtexFilterType};
+use crate::sampling::rounding::{ceil, floor};
 use crate::sources::ptex::Res;
 
 /// The most weights a builder makes along one axis (the reference's `kmax`).

@@ -348,31 +348,6 @@ impl Channels {
     }
 }
 
-/// `x.floor()`, exactly, without the library call that `f32::floor` is on x86-64 without
-/// SSE4.1 (the filters floor every lookup's coordinates): below 2^23 in magnitude a float
-/// truncated toward zero is one too large for a negative fraction; from 2^23 on (and for
-/// zeros, infinities and NaN) the value is its own floor.
-#[inline]
-pub(crate) fn floor(x: f32) -> f32 {
-    // (NaN fails the comparison: it is returned as it is.)
-    let fractional = x.abs() < 8_388_608.0;
-    if x == 0.0 || !fractional {
-        return x;
-    }
-    let t = x as i32 as f32;
-    if t > x {
-        t - 1.0
-    } else {
-        t
-    }
-}
-
-/// `x.ceil()`, exactly (see [`floor`]).
-#[inline]
-pub(crate) fn ceil(x: f32) -> f32 {
-    -floor(-x)
-}
-
 /// The reference's `calcResFromWidth`: `ceil(log2(1 / w))` read from the float's exponent.
 #[inline]
 pub(crate) fn res_from_width(w: f32) -> i32 {

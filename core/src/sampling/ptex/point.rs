@@ -16,7 +16,8 @@
 //! triangles at the jittered point. A texel whose unit is missing counts as the face's
 //! constant colour and the lookup is reported non-resident.
 
-use super::{floor, Channels, Lookup, PtexFaces, PtexFilterOptions, Texels};
+use super::{Channels, Lookup, PtexFaces, PtexFilterOptions, Texels};
+use crate::sampling::rounding::floor;
 use crate::sources::ptex::Res;
 
 /// The texel (`u`, `v`) of `face` at `res` into `out`, normalised; false if missing.

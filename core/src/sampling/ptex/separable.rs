@@ -5,7 +5,8 @@
 use super::apply::apply_texels;
 use super::build::Builder;
 use super::kernel::Kernel;
-use super::{floor, Channels, Lookup, PtexFaces, PtexFilterOptions, Texels};
+use super::{Channels, Lookup, PtexFaces, PtexFilterOptions, Texels};
+use crate::sampling::rounding::floor;
 use crate::sources::ptex::{BorderMode, EdgeFilterMode, FaceInfo, Res};
 
 /// How deep subface transitions may nest (a valid mesh needs two; a hostile adjacency
