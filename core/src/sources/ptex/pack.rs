@@ -376,8 +376,8 @@ impl PackLayout {
         for key in keys {
             // The faces with a unit in the group, in order: every face for full
             // resolution; for a reduced one, only the faces of the resolutions above it.
-            let members: Vec<u32> = match key {
-                GroupKey::Full => (0..faces.len() as u32).collect(),
+            match key {
+                GroupKey::Full => layout.add_group(key, 0..faces.len() as u32)?,
                 GroupKey::Reduced(_) => {
                     let mut m: Vec<u32> = by_res
                         .iter()
@@ -385,10 +385,9 @@ impl PackLayout {
                         .flat_map(|(_, f)| f.iter().copied())
                         .collect();
                     m.sort_unstable();
-                    m
+                    layout.add_group(key, m)?;
                 }
-            };
-            layout.add_group(key, &members)?;
+            }
         }
         Ok(layout)
     }
@@ -396,11 +395,15 @@ impl PackLayout {
     /// Pack group `key`'s units after the units packed so far: those of `members` (faces
     /// in increasing order, every face with a unit in the group among them); an error if
     /// one of them lies past the last of [`MAX_PAGES`] pages (nothing is recorded for it).
-    fn add_group(&mut self, key: GroupKey, members: &[u32]) -> Result<(), String> {
+    fn add_group(
+        &mut self,
+        key: GroupKey,
+        members: impl IntoIterator<Item = u32>,
+    ) -> Result<(), String> {
         let group = self.groups.len() as u32;
         let mut checkpoints = CheckpointBuilder::new(key.checkpoint_stride());
         let (mut last, mut next) = (0, 0);
-        for &face in members {
+        for face in members {
             let Some(res) = self.unit_res(face, key) else {
                 continue;
             };
