@@ -315,6 +315,13 @@ fn lazy_pages_fill_in_place_from_many_threads() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Set the modification time of the file at `path` (what a read checks beside its length
+/// and inode).
+fn set_modified(path: &std::path::Path, time: std::time::SystemTime) {
+    let f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+    f.set_modified(time).unwrap();
+}
+
 /// A unit that cannot be decoded in place (the file's data was overwritten after it was
 /// opened) gives the face's constant colour, non-resident, and keeps the error.
 #[test]
@@ -337,9 +344,7 @@ fn a_unit_that_fails_in_place_falls_back_with_its_error() {
     // The same length and modification time: the reads cannot tell the file changed (see
     // `a_file_changed_on_disk_is_an_error_not_texels_of_two_versions`), the damage is met
     // by the decoder.
-    let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
-    f.set_modified(opened).unwrap();
-    drop(f);
+    set_modified(&path, opened);
     let o = PtexFilterOptions {
         filter: PtexFilterType::Point,
         ..Default::default()
@@ -399,10 +404,7 @@ fn a_file_changed_on_disk_is_an_error_not_texels_of_two_versions() {
         }
         let opened = std::fs::metadata(&path).unwrap().modified().unwrap();
         std::fs::write(&path, &changed).unwrap();
-        let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
-        f.set_modified(opened + std::time::Duration::from_secs(10))
-            .unwrap();
-        drop(f);
+        set_modified(&path, opened + std::time::Duration::from_secs(10));
         // Face 0 was decoded before the change and stays; every face read after it fails.
         assert_eq!(sample(&cache, &tex, 0), (true, before));
         let mut failed = 0;
