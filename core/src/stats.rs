@@ -41,8 +41,8 @@ pub struct Stats {
     /// Staged tiles whose memory was reused or freed: they must be read again if needed.
     pub evictions: u64,
     /// Bytes of texture memory held now: tiles (resident, staged, being filled, free for
-    /// reuse, or dropped by an invalidation but still visible to a live launch) and mip
-    /// tails.
+    /// reuse, or dropped by an invalidation but still visible to a live launch), mip
+    /// tails, and texels sources hold for open textures (Ptex per-face constants).
     pub resident_bytes: u64,
     /// Highest `resident_bytes` seen.
     pub peak_resident_bytes: u64,

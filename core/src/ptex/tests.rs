@@ -429,3 +429,66 @@ fn a_file_changed_on_disk_is_an_error_not_texels_of_two_versions() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Each face's constant colour, held with the open file, is charged to the budget as long
+/// as the texture is open: before any unit is read, an open texture's resident bytes are
+/// its constants; a budget that cannot hold them fails the texture with an error saying so
+/// (its lookups read the constants, as resident); unloading gives the bytes back.
+#[test]
+fn per_face_constants_are_charged_to_the_budget() {
+    use crate::sources::ptex::write::{synthetic_file_name, write_synthetic_set, SyntheticSet};
+    let dir = std::env::temp_dir().join(format!("demandtex-ptex-consts-{}", std::process::id()));
+    let set = SyntheticSet {
+        files: 1,
+        faces: 50_000,
+        seed: 3,
+        max_log2: 2,
+    };
+    write_synthetic_set(&dir, &set).unwrap();
+    let path = dir.join(synthetic_file_name(0));
+    let file = PtexFile::open(&path).unwrap();
+    let constants = file.constant_bytes();
+    assert_eq!(constants, 50_000 * file.pixel_size() as u64);
+    assert!(constants > 2 * TILE_BYTES as u64, "{constants}");
+    let filter = PtexFilterOptions::default();
+    let mut out = vec![0f32; file.num_channels()];
+    // One launch: lookups find the texture unopened and ask for it; its fill opens it.
+    let open = |loader: &Loader, tex: &PtexTexture, out: &mut [f32]| {
+        let launch = loader.launch_prepare();
+        let mut resident = true;
+        for face in 0..64 {
+            let s = launch.ptex_sample(tex, face, 0.5, 0.5, 0.0, 0.0, 0.0, 0.0, &filter, out);
+            resident &= s.resident;
+        }
+        loader.process_requests(launch).wait();
+        resident
+    };
+
+    let loader = Loader::new(options(64)).unwrap();
+    let tex = loader.create_ptex_texture(&path).unwrap();
+    open(&loader, &tex, &mut out);
+    let stats = loader.engine().stats();
+    assert_eq!(stats.failed_textures, 0, "{stats:?}");
+    assert_eq!(stats.resident_bytes, constants, "{stats:?}");
+    loader.engine().unload_texture(tex.id()).unwrap();
+    // Launches that could still see the texture have ended: the bytes are back.
+    drop(loader.launch_prepare());
+    assert_eq!(loader.engine().stats().resident_bytes, 0);
+
+    let small = Loader::new(options(2)).unwrap();
+    let tex = small.create_ptex_texture(&path).unwrap();
+    open(&small, &tex, &mut out);
+    let stats = small.engine().stats();
+    assert_eq!(
+        (stats.failed_textures, stats.resident_bytes),
+        (1, 0),
+        "{stats:?}"
+    );
+    let e = small.engine().texture_error(tex.id()).expect("an error");
+    assert!(e.to_string().contains("budget"), "{e}");
+    assert!(
+        open(&small, &tex, &mut out),
+        "a failed texture reads its constants"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -269,6 +269,10 @@ pub(crate) fn init_texture(engine: &Engine, texture: TextureId, generation: u32)
     let opened = contain(|| source.open()).map_err(|e| format!("opening: {e}"));
     let layout = opened.and_then(|info| {
         TextureLayout::new(info.width, info.height, info.num_levels, info.format)
+            .map(|layout| TextureLayout {
+                held_bytes: source.held_bytes(),
+                ..layout
+            })
             .map_err(|e| e.to_string())
     });
     let layout = match layout {
@@ -302,7 +306,7 @@ pub(crate) fn init_texture(engine: &Engine, texture: TextureId, generation: u32)
             let tail = read_tail(&source, &layout);
             if !tail.ready() {
                 let mut host = engine.host.lock();
-                host.residency.release_tail(layout.mip_tail_bytes);
+                host.residency.release_tail(layout.non_evictable_bytes());
                 return tail_not_read(engine, &mut host, texture, generation, tail);
             }
             (tail, None, start_page)
@@ -351,14 +355,14 @@ pub(crate) fn init_texture(engine: &Engine, texture: TextureId, generation: u32)
         // Dropped while we read (nothing of this was published), or another open of the
         // same contents ended first (a blocking lookup retrying after a deferral can
         // overlap a fill thread's open): the first one's sampler and tail stand.
-        host.residency.release_tail(layout.mip_tail_bytes);
+        host.residency.release_tail(layout.non_evictable_bytes());
         return;
     }
     if let Some(o) = owner {
         // The owner's contents were dropped since the range was chosen: open again, on
         // its own or sharing.
         if !host.is_current(o.texture, o.generation) {
-            host.residency.release_tail(layout.mip_tail_bytes);
+            host.residency.release_tail(layout.non_evictable_bytes());
             return host.defer_init(&engine.layout, texture, Deferral::NotYet);
         }
     }
@@ -373,7 +377,7 @@ pub(crate) fn init_texture(engine: &Engine, texture: TextureId, generation: u32)
     let level0 = layout.level0_bytes();
     let Some(record) = host.resources.get_mut(texture) else {
         // Unreachable: a current texture exists.
-        host.residency.release_tail(layout.mip_tail_bytes);
+        host.residency.release_tail(layout.non_evictable_bytes());
         return;
     };
     record.sampler = Some(sampler);
@@ -383,7 +387,7 @@ pub(crate) fn init_texture(engine: &Engine, texture: TextureId, generation: u32)
     if owner.is_some() {
         host.counters.textures_sharing_tiles += 1;
     }
-    host.residency.publish_tail(layout.mip_tail_bytes);
+    host.residency.publish_tail(layout.non_evictable_bytes());
     host.counters.mip_tails_filled += 1;
     host.counters.bytes_read += tail_bytes as u64;
     host.counters.virtual_bytes += level0;
@@ -492,7 +496,7 @@ fn reserve(
     if let Some(r) = host.resources.get_mut(texture) {
         r.layout = Some(layout.clone());
     }
-    let bytes = layout.mip_tail_bytes;
+    let bytes = layout.non_evictable_bytes();
     if host.residency.reserve_tail(bytes) {
         return Some(start);
     }

@@ -174,7 +174,7 @@ impl Engine {
         let mip_tail = record.mip_tail.take();
         let layout = record.layout.take();
         let tail_bytes = match (&mip_tail, &layout) {
-            (Some(_), Some(l)) => l.mip_tail_bytes,
+            (Some(_), Some(l)) => l.non_evictable_bytes(),
             _ => 0,
         };
         let level0_bytes = match (&sampler, &layout) {

@@ -206,6 +206,15 @@ pub trait ImageSource: Send + Sync {
         None
     }
 
+    /// Bytes of texel data the source keeps in memory itself for as long as the texture is
+    /// open, which lookups read without a page (a Ptex file's per-face constant colours).
+    /// The loader charges them to the budget when the texture opens, non-evictable, beside
+    /// its mip tail ([`TextureLayout::held_bytes`](crate::textures::TextureLayout::held_bytes)),
+    /// so that the budget counts all texel memory. Default: 0.
+    fn held_bytes(&self) -> u64 {
+        0
+    }
+
     /// The texture's average colour, if the source knows it cheaply. `None` (the default)
     /// lets the loader use the 1×1 level of the mip tail.
     fn read_base_color(&self) -> Result<Option<[f32; 4]>, SourceError> {

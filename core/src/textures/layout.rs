@@ -79,6 +79,10 @@ pub struct TextureLayout {
     pub mip_tail_first_level: u32,
     /// Bytes of the packed mip tail (0 if there is none).
     pub mip_tail_bytes: u64,
+    /// Bytes of texel data the source holds itself while the texture is open
+    /// ([`ImageSource::held_bytes`](crate::sources::ImageSource::held_bytes); 0 from
+    /// [`new`](Self::new)): charged to the budget with the mip tail.
+    pub held_bytes: u64,
     /// Pages of the texture's range: 1 (mip tail) + every tile.
     pub num_pages: u32,
     /// Per level, finest first.
@@ -154,6 +158,7 @@ impl TextureLayout {
             tile_height,
             mip_tail_first_level,
             mip_tail_bytes: tail_bytes,
+            held_bytes: 0,
             num_pages,
             levels,
         })
@@ -210,6 +215,12 @@ impl TextureLayout {
             width: (l.width - x).min(self.tile_width),
             height: (l.height - y).min(self.tile_height),
         }
+    }
+
+    /// Bytes charged to the budget, non-evictable, while the texture is open: the mip
+    /// tail and what the source holds ([`held_bytes`](Self::held_bytes)).
+    pub fn non_evictable_bytes(&self) -> u64 {
+        self.mip_tail_bytes + self.held_bytes
     }
 
     /// Bytes of texel data in level 0.

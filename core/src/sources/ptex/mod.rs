@@ -456,6 +456,11 @@ impl PtexFile {
         Ok(&self.const_data[f * ps..(f + 1) * ps])
     }
 
+    /// Bytes of the per-face constants held in memory (one texel per face).
+    pub fn constant_bytes(&self) -> u64 {
+        self.const_data.len() as u64
+    }
+
     /// Every meta data entry, in the reference's index order.
     pub fn meta(&self) -> &[MetaEntry] {
         &self.meta.entries

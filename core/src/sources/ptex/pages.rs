@@ -484,6 +484,11 @@ impl ImageSource for PtexPages {
         Ok(Some([0.0; 4]))
     }
 
+    /// The per-face constant colours: every lookup's fallback, held with the open file.
+    fn held_bytes(&self) -> u64 {
+        self.file.constant_bytes()
+    }
+
     /// A page of units may be decoded into unit by unit after publication.
     fn tiles_coalescable(&self) -> bool {
         false
