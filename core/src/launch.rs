@@ -36,7 +36,8 @@ impl Launch {
         let view = unsafe { CpuView::new(self.engine().page_table(), self.cpu.directory()) };
         let engine = self.engine();
         let view = view.with_file_tiles(&**engine);
-        if engine.options().rejects_requests() {
+        // The threshold is 0 without rejection: the gate then only counts.
+        if engine.options().counts_requests() {
             view.with_rejection(Rejection {
                 gate: engine.request_gate(),
                 threshold: self.pin.reject_threshold(),

@@ -123,6 +123,13 @@ impl LoaderOptions {
             .unwrap_or(self.mode == StreamingMode::Interactive)
     }
 
+    /// Whether CPU launches count their misses per page through the request gate: when
+    /// they reject requests, and in interactive mode, whose fill queue serves the pages
+    /// most lookups missed first.
+    pub fn counts_requests(&self) -> bool {
+        self.rejects_requests() || self.mode == StreamingMode::Interactive
+    }
+
     /// Whether fill threads run in the background: `background_fills`, else on in
     /// interactive mode.
     pub fn fills_in_background(&self) -> bool {

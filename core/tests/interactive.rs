@@ -358,3 +358,38 @@ fn interactive_textures_open_at_creation_and_a_miss_shows_a_coarser_level() {
     loader.process_requests(launch).wait();
     assert_eq!(loader.stats().tiles_filled, 1);
 }
+
+#[test]
+fn interactive_fills_serve_the_most_missed_tiles_of_a_level_first() {
+    let (loader, id, gate) = gated_loader(LoaderOptions {
+        mode: StreamingMode::Interactive,
+        request_rejection: Some(false),
+        max_requests_per_launch: 2,
+        max_fill_age: 100,
+        ..LoaderOptions::default()
+    });
+    gate.open_gate();
+    // Five tiles of one row of level 0, missed by 1, 1, 5, 1 and 3 lookups: the queue holds
+    // two, the third and the fifth (page order would take the first two).
+    let misses = [1, 1, 5, 1, 3];
+    let s = |k: usize| (k as f32 * 128.0 + 64.0) / SIDE as f32;
+    let t = 4160.0 / SIDE as f32;
+    let launch = loader.launch_prepare();
+    for (k, &n) in misses.iter().enumerate() {
+        for _ in 0..n {
+            launch.tex2d(id, s(k), t, &SampleOptions::default());
+        }
+    }
+    loader.process_requests(launch).wait();
+    assert_eq!(loader.stats().requests_dropped, 3);
+    loader.publish_pending().unwrap();
+    let launch = loader.launch_prepare();
+    let resident: Vec<bool> = (0..misses.len())
+        .map(|k| {
+            launch
+                .tex2d(id, s(k), t, &SampleOptions::default())
+                .resident
+        })
+        .collect();
+    assert_eq!(resident, [false, false, true, false, true]);
+}

@@ -354,7 +354,9 @@ fn reference_runs(
 
 /// With a request cap, from a static camera (frame 0's): launches until every pixel is at
 /// full detail (each launch's fills waited for, so the count does not depend on timing),
-/// and how evenly the first launch with tile requests spread its progress over the image.
+/// and what the first launch whose requests included tiles (not only textures to open)
+/// brought: how evenly its progress spread over the image, and the pixels at full detail
+/// after it.
 pub fn cap_experiment(
     scene: &Scene,
     args: &DemoArgs,
@@ -364,25 +366,31 @@ pub fn cap_experiment(
     let (loader, ids) = scene_loader(scene, streaming_options(args, rejection), Duration::ZERO)?;
     let (camera, _) = camera_path(0, args.frames, args.width, args.height);
     let job = job(scene, &ids, &camera, args);
-    let mut previous: Option<Vec<bool>> = None;
-    let mut spread = None;
+    // The full-detail pixels of the launch before the first tile fills.
+    let mut before_tiles: Option<Vec<bool>> = None;
+    let mut first_tiles = None;
     let mut frames = None;
+    let mut by_launch = Vec::new();
     for launch_index in 1..=args.max_launches.max(64) {
         let launch = loader.launch_prepare();
         let (_, full) = shade_frame(&launch, &job, pool, Shading::Textured);
+        let at_full = full.iter().filter(|&&x| x).count() as f64 / full.len() as f64;
+        by_launch.push(at_full);
+        if first_tiles.is_none() {
+            if let Some(before) = &before_tiles {
+                let (cells, cv) = progress_spread(before, &full, args.width, args.height);
+                first_tiles = Some((cells, cv, at_full));
+            }
+        }
+        let filled = loader.stats().tiles_filled;
         loader.process_requests(launch).wait();
         if full.iter().all(|&x| x) {
             frames = Some(launch_index);
             break;
         }
-        if spread.is_none() {
-            if let Some(prev) = &previous {
-                if prev.iter().zip(&full).any(|(a, b)| !a && *b) {
-                    spread = Some(progress_spread(prev, &full, args.width, args.height));
-                }
-            }
+        if before_tiles.is_none() && loader.stats().tiles_filled > filled {
+            before_tiles = Some(full);
         }
-        previous = Some(full);
     }
     let mut m = Map::new();
     m.insert("rejection".into(), rejection.into());
@@ -391,14 +399,20 @@ pub fn cap_experiment(
         "frames_to_full_detail".into(),
         frames.map_or(Value::Null, Value::from),
     );
-    if let Some((cells, cv)) = spread {
+    if let Some((cells, cv, at_full)) = first_tiles {
         m.insert("first_progress_cells_fraction".into(), cells.into());
         m.insert("first_progress_cell_cv".into(), cv.into());
+        m.insert("full_detail_after_first_tiles".into(), at_full.into());
     }
     m.insert(
         "requests_rejected".into(),
         loader.stats().requests_rejected.into(),
     );
+    // Σ over launches of the fraction of pixels not yet at full detail: the launches a
+    // pixel waits for full detail, on average (a lower bound if it was not reached).
+    let mean_wait: f64 = by_launch.iter().map(|f| 1.0 - f).sum();
+    m.insert("mean_launches_to_full_detail".into(), mean_wait.into());
+    m.insert("full_detail_by_launch".into(), by_launch.into());
     Ok(m)
 }
 

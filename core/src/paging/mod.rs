@@ -9,6 +9,7 @@ pub mod page_layout;
 pub mod page_space;
 pub mod page_table;
 pub mod rejection;
+pub mod request_counts;
 pub mod sharded_counter;
 
 pub use device_context::{DeviceContext, PageMapping, CONTEXT_FLAG_REQUEST_IF_RESIDENT};

@@ -20,8 +20,13 @@
 //! and user-resource pages (`map_or_request`) are always requested: they are few and
 //! everything else waits on them.
 //!
+//! The gate also counts each page's standing misses ([`RequestCounts`]): in interactive
+//! mode the fill queue serves, within a level, the pages most lookups missed first. An
+//! interactive launch goes through the gate even with rejection off (threshold 0) for them.
+//!
 //! [`DeviceContext::reject_threshold`]: super::DeviceContext::reject_threshold
 
+use super::request_counts::RequestCounts;
 use super::sharded_counter::ShardedCounter;
 use super::PageTable;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -69,6 +74,8 @@ pub struct RequestGate {
     standing: ShardedCounter,
     rejected: ShardedCounter,
     threshold: AtomicU32,
+    /// Standing misses per page (the interactive fill queue's priority).
+    counts: RequestCounts,
 }
 
 impl RequestGate {
@@ -104,7 +111,19 @@ impl RequestGate {
             return false;
         }
         self.standing.add(1);
+        self.counts.add(page);
         pages.request_and_test(page)
+    }
+
+    /// The misses of `page` whose request stood since the last pull (an upper bound: see
+    /// [`RequestCounts`]); 0 for requests recorded elsewhere (a GPU's).
+    pub fn request_count(&self, page: u32) -> u64 {
+        self.counts.count(page)
+    }
+
+    /// Forget the per-page counts (the launch's requests were ordered).
+    pub fn clear_request_counts(&self) {
+        self.counts.clear();
     }
 
     /// A launch's requests were pulled (`unique` distinct pages): set the threshold of the

@@ -26,8 +26,9 @@ pub struct ShardedCounter {
     shards: [Shard; SHARDS],
 }
 
-/// The shard of the calling thread: assigned round robin the first time a thread counts.
-fn shard_index() -> usize {
+/// The shard of the calling thread: assigned round robin the first time a thread counts
+/// (below [`SHARDS`], 16).
+pub(crate) fn shard_index() -> usize {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     thread_local! {
         static SHARD: usize = NEXT.fetch_add(1, Ordering::Relaxed) % SHARDS;

@@ -164,9 +164,18 @@ fn process_pulled(engine: &Arc<Engine>, launch_num: u32, pulled: Option<PullResu
 
     if interactive {
         // The fill queue is bounded (at most `max` tile fills queued) and served coarse
-        // levels first; what does not fit is dropped, not deferred: a page still needed is
-        // requested again by a later launch.
-        tiles.sort_by_key(|j| (std::cmp::Reverse(j.level), j.page));
+        // levels first, and within a level the pages most lookups missed first; what does
+        // not fit is dropped, not deferred: a page still needed is requested again by a
+        // later launch.
+        let gate = &engine.gate;
+        tiles.sort_by_cached_key(|j| {
+            let misses = gate.request_count(j.page.0);
+            (
+                std::cmp::Reverse(j.level),
+                std::cmp::Reverse(misses),
+                j.page,
+            )
+        });
         let room = max
             .saturating_sub(inits.len() + resources.len())
             .min(max.saturating_sub(host.queued_fills));
@@ -174,6 +183,9 @@ fn process_pulled(engine: &Arc<Engine>, launch_num: u32, pulled: Option<PullResu
             host.in_flight.remove(&job.page);
             host.counters.requests_dropped += 1;
         }
+    }
+    if engine.options.counts_requests() {
+        engine.gate.clear_request_counts();
     }
 
     let wanted_tiles = host.wanted_bytes.div_ceil(TILE_BYTES as u64) as usize;
