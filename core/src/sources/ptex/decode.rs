@@ -159,18 +159,19 @@ impl Texels {
             }
             enc @ (Encoding::Zipped | Encoding::DiffZipped) => {
                 let bytes = res.texels() as u64 * self.pixel_size as u64;
-                let mut planar = input.read_zip(
+                let mut texels = input.read_zip_with(
                     span.offset,
                     size,
                     bytes,
                     self.limits.max_decoded_block_bytes,
                     &what,
+                    |planar| {
+                        if enc == Encoding::DiffZipped {
+                            decode_difference(self.data_type, planar);
+                        }
+                        interleave(planar, res.texels(), self.nchannels, self.data_type.size())
+                    },
                 )?;
-                if enc == Encoding::DiffZipped {
-                    decode_difference(self.data_type, &mut planar);
-                }
-                let mut texels =
-                    interleave(&planar, res.texels(), self.nchannels, self.data_type.size());
                 self.premultiply_level0(&mut texels, level);
                 Ok(FaceData::packed(res, self.pixel_size, texels))
             }

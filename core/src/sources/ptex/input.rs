@@ -217,6 +217,61 @@ impl Input {
         let zip = self.read(offset, zip_size, what)?;
         inflate(&zip, size as usize, what)
     }
+
+    /// As [`read_zip`](Self::read_zip), handing the inflated bytes to `use_bytes` instead of
+    /// returning them: the compressed and inflated bytes go through this thread's scratch
+    /// buffers, reused from block to block (no allocation, and no zeroing of bytes that
+    /// are about to be overwritten). Texel blocks are read this way: they are made into
+    /// interleaved texels at once.
+    pub fn read_zip_with<T>(
+        &self,
+        offset: u64,
+        zip_size: u64,
+        size: u64,
+        limit: u64,
+        what: &dyn Display,
+        use_bytes: impl FnOnce(&mut [u8]) -> T,
+    ) -> R<T> {
+        check_inflated_size(zip_size, size, limit, what)?;
+        self.check_span(offset, zip_size, what)?;
+        SCRATCH.with(|scratch| {
+            // Re-entered on this thread (never expected): fresh buffers.
+            let Ok(mut scratch) = scratch.try_borrow_mut() else {
+                let mut bytes = self.read_zip(offset, zip_size, size, limit, what)?;
+                return Ok(use_bytes(&mut bytes));
+            };
+            let (zip, out) = &mut *scratch;
+            let (zip_len, size) = (zip_size as usize, size as usize);
+            // Grown bytes are zeroed once; after that, reuse costs nothing.
+            if zip.len() < zip_len {
+                zip.resize(zip_len, 0);
+            }
+            if out.len() < size {
+                out.resize(size, 0);
+            }
+            let result = self
+                .read_into(offset, &mut zip[..zip_len], what)
+                .and_then(|()| inflate_into(&zip[..zip_len], &mut out[..size], what))
+                .map(|()| use_bytes(&mut out[..size]));
+            // A large block does not stay allocated to the thread.
+            for buffer in [zip, out] {
+                if buffer.len() > SCRATCH_KEPT_BYTES {
+                    *buffer = Vec::new();
+                }
+            }
+            result
+        })
+    }
+}
+
+/// The most bytes each scratch buffer keeps between blocks (one texel block of a 1024×1024
+/// half RGBA face is 8 MiB).
+const SCRATCH_KEPT_BYTES: usize = 8 << 20;
+
+thread_local! {
+    /// This thread's buffers for a block's compressed and inflated bytes.
+    static SCRATCH: std::cell::RefCell<(Vec<u8>, Vec<u8>)> =
+        const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
 }
 
 /// Check that a stream of `zip_size` bytes may inflate to `size` bytes, and that `size` is
@@ -243,19 +298,26 @@ pub(crate) fn check_inflated_size(
 /// Inflate the complete zlib stream `zip` to exactly `size` bytes.
 pub(crate) fn inflate(zip: &[u8], size: usize, what: &dyn Display) -> R<Vec<u8>> {
     let mut out = vec![0u8; size];
+    inflate_into(zip, &mut out, what)?;
+    Ok(out)
+}
+
+/// Inflate the complete zlib stream `zip` to exactly `out.len()` bytes, into `out`.
+fn inflate_into(zip: &[u8], out: &mut [u8], what: &dyn Display) -> R<()> {
+    let size = out.len();
     // libdeflate takes a whole stream of known size 1.2–2× faster than a streaming
     // inflater (its tables are kept per thread, where each zlib-rs stream builds its own);
     // anything it refuses goes through flate2, which says what is wrong.
-    if crate::sources::inflate::inflate_whole(zip, &mut out) == Some(size) {
-        return Ok(out);
+    if crate::sources::inflate::inflate_whole(zip, out) == Some(size) {
+        return Ok(());
     }
     let mut z = Decompress::new(true);
     let status = z
-        .decompress(zip, &mut out, FlushDecompress::Finish)
+        .decompress(zip, out, FlushDecompress::Finish)
         .map_err(|e| Fail::corrupt(format!("{what} is not a valid zlib stream ({e})")))?;
     let produced = z.total_out();
     match status {
-        Status::StreamEnd if produced == size as u64 => Ok(out),
+        Status::StreamEnd if produced == size as u64 => Ok(()),
         Status::StreamEnd => Err(Fail::corrupt(format!(
             "{what} inflates to {produced} bytes, expected {size}"
         ))),

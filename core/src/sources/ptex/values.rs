@@ -430,6 +430,35 @@ fn interleave_values<const N: usize>(
     texels: usize,
     nchannels: usize,
 ) {
+    match nchannels {
+        1 => out.copy_from_slice(&planar[..out.len()]),
+        2 => interleave_texels::<N, 2>(planar, out, texels),
+        3 => interleave_texels::<N, 3>(planar, out, texels),
+        4 => interleave_texels::<N, 4>(planar, out, texels),
+        _ => interleave_planes::<N>(planar, out, texels, nchannels),
+    }
+}
+
+/// [`interleave`] for `C` channels of `N` bytes, texel by texel: each texel is written
+/// whole, from the `C` planes read side by side (one pass, sequential writes).
+fn interleave_texels<const N: usize, const C: usize>(planar: &[u8], out: &mut [u8], texels: usize) {
+    let plane = texels * N;
+    let planes: [&[u8]; C] = std::array::from_fn(|c| &planar[c * plane..(c + 1) * plane]);
+    for (t, texel) in out.chunks_exact_mut(C * N).enumerate().take(texels) {
+        for (c, p) in planes.iter().enumerate() {
+            let value: &[u8; N] = p[t * N..t * N + N].try_into().expect("N bytes");
+            texel[c * N..c * N + N].copy_from_slice(value);
+        }
+    }
+}
+
+/// [`interleave`] for any channel count, plane by plane.
+fn interleave_planes<const N: usize>(
+    planar: &[u8],
+    out: &mut [u8],
+    texels: usize,
+    nchannels: usize,
+) {
     let pixel = nchannels * N;
     for c in 0..nchannels {
         let plane = &planar[c * texels * N..(c + 1) * texels * N];
