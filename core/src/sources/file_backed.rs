@@ -153,13 +153,10 @@ impl<P> FileBacked<P> {
         let now = file
             .identity()
             .map_err(|e| self.error(format_args!("cannot read the file's status: {e}")))?;
-        if now == parsed.identity {
-            return Ok(());
-        }
-        Err(self.error(format_args!(
-            "the file changed on disk since it was opened ({}): invalidate the texture to \
-             read the new contents",
-            parsed.identity.change(&now)
-        )))
+        parsed.identity.check_unchanged(&now).map_err(|changed| {
+            self.error(format_args!(
+                "{changed}: invalidate the texture to read the new contents"
+            ))
+        })
     }
 }

@@ -129,6 +129,19 @@ impl FileIdentity {
         }
     }
 
+    /// `Ok` while `now` is still the file as it was opened (`self`); else the message every
+    /// file-backed source gives, saying what changed ("the file changed on disk since it
+    /// was opened (…)"), for the caller to add what to do about it.
+    pub(crate) fn check_unchanged(&self, now: &FileIdentity) -> Result<(), String> {
+        if self == now {
+            return Ok(());
+        }
+        Err(format!(
+            "the file changed on disk since it was opened ({})",
+            self.change(now)
+        ))
+    }
+
     /// In words, for messages: what differs between `self` (before) and `now`.
     pub(crate) fn change(&self, now: &FileIdentity) -> String {
         let mut what = Vec::new();

@@ -464,14 +464,11 @@ impl ExrSource {
         let now = file
             .identity()
             .map_err(|e| self.error(format_args!("cannot read the file's status: {e}")))?;
-        if now == o.identity {
-            return Ok(());
-        }
-        Err(self.error(format_args!(
-            "the file changed on disk since it was opened ({}): invalidate the texture to \
-             read the new contents",
-            o.identity.change(&now)
-        )))
+        o.identity.check_unchanged(&now).map_err(|changed| {
+            self.error(format_args!(
+                "{changed}: invalidate the texture to read the new contents"
+            ))
+        })
     }
 
     /// Read and decode one block, counting it.

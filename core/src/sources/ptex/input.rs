@@ -181,15 +181,13 @@ impl Input {
             )
         })?;
         match &self.identity {
-            Some(opened) if *opened != now => Err(Fail::new(
-                PtexErrorKind::Io,
-                format!(
-                    "{what}: the file changed on disk since it was opened ({}): create the \
-                     texture again to read the new contents",
-                    opened.change(&now)
-                ),
-            )),
-            _ => Ok(()),
+            Some(opened) => opened.check_unchanged(&now).map_err(|changed| {
+                Fail::new(
+                    PtexErrorKind::Io,
+                    format!("{what}: {changed}: create the texture again to read the new contents"),
+                )
+            }),
+            None => Ok(()),
         }
     }
 
