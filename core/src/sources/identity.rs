@@ -85,23 +85,46 @@ impl FileKey {
 /// that threads asking for it at once read it once.
 type Slot = Arc<Mutex<Option<(FileIdentity, u128)>>>;
 
-/// File hashes by file version: each unchanged file is hashed once.
-#[derive(Default)]
+/// The most files whose hashes a [`DigestCache`] remembers before it forgets them (a file
+/// replaced by another takes a new entry; the old one would otherwise stay).
+const MAX_REMEMBERED_FILES: usize = 1 << 16;
+
+/// File hashes by file version: each unchanged file is hashed once, while the cache holds
+/// fewer than [`MAX_REMEMBERED_FILES`] files.
 pub struct DigestCache {
     hashes: Mutex<HashMap<FileKey, Slot>>,
     bytes_hashed: std::sync::atomic::AtomicU64,
+    max_files: usize,
+}
+
+impl Default for DigestCache {
+    fn default() -> Self {
+        DigestCache::remembering(MAX_REMEMBERED_FILES)
+    }
 }
 
 impl DigestCache {
+    /// An empty cache that remembers the hashes of at most `max_files` files.
+    fn remembering(max_files: usize) -> DigestCache {
+        DigestCache {
+            hashes: Mutex::default(),
+            bytes_hashed: Default::default(),
+            max_files,
+        }
+    }
+
     /// The hash of the file at `path` as it is now: from the cache while the file keeps
     /// its version, else read and remembered.
     fn hash(&self, path: &Path, now: &FileIdentity) -> Result<u128, SourceError> {
-        let slot = self
-            .hashes
-            .lock()
-            .entry(FileKey::of(path, now))
-            .or_default()
-            .clone();
+        let slot = {
+            let mut hashes = self.hashes.lock();
+            if hashes.len() >= self.max_files {
+                // Forget every hash no thread is taking now: a file compared again is read
+                // again, and the cache stays bounded however many files come and go.
+                hashes.retain(|_, slot| Arc::strong_count(slot) > 1);
+            }
+            hashes.entry(FileKey::of(path, now)).or_default().clone()
+        };
         let mut slot = slot.lock();
         if let Some((id, h)) = &*slot {
             if id == now {
@@ -211,6 +234,31 @@ mod tests {
         assert!(cache.bytes_hashed() > before);
         let missing = d.join("missing.bin");
         assert!(same_content(&id(&a, "exr"), &id(&missing, "exr"), &cache).is_err());
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn the_cache_forgets_files_beyond_its_bound() {
+        // Not under `dir()`, which the other test removes.
+        let d =
+            std::env::temp_dir().join(format!("demandtex-identity-bounded-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        let files: Vec<PathBuf> = (0..6)
+            .map(|i| {
+                let f = d.join(format!("{i}.bin"));
+                std::fs::write(&f, [7u8; 100]).unwrap();
+                f
+            })
+            .collect();
+        let cache = DigestCache::remembering(4);
+        for pair in files.chunks(2) {
+            assert!(same_content(&id(&pair[0], "x"), &id(&pair[1], "x"), &cache).unwrap());
+            assert!(cache.hashes.lock().len() <= 4);
+        }
+        assert_eq!(cache.bytes_hashed(), 600);
+        // Forgotten: the first two files are read again.
+        assert!(same_content(&id(&files[0], "x"), &id(&files[1], "x"), &cache).unwrap());
+        assert_eq!(cache.bytes_hashed(), 800);
         std::fs::remove_dir_all(&d).unwrap();
     }
 }
