@@ -72,6 +72,26 @@ fn reference(fx: &Fixture, lookups: &[Lookup]) -> Vec<Vec<f32>> {
         .collect()
 }
 
+/// A folder of its own (named after `tag`) holding one synthetic file of `faces` faces,
+/// sides up to `2^max_log2`, seed 3; and the file's path.
+fn one_synthetic_file(
+    tag: &str,
+    faces: u32,
+    max_log2: i8,
+) -> (std::path::PathBuf, std::path::PathBuf) {
+    use crate::sources::ptex::write::{synthetic_file_name, write_synthetic_set, SyntheticSet};
+    let dir = std::env::temp_dir().join(format!("demandtex-ptex-{tag}-{}", std::process::id()));
+    let set = SyntheticSet {
+        files: 1,
+        faces,
+        seed: 3,
+        max_log2,
+    };
+    write_synthetic_set(&dir, &set).unwrap();
+    let path = dir.join(synthetic_file_name(0));
+    (dir, path)
+}
+
 fn options(pages: u64) -> LoaderOptions {
     LoaderOptions {
         max_texture_memory: pages * TILE_BYTES as u64,
@@ -270,16 +290,7 @@ fn lazy_pages_fill_in_place_from_many_threads() {
 
     // Sparse lookups (a few faces of a file of many small ones) decode a few units, where
     // filling their pages whole decodes every unit on them.
-    use crate::sources::ptex::write::{synthetic_file_name, write_synthetic_set, SyntheticSet};
-    let dir = std::env::temp_dir().join(format!("demandtex-ptex-sparse-{}", std::process::id()));
-    let set = SyntheticSet {
-        files: 1,
-        faces: 400,
-        seed: 3,
-        max_log2: 5,
-    };
-    write_synthetic_set(&dir, &set).unwrap();
-    let path = dir.join(synthetic_file_name(0));
+    let (dir, path) = one_synthetic_file("sparse", 400, 5);
     let o = PtexFilterOptions {
         filter: PtexFilterType::Point,
         ..Default::default()
@@ -436,16 +447,7 @@ fn a_file_changed_on_disk_is_an_error_not_texels_of_two_versions() {
 /// (its lookups read the constants, as resident); unloading gives the bytes back.
 #[test]
 fn per_face_constants_are_charged_to_the_budget() {
-    use crate::sources::ptex::write::{synthetic_file_name, write_synthetic_set, SyntheticSet};
-    let dir = std::env::temp_dir().join(format!("demandtex-ptex-consts-{}", std::process::id()));
-    let set = SyntheticSet {
-        files: 1,
-        faces: 50_000,
-        seed: 3,
-        max_log2: 2,
-    };
-    write_synthetic_set(&dir, &set).unwrap();
-    let path = dir.join(synthetic_file_name(0));
+    let (dir, path) = one_synthetic_file("consts", 50_000, 2);
     let file = PtexFile::open(&path).unwrap();
     let constants = file.constant_bytes();
     assert_eq!(constants, 50_000 * file.pixel_size() as u64);
