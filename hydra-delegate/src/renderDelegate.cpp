@@ -130,6 +130,9 @@ VtDictionary HdDemandTexRenderDelegate::GetRenderStats() const {
         out["demandtex:textures"] = VtValue(uint64_t(s.textures));
         out["demandtex:failedTextures"] = VtValue(uint64_t(s.failed_textures));
         out["demandtex:loaderLaunches"] = VtValue(uint64_t(s.launches));
+        out["demandtex:requestsRejected"] = VtValue(uint64_t(s.requests_rejected));
+        out["demandtex:requestsDropped"] = VtValue(uint64_t(s.requests_dropped));
+        out["demandtex:fillsDroppedStale"] = VtValue(uint64_t(s.fills_dropped_stale));
     } catch (const demandtex::Error& e) {
         out["demandtex:error"] = VtValue(std::string(e.what()));
     }

@@ -17,6 +17,12 @@ PXR_NAMESPACE_OPEN_SCOPE
 
 namespace {
 
+/// Interactive passes in a row that finished no pixel before fewer rows are shaded (fills
+/// run in the background: a few passes without progress are normal).
+constexpr unsigned kStallLaunches = 8;
+/// The fewest rows an interactive pass shades.
+constexpr unsigned kMinRowWindow = 8;
+
 /// Sample `index` of a pixel, in [0, 1)²: the R2 low-discrepancy sequence, starting at the
 /// pixel centre, so any sample count covers the pixel evenly and deterministically.
 GfVec2f _SampleOffset(unsigned index) {
@@ -114,6 +120,8 @@ void HdDemandTexRenderer::Restart() {
     const size_t h = size_t(std::max(0, _dataWindow.GetHeight()));
     _pixels.assign(w * h, Pixel());
     _unfinished = w * h;
+    _rowWindow = 0;
+    _stalledPasses = 0;
 }
 
 HdDemandTexRenderer::Ray HdDemandTexRenderer::_CameraRay(float x, float y) const {
@@ -139,7 +147,16 @@ HdDemandTexIterationStats HdDemandTexRenderer::Iterate(const demandtex::Launch& 
     const unsigned height = unsigned(_dataWindow.GetHeight());
     std::atomic<std::uint64_t> traced{0}, finished{0}, missed{0}, finishedPixels{0};
 
-    WorkParallelForN(height, [&](size_t rowBegin, size_t rowEnd) {
+    // The rows shaded: all, or a window from the first row with an unfinished pixel.
+    size_t firstRow = 0, rows = height;
+    if (_rowWindow != 0) {
+        const auto first = std::find_if(_pixels.begin(), _pixels.end(),
+                                        [&](const Pixel& p) { return p.samples < _samplesPerPixel; });
+        firstRow = size_t(first - _pixels.begin()) / width;
+        rows = std::min<size_t>(_rowWindow, height - firstRow);
+    }
+    WorkParallelForN(rows, [&](size_t windowBegin, size_t windowEnd) {
+        const size_t rowBegin = firstRow + windowBegin, rowEnd = firstRow + windowEnd;
         std::uint64_t t = 0, f = 0, m = 0, done = 0;
         for (size_t y = rowBegin; y < rowEnd; ++y) {
             for (unsigned x = 0; x < width; ++x) {
@@ -182,6 +199,16 @@ HdDemandTexIterationStats HdDemandTexRenderer::Iterate(const demandtex::Launch& 
         finishedPixels += done;
     });
     _unfinished -= finishedPixels.load();
+    if (preview) {
+        // Interactive: a frame whose tiles do not all fit the budget stalls (every resident
+        // tile is in use, none can be evicted); shade fewer rows until pixels finish again.
+        _stalledPasses = finishedPixels.load() == 0 ? _stalledPasses + 1 : 0;
+        if (_stalledPasses >= kStallLaunches && _unfinished != 0) {
+            const unsigned current = _rowWindow == 0 ? height : _rowWindow;
+            _rowWindow = std::max(kMinRowWindow, current / 2);
+            _stalledPasses = 0;
+        }
+    }
     stats.samplesTraced = traced;
     stats.samplesFinished = finished;
     stats.samplesMissed = missed;

@@ -104,6 +104,12 @@ private:
     unsigned _samplesPerPixel = 1;
     std::vector<Pixel> _pixels;
     std::uint64_t _unfinished = 0;
+    // Interactive passes over a frame larger than the texture budget: when no pixel has
+    // finished for kStallLaunches passes, only the rows [first unfinished row, + _rowWindow)
+    // are shaded (halved at each further stall, at least kMinRowWindow), so that the tiles
+    // of the other pixels go unused and can be evicted. 0: every row.
+    unsigned _rowWindow = 0;
+    unsigned _stalledPasses = 0;
 };
 
 PXR_NAMESPACE_CLOSE_SCOPE

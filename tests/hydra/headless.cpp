@@ -203,8 +203,15 @@ std::optional<Render> RenderStage(const Options& o, long long budgetMiB, bool in
             }
             prim->Unmap();
             color->Unmap();
-            std::printf("launch %d: %llu pixels unfinished, %zu geometry pixels without a colour yet\n", r.launches,
-                        (unsigned long long)unfinished, clearGeometry);
+            const VtDictionary now = delegate->GetRenderStats();
+            std::printf("launch %d: %llu pixels unfinished, %zu geometry pixels without a colour yet; requests %llu "
+                        "(rejected %llu, dropped %llu), tiles filled %llu, evictions %llu\n",
+                        r.launches, (unsigned long long)unfinished, clearGeometry,
+                        (unsigned long long)_Stat(now, "demandtex:requests"),
+                        (unsigned long long)_Stat(now, "demandtex:requestsRejected"),
+                        (unsigned long long)_Stat(now, "demandtex:requestsDropped"),
+                        (unsigned long long)_Stat(now, "demandtex:tilesFilled"),
+                        (unsigned long long)_Stat(now, "demandtex:evictions"));
             if (unfinished > 0 && clearGeometry == 0) ++r.previewFrames;
         }
     }
