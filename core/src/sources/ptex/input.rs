@@ -233,9 +233,10 @@ impl Input {
         check_inflated_size(zip_size, size, limit, what)?;
         self.check_span(offset, zip_size, what)?;
         SCRATCH.with(|scratch| {
-            // Re-entered on this thread (never expected): fresh buffers.
+            // Re-entered on this thread (never expected): fresh buffers (sizes checked above).
             let Ok(mut scratch) = scratch.try_borrow_mut() else {
-                let mut bytes = self.read_zip(offset, zip_size, size, limit, what)?;
+                let zip = self.read(offset, zip_size, what)?;
+                let mut bytes = inflate(&zip, size as usize, what)?;
                 return Ok(use_bytes(&mut bytes));
             };
             let (zip, out) = &mut *scratch;
