@@ -8,13 +8,52 @@
 //! the bytes do not hold (only from a corrupt file's unit) and other channel counts take the
 //! general loop, which reads a texel it cannot find as 0.
 
-use super::kernel::Kernel;
+use super::kernel::{sum, Kernel};
 use super::{Channels, Texels};
 use crate::sources::ptex::{values, DataType};
+
+/// A separable kernel's window as the loops read it: weights `ku` over texels `u..` of
+/// rows `row_texels` wide, and `kv` over rows `v..` (a [`Kernel`]'s, or the bilinear fast
+/// path's own).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Window<'a> {
+    /// Texels per row of the unit (its resolution in u).
+    pub row_texels: usize,
+    pub u: i32,
+    pub v: i32,
+    pub ku: &'a [f32],
+    pub kv: &'a [f32],
+}
+
+impl Window<'_> {
+    /// `sum(ku) * sum(kv)`, each summed in order from 0 (the reference's `weight()`).
+    pub fn weight(&self) -> f32 {
+        sum(self.ku) * sum(self.kv)
+    }
+}
+
+impl Kernel {
+    /// The kernel's window.
+    pub(super) fn window(&self) -> Window<'_> {
+        Window {
+            row_texels: self.res.u(),
+            u: self.u,
+            v: self.v,
+            ku: self.ku(),
+            kv: self.kv(),
+        }
+    }
+}
 
 /// Apply `k` (within `texels`' resolution) to `texels`, adding to `dst` (one sum per
 /// channel).
 pub(super) fn apply_texels(ch: &Channels, k: &Kernel, texels: Texels<'_>, dst: &mut [f32]) {
+    apply_window(ch, &k.window(), texels, dst);
+}
+
+/// Apply the window `k` (within `texels`' resolution) to `texels`, adding to `dst`.
+#[inline]
+pub(super) fn apply_window(ch: &Channels, k: &Window<'_>, texels: Texels<'_>, dst: &mut [f32]) {
     match texels {
         Texels::Constant(texel) => ch.accumulate(dst, texel, 0, k.weight()),
         Texels::Packed(bytes) => {
@@ -78,7 +117,7 @@ impl Stored for F32 {
 
 /// The typed loop for 1 to 4 channels; false (nothing added) for other counts or a window
 /// outside `bytes`.
-fn by_channels<T: Stored>(ch: &Channels, k: &Kernel, bytes: &[u8], dst: &mut [f32]) -> bool {
+fn by_channels<T: Stored>(ch: &Channels, k: &Window<'_>, bytes: &[u8], dst: &mut [f32]) -> bool {
     match ch.count {
         1 => typed::<T, 1>(ch, k, bytes, dst),
         2 => typed::<T, 2>(ch, k, bytes, dst),
@@ -93,18 +132,18 @@ fn by_channels<T: Stored>(ch: &Channels, k: &Kernel, bytes: &[u8], dst: &mut [f3
 #[inline(always)]
 fn typed<T: Stored, const N: usize>(
     ch: &Channels,
-    k: &Kernel,
+    k: &Window<'_>,
     bytes: &[u8],
     dst: &mut [f32],
 ) -> bool {
     let ps = ch.pixel_size;
-    let (ku, kv) = (k.ku(), k.kv());
+    let (ku, kv) = (k.ku, k.kv);
     let first = ch.first * T::SIZE;
     if ku.is_empty() || kv.is_empty() || first + N * T::SIZE > ps || dst.len() < N {
         return ku.is_empty() || kv.is_empty();
     }
     let (u0, v0) = (k.u.max(0) as usize, k.v.max(0) as usize);
-    let row = k.res.u() * ps;
+    let row = k.row_texels * ps;
     let width = ku.len() * ps;
     let last = (v0 + kv.len() - 1) * row + u0 * ps + width;
     if k.u < 0 || k.v < 0 || u0 * ps + width > row || last > bytes.len() {
@@ -139,9 +178,9 @@ fn load_texel<T: Stored, const N: usize>(bytes: &[u8], at: usize) -> [f32; N] {
 }
 
 /// Any channel count, every read checked (a texel outside `bytes` reads as 0).
-fn apply_general(ch: &Channels, k: &Kernel, bytes: &[u8], dst: &mut [f32]) {
+fn apply_general(ch: &Channels, k: &Window<'_>, bytes: &[u8], dst: &mut [f32]) {
     let ps = ch.pixel_size;
-    let row = k.res.u() * ps;
+    let row = k.row_texels * ps;
     let n = ch.count;
     let mut row_result = [0f32; 64];
     let mut row_vec;
@@ -151,9 +190,9 @@ fn apply_general(ch: &Channels, k: &Kernel, bytes: &[u8], dst: &mut [f32]) {
         row_vec = vec![0f32; n];
         &mut row_vec
     };
-    for (j, &wv) in k.kv().iter().enumerate() {
+    for (j, &wv) in k.kv.iter().enumerate() {
         let base = (k.v as usize + j) * row + k.u as usize * ps;
-        for (i, &wu) in k.ku().iter().enumerate() {
+        for (i, &wu) in k.ku.iter().enumerate() {
             let at = base + i * ps;
             for (c, r) in rr.iter_mut().enumerate() {
                 let x = ch.raw(bytes, at, c) * wu;
@@ -209,7 +248,7 @@ mod tests {
                         let mut fast = vec![1.5f32; nchan];
                         let mut general = fast.clone();
                         apply_texels(&ch, k, Texels::Packed(&bytes), &mut fast);
-                        apply_general(&ch, k, &bytes, &mut general);
+                        apply_general(&ch, &k.window(), &bytes, &mut general);
                         let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
                         assert_eq!(bits(&fast), bits(&general), "{dt:?} {nchan}+{first}");
                     }

@@ -129,16 +129,23 @@ fn build_box(u: f32, v: f32, uw: f32, vw: f32, face_res: Res) -> Kernel {
 }
 
 fn build_bilinear(u: f32, v: f32, uw: f32, vw: f32, face_res: Res) -> Kernel {
-    let (_, ul) = clamped_res(uw, face_res.ulog2);
-    let (_, vl) = clamped_res(vw, face_res.vlog2);
+    let (ul, su, wu) = bilinear_axis(u, uw, face_res.ulog2);
+    let (vl, sv, wv) = bilinear_axis(v, vw, face_res.vlog2);
     let mut k = Kernel::new(Res::new(ul, vl));
-    let upix = u * k.res.u() as f32 - 0.5;
-    let vpix = v * k.res.v() as f32 - 0.5;
-    let (uf, vf) = (floor(upix), floor(vpix));
-    let (ufrac, vfrac) = (upix - uf, vpix - vf);
-    k.set_ku(uf as i32, &[1.0 - ufrac, ufrac]);
-    k.set_kv(vf as i32, &[1.0 - vfrac, vfrac]);
+    k.set_ku(su, &wu);
+    k.set_kv(sv, &wv);
     k
+}
+
+/// One axis of the bilinear kernel at `c` (face uv) for filter width `w` on a face of
+/// `face_log2`: (resolution log2, first texel, weights `[1 − frac, frac]`).
+#[inline]
+pub(super) fn bilinear_axis(c: f32, w: f32, face_log2: i8) -> (i8, i32, [f32; 2]) {
+    let (_, log2) = clamped_res(w, face_log2);
+    let pix = c * Res::new(log2, 0).u() as f32 - 0.5;
+    let first = floor(pix);
+    let frac = pix - first;
+    (log2, first as i32, [1.0 - frac, frac])
 }
 
 /// The reference's 2-unit cubic Hermite blur.

@@ -29,7 +29,7 @@ pub(crate) struct Kernel {
 
 /// Sum of `w`, in order (the reference's `accumulate`).
 #[inline]
-fn sum(w: &[f32]) -> f32 {
+pub(super) fn sum(w: &[f32]) -> f32 {
     w.iter().fold(0.0, |a, &x| a + x)
 }
 

@@ -2,10 +2,10 @@
 //! split across edges and corners, and its application to face data (constant, packed or
 //! tiled), summed in the reference's order.
 
-use super::apply::apply_texels;
-use super::build::Builder;
+use super::apply::{apply_texels, apply_window, Window};
+use super::build::{bilinear_axis, Builder};
 use super::kernel::Kernel;
-use super::{Channels, Lookup, PtexFaces, PtexFilterOptions, Texels};
+use super::{Channels, Lookup, PtexFaces, PtexFilterOptions, PtexFilterType, Texels};
 use crate::sampling::rounding::floor;
 use crate::sources::ptex::{BorderMode, EdgeFilterMode, FaceInfo, Res};
 
@@ -81,8 +81,8 @@ pub(crate) fn eval<F: PtexFaces + ?Sized>(
         return true;
     };
     let (mut u, mut v) = (l.u, l.v);
-    let mut uw = l.uw1.abs() + l.uw2.abs();
-    let mut vw = l.vw1.abs() + l.vw2.abs();
+    let uw = l.uw1.abs() + l.uw2.abs();
+    let vw = l.vw1.abs() + l.vw2.abs();
     let mut black = false;
     match tex.u_border {
         BorderMode::Clamp => u = u.clamp(0.0, 1.0),
@@ -98,6 +98,81 @@ pub(crate) fn eval<F: PtexFaces + ?Sized>(
         out.iter_mut().for_each(|x| *x = 0.0);
         return true;
     }
+    if options.filter == PtexFilterType::Bilinear && !f.is_subface() {
+        let (uw, vw) = (
+            uw * options.width + options.blur,
+            vw * options.width + options.blur,
+        );
+        if let Some(resident) = bilinear_inside(src, ch, l.face, &f, [u, v, uw, vw], out) {
+            return resident;
+        }
+    }
+    eval_kernel(src, ch, l.face, &f, [u, v, uw, vw], options, out)
+}
+
+/// The bilinear filter's common case without a [`Kernel`]: a face (not a subface) whose
+/// window of 2×2 texels (fewer where a weight is 0) lies inside it, in one unit. `None`
+/// where the general path must run (the window crosses an edge, or the unit is tiled).
+/// The sums are the general path's to the bit: the same weights (`strip_zeros` drops a
+/// zero second weight; the first, 1 − frac, is never 0), products and order.
+pub(super) fn bilinear_inside<F: PtexFaces + ?Sized>(
+    src: &F,
+    ch: &Channels,
+    face: u32,
+    f: &FaceInfo,
+    [u, v, uw, vw]: [f32; 4],
+    out: &mut [f32],
+) -> Option<bool> {
+    let (ul, u0, ku) = bilinear_axis(u, uw, f.res.ulog2);
+    let (vl, v0, kv) = bilinear_axis(v, vw, f.res.vlog2);
+    let ku = &ku[..if ku[1] == 0.0 { 1 } else { 2 }];
+    let kv = &kv[..if kv[1] == 0.0 { 1 } else { 2 }];
+    let res = Res::new(ul, vl);
+    let inside = |start: i32, n: usize, texels: usize| start >= 0 && start as usize + n <= texels;
+    if !inside(u0, ku.len(), res.u()) || !inside(v0, kv.len(), res.v()) {
+        return None;
+    }
+    let w = Window {
+        row_texels: res.u(),
+        u: u0,
+        v: v0,
+        ku,
+        kv,
+    };
+    let mut acc = Sums::new(ch.count);
+    let resident = if f.is_constant() {
+        match src.constant(face) {
+            Some(texel) => {
+                ch.accumulate(&mut acc, texel, 0, w.weight());
+                true
+            }
+            None => false,
+        }
+    } else {
+        if src.tiling(face, res).is_some() {
+            return None;
+        }
+        src.texels(face, res, 0, &mut |t| apply_window(ch, &w, t, &mut acc))
+    };
+    let scale = 1.0 / (w.weight() * ch.data_type.one_value());
+    for (o, r) in out.iter_mut().zip(acc.iter()) {
+        *o = r * scale;
+    }
+    Some(resident)
+}
+
+/// The general separable filter (`PtexSeparableFilter::eval` after the border modes): the
+/// kernel built, split across edges and corners, and applied.
+pub(super) fn eval_kernel<F: PtexFaces + ?Sized>(
+    src: &F,
+    ch: &Channels,
+    face: u32,
+    f: &FaceInfo,
+    [u, v, mut uw, mut vw]: [f32; 4],
+    options: &PtexFilterOptions,
+    out: &mut [f32],
+) -> bool {
+    let tex = *src.texture();
     let builder = Builder::new(options.filter, options.lerp, options.sharpness);
     let mut k = if f.is_subface() {
         uw = uw * options.width + options.blur * 2.0;
@@ -129,7 +204,7 @@ pub(crate) fn eval<F: PtexFaces + ?Sized>(
         weight: k.weight(),
         resident: true,
     };
-    e.split_and_apply(&mut k, l.face, &f, 0);
+    e.split_and_apply(&mut k, face, f, 0);
     let scale = 1.0 / (e.weight * ch.data_type.one_value());
     for (o, r) in out.iter_mut().zip(e.result.iter()) {
         *o = r * scale;
