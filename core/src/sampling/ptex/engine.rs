@@ -130,6 +130,35 @@ impl PtexFaces for EnginePtex<'_> {
         let Some(loc) = self.locate(face, res) else {
             return false;
         };
+        self.unit_texels_at(face, res, &loc, tile, visit)
+    }
+
+    fn untiled_texels(
+        &self,
+        face: u32,
+        res: Res,
+        visit: &mut dyn FnMut(Texels<'_>),
+    ) -> Option<bool> {
+        let Some(loc) = self.locate(face, res) else {
+            return Some(false); // no unit: not tiled either (`tiling` says `None`)
+        };
+        if loc.tiling.is_some() {
+            return None;
+        }
+        Some(self.unit_texels_at(face, res, &loc, 0, visit))
+    }
+}
+
+impl EnginePtex<'_> {
+    /// [`PtexFaces::texels`] of tile `tile` of the unit of `face` at `res`, located at `loc`.
+    fn unit_texels_at(
+        &self,
+        face: u32,
+        res: Res,
+        loc: &UnitLoc,
+        tile: usize,
+        visit: &mut dyn FnMut(Texels<'_>),
+    ) -> bool {
         if tile >= loc.tiling.map_or(1, |t| t.ntiles) {
             return false;
         }
@@ -167,9 +196,7 @@ impl PtexFaces for EnginePtex<'_> {
         visit(Texels::Packed(texels));
         true
     }
-}
 
-impl EnginePtex<'_> {
     /// The tile memory of `page` if it is resident (touched as `touch`: a lookup's own
     /// units record a use, a reduction's source only peeks) and holds
     /// `at..at + bytes`: by the contract of `CpuView::new`, TILE_BYTES of a page of this

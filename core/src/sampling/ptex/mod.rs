@@ -131,6 +131,20 @@ pub trait PtexFaces {
     /// `visit` and return true, or return false if they are not available (the store may
     /// record a request for them).
     fn texels(&self, face: u32, res: Res, tile: usize, visit: &mut dyn FnMut(Texels<'_>)) -> bool;
+
+    /// [`PtexFaces::texels`] of `face` at `res` if it is one unit (`None` if it is tiled):
+    /// `tiling` and `texels` in one call, which a store may answer with one search.
+    fn untiled_texels(
+        &self,
+        face: u32,
+        res: Res,
+        visit: &mut dyn FnMut(Texels<'_>),
+    ) -> Option<bool> {
+        match self.tiling(face, res) {
+            Some(_) => None,
+            None => Some(self.texels(face, res, 0, visit)),
+        }
+    }
 }
 
 /// The filter kernels, as the reference's `PtexFilter::FilterType`, plus the stochastic

@@ -149,10 +149,7 @@ pub(super) fn bilinear_inside<F: PtexFaces + ?Sized>(
             None => false,
         }
     } else {
-        if src.tiling(face, res).is_some() {
-            return None;
-        }
-        src.texels(face, res, 0, &mut |t| apply_window(ch, &w, t, &mut acc))
+        src.untiled_texels(face, res, &mut |t| apply_window(ch, &w, t, &mut acc))?
     };
     let scale = 1.0 / (w.weight() * ch.data_type.one_value());
     for (o, r) in out.iter_mut().zip(acc.iter()) {
@@ -507,11 +504,15 @@ impl<F: PtexFaces + ?Sized> Eval<'_, F> {
                 None => false,
             };
         }
+        let untiled = src.untiled_texels(face, res, &mut |t| match (t, &mut rotated) {
+            (Texels::Packed(_), Some(dst)) => apply_texels(&ch, k, t, dst),
+            _ => apply_texels(&ch, k, t, acc),
+        });
+        if let Some(resident) = untiled {
+            return resident;
+        }
         let Some(tiling) = src.tiling(face, res) else {
-            return src.texels(face, res, 0, &mut |t| match (t, &mut rotated) {
-                (Texels::Packed(_), Some(dst)) => apply_texels(&ch, k, t, dst),
-                _ => apply_texels(&ch, k, t, acc),
-            });
+            return false; // not tiled after all: only a store contradicting itself
         };
         let dst: &mut [f32] = match rotated {
             Some(r) => r,
