@@ -10,6 +10,7 @@
 //!   reading, [`FileBacked::check_unchanged`] fails it if the file is no longer the one
 //!   parsed: a file rewritten or replaced on disk never yields a torn tile.
 
+use super::exr::handles::INVALIDATE_ADVICE;
 use super::exr::{FileIdentity, OpenFile};
 use super::{FileHandles, SourceError};
 use parking_lot::RwLock;
@@ -150,13 +151,9 @@ impl<P> FileBacked<P> {
 
     /// Fail if `file` is no longer the file `parsed` was made from.
     pub fn check_unchanged(&self, parsed: &Parsed<P>, file: &OpenFile) -> Result<(), SourceError> {
-        let now = file
-            .identity()
-            .map_err(|e| self.error(format_args!("cannot read the file's status: {e}")))?;
-        parsed.identity.check_unchanged(&now).map_err(|changed| {
-            self.error(format_args!(
-                "{changed}: invalidate the texture to read the new contents"
-            ))
-        })
+        parsed
+            .identity
+            .check_file(file, INVALIDATE_ADVICE)
+            .map_err(|e| self.error(e))
     }
 }

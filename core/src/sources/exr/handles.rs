@@ -88,6 +88,10 @@ impl OpenFile {
     }
 }
 
+/// What a texture whose file changed on disk says to do: a source that can read the new
+/// file (reopening it) does so once the texture is invalidated.
+pub(crate) const INVALIDATE_ADVICE: &str = "invalidate the texture to read the new contents";
+
 /// What tells one version of a file from another: its device and inode (Unix), length
 /// and modification time. A rewrite in place changes the length or the modification time
 /// (unless it keeps the length and lands within the file system's timestamp granularity
@@ -140,6 +144,17 @@ impl FileIdentity {
             "the file changed on disk since it was opened ({})",
             self.change(now)
         ))
+    }
+
+    /// `Ok` while `file` is still the file as it was opened (`self`); else why not, as
+    /// [`check_unchanged`](Self::check_unchanged) says it, followed by `advice` (what to do
+    /// to read the new contents), or why its status cannot be read.
+    pub(crate) fn check_file(&self, file: &OpenFile, advice: &str) -> Result<(), String> {
+        let now = file
+            .identity()
+            .map_err(|e| format!("cannot read the file's status: {e}"))?;
+        self.check_unchanged(&now)
+            .map_err(|changed| format!("{changed}: {advice}"))
     }
 
     /// In words, for messages: what differs between `self` (before) and `now`.

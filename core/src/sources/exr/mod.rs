@@ -82,6 +82,7 @@ use crate::textures::{TexelFormat, TileRegion};
 use block_cache::BlockCache;
 use channels::{CopyRect, Plan};
 use file::{DecodedBlock, ExrFile, RawFile};
+use handles::INVALIDATE_ADVICE;
 pub(crate) use handles::{FileIdentity, OpenFile};
 use mips::GenLevel;
 use parking_lot::RwLock;
@@ -461,14 +462,9 @@ impl ExrSource {
 
     /// Fail if `file` is no longer the file `o` parsed (see the module docs).
     fn check_unchanged(&self, o: &Opened, file: &OpenFile) -> Result<(), SourceError> {
-        let now = file
-            .identity()
-            .map_err(|e| self.error(format_args!("cannot read the file's status: {e}")))?;
-        o.identity.check_unchanged(&now).map_err(|changed| {
-            self.error(format_args!(
-                "{changed}: invalidate the texture to read the new contents"
-            ))
-        })
+        o.identity
+            .check_file(file, INVALIDATE_ADVICE)
+            .map_err(|e| self.error(e))
     }
 
     /// Read and decode one block, counting it.
