@@ -100,52 +100,119 @@ fn clamped_res(w: f32, face_log2: i8) -> (f32, i8) {
 }
 
 fn build_box(u: f32, v: f32, uw: f32, vw: f32, face_res: Res) -> Kernel {
-    let (uw, ul) = clamped_res(uw, face_res.ulog2);
-    let (vw, vl) = clamped_res(vw, face_res.vlog2);
-    let mut k = Kernel::new(Res::new(ul, vl));
-    let (ru, rv) = (k.res.u() as f32, k.res.v() as f32);
-    let (u, v, uw, vw) = (u * ru, v * rv, uw * ru, vw * rv);
-    let axis = |c: f32, w: f32| {
-        let (c1, c2) = (c - 0.5 * w, c + 0.5 * w);
-        let (f, cl) = (floor(c1), ceil(c2));
-        let start = f as i32;
-        let n = ((cl as i32) - start).clamp(1, 3) as usize;
-        let (f1, f2) = (1.0 - (c1 - f), 1.0 - (cl - c2));
-        let mut w = [0f32; 3];
-        if n == 1 {
-            w[0] = f1 + f2 - 1.0;
-        } else {
-            w[0] = f1;
-            w[1..n - 1].iter_mut().for_each(|x| *x = 1.0);
-            w[n - 1] = f2;
-        }
-        (start, w, n)
-    };
-    let (su, wu, nu) = axis(u, uw);
-    let (sv, wv, nv) = axis(v, vw);
-    k.set_ku(su, &wu[..nu]);
-    k.set_kv(sv, &wv[..nv]);
-    k
+    kernel_of([
+        box_axis(u, uw, face_res.ulog2),
+        box_axis(v, vw, face_res.vlog2),
+    ])
 }
 
 fn build_bilinear(u: f32, v: f32, uw: f32, vw: f32, face_res: Res) -> Kernel {
-    let (ul, su, wu) = bilinear_axis(u, uw, face_res.ulog2);
-    let (vl, sv, wv) = bilinear_axis(v, vw, face_res.vlog2);
-    let mut k = Kernel::new(Res::new(ul, vl));
-    k.set_ku(su, &wu);
-    k.set_kv(sv, &wv);
+    kernel_of([
+        bilinear_axis(u, uw, face_res.ulog2),
+        bilinear_axis(v, vw, face_res.vlog2),
+    ])
+}
+
+/// One axis of a kernel of at most three weights (box and bilinear): its resolution
+/// log2, first texel, and weights, with no zero weight at either end (as
+/// [`Kernel::strip_zeros`] leaves them).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct SmallAxis {
+    pub log2: i8,
+    pub start: i32,
+    weights: [f32; 3],
+    n: u8,
+}
+
+impl SmallAxis {
+    /// The weights.
+    #[inline(always)]
+    pub fn weights(&self) -> &[f32] {
+        &self.weights[..usize::from(self.n)]
+    }
+}
+
+/// The kernel of two small axes.
+#[inline(always)]
+pub(super) fn kernel_of([u, v]: [SmallAxis; 2]) -> Kernel {
+    let mut k = Kernel::new(Res::new(u.log2, v.log2));
+    let n = |a: &SmallAxis| usize::from(a.n);
+    k.set_small((u.start, u.weights, n(&u)), (v.start, v.weights, n(&v)));
     k
 }
 
+impl Builder {
+    /// The two axes of a box or bilinear kernel (`None` for the width-4 kernels), as
+    /// [`Builder::build`] makes them.
+    #[inline]
+    pub fn small_axes(
+        self,
+        u: f32,
+        v: f32,
+        uw: f32,
+        vw: f32,
+        face_res: Res,
+    ) -> Option<[SmallAxis; 2]> {
+        match self {
+            Builder::Box => Some([
+                box_axis(u, uw, face_res.ulog2),
+                box_axis(v, vw, face_res.vlog2),
+            ]),
+            Builder::Bilinear => Some([
+                bilinear_axis(u, uw, face_res.ulog2),
+                bilinear_axis(v, vw, face_res.vlog2),
+            ]),
+            Builder::Width4 { .. } => None,
+        }
+    }
+}
+
+/// One axis of the box kernel at `c` (face uv) for filter width `w` on a face of
+/// `face_log2`: the texels the footprint covers, each weighted by the part covered.
+#[inline(always)]
+fn box_axis(c: f32, w: f32, face_log2: i8) -> SmallAxis {
+    let (w, log2) = clamped_res(w, face_log2);
+    let r = Res::new(log2, 0).u() as f32;
+    let (c, w) = (c * r, w * r);
+    let (c1, c2) = (c - 0.5 * w, c + 0.5 * w);
+    let (f, cl) = (floor(c1), ceil(c2));
+    let start = f as i32;
+    let n = ((cl as i32) - start).clamp(1, 3) as usize;
+    let (f1, f2) = (1.0 - (c1 - f), 1.0 - (cl - c2));
+    let mut weights = [0f32; 3];
+    if n == 1 {
+        weights[0] = f1 + f2 - 1.0;
+    } else {
+        weights[0] = f1;
+        weights[1..n - 1].iter_mut().for_each(|x| *x = 1.0);
+        weights[n - 1] = f2;
+    }
+    // Never a zero weight to strip ([`Kernel::strip_zeros`]): f1 and f2 are 1 minus a
+    // fraction below 1, and a single weight is kept whatever it is.
+    SmallAxis {
+        log2,
+        start,
+        weights,
+        n: n as u8,
+    }
+}
+
 /// One axis of the bilinear kernel at `c` (face uv) for filter width `w` on a face of
-/// `face_log2`: (resolution log2, first texel, weights `[1 − frac, frac]`).
-#[inline]
-pub(super) fn bilinear_axis(c: f32, w: f32, face_log2: i8) -> (i8, i32, [f32; 2]) {
+/// `face_log2`: the two texels around `c`, weighted `[1 − frac, frac]`.
+#[inline(always)]
+fn bilinear_axis(c: f32, w: f32, face_log2: i8) -> SmallAxis {
     let (_, log2) = clamped_res(w, face_log2);
     let pix = c * Res::new(log2, 0).u() as f32 - 0.5;
     let first = floor(pix);
     let frac = pix - first;
-    (log2, first as i32, [1.0 - frac, frac])
+    // `Kernel::strip_zeros` drops a zero second weight (at a texel centre); the first,
+    // 1 − frac, is never 0.
+    SmallAxis {
+        log2,
+        start: first as i32,
+        weights: [1.0 - frac, frac, 0.0],
+        n: if frac == 0.0 { 1 } else { 2 },
+    }
 }
 
 /// The reference's 2-unit cubic Hermite blur.

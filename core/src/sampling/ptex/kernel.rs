@@ -78,6 +78,21 @@ impl Kernel {
         self.vw = n as i32;
     }
 
+    /// Set the u weights to the first `n` (at most 3) of `w`, and the v weights to the
+    /// first `m` of `x`: a fixed-size copy (no call to copy a slice of unknown length).
+    #[inline(always)]
+    pub fn set_small(
+        &mut self,
+        (u, w, n): (i32, [f32; 3], usize),
+        (v, x, m): (i32, [f32; 3], usize),
+    ) {
+        self.ku_buf[..3].copy_from_slice(&w);
+        self.kv_buf[..3].copy_from_slice(&x);
+        (self.ku0, self.kv0) = (0, 0);
+        (self.u, self.v) = (u, v);
+        (self.uw, self.vw) = (n.min(3) as i32, m.min(3) as i32);
+    }
+
     /// The kernel's total weight, `sum(ku) * sum(kv)`.
     pub fn weight(&self) -> f32 {
         sum(self.ku()) * sum(self.kv())

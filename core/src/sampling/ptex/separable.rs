@@ -3,9 +3,9 @@
 //! tiled), summed in the reference's order.
 
 use super::apply::{apply_texels, apply_window, Window};
-use super::build::{bilinear_axis, Builder};
+use super::build::{kernel_of, Builder, SmallAxis};
 use super::kernel::Kernel;
-use super::{Channels, Lookup, PtexFaces, PtexFilterOptions, PtexFilterType, Texels};
+use super::{Channels, Lookup, PtexFaces, PtexFilterOptions, Texels};
 use crate::sampling::rounding::floor;
 use crate::sources::ptex::{BorderMode, EdgeFilterMode, FaceInfo, Res};
 
@@ -98,36 +98,37 @@ pub(crate) fn eval<F: PtexFaces + ?Sized>(
         out.iter_mut().for_each(|x| *x = 0.0);
         return true;
     }
-    if options.filter == PtexFilterType::Bilinear && !f.is_subface() {
+    let builder = Builder::new(options.filter, options.lerp, options.sharpness);
+    if !f.is_subface() {
         let (uw, vw) = (
             uw * options.width + options.blur,
             vw * options.width + options.blur,
         );
-        if let Some(resident) = bilinear_inside(src, ch, l.face, &f, [u, v, uw, vw], out) {
-            return resident;
+        if let Some(axes) = builder.small_axes(u, v, uw, vw, f.res) {
+            if let Some(resident) = small_inside(src, ch, l.face, &f, axes, out) {
+                return resident;
+            }
+            return apply_kernel(src, ch, l.face, &f, &mut kernel_of(axes), options, out);
         }
     }
     eval_kernel(src, ch, l.face, &f, [u, v, uw, vw], options, out)
 }
 
-/// The bilinear filter's common case without a [`Kernel`]: a face (not a subface) whose
-/// window of 2×2 texels (fewer where a weight is 0) lies inside it, in one unit. `None`
-/// where the general path must run (the window crosses an edge, or the unit is tiled).
-/// The sums are the general path's to the bit: the same weights (`strip_zeros` drops a
-/// zero second weight; the first, 1 − frac, is never 0), products and order.
-pub(super) fn bilinear_inside<F: PtexFaces + ?Sized>(
+/// The box and bilinear filters' common case without a [`Kernel`]: a face (not a subface)
+/// whose window (at most 3×3 texels, no zero weight at its ends) lies inside it, in
+/// one unit. `None` where the general path must run (the window crosses an edge, or the
+/// unit is tiled). The sums are the general path's to the bit: the same weights, products
+/// and order.
+pub(super) fn small_inside<F: PtexFaces + ?Sized>(
     src: &F,
     ch: &Channels,
     face: u32,
     f: &FaceInfo,
-    [u, v, uw, vw]: [f32; 4],
+    [au, av]: [SmallAxis; 2],
     out: &mut [f32],
 ) -> Option<bool> {
-    let (ul, u0, ku) = bilinear_axis(u, uw, f.res.ulog2);
-    let (vl, v0, kv) = bilinear_axis(v, vw, f.res.vlog2);
-    let ku = &ku[..if ku[1] == 0.0 { 1 } else { 2 }];
-    let kv = &kv[..if kv[1] == 0.0 { 1 } else { 2 }];
-    let res = Res::new(ul, vl);
+    let ((u0, ku), (v0, kv)) = ((au.start, au.weights()), (av.start, av.weights()));
+    let res = Res::new(au.log2, av.log2);
     let inside = |start: i32, n: usize, texels: usize| start >= 0 && start as usize + n <= texels;
     if !inside(u0, ku.len(), res.u()) || !inside(v0, kv.len(), res.v()) {
         return None;
@@ -169,7 +170,6 @@ pub(super) fn eval_kernel<F: PtexFaces + ?Sized>(
     options: &PtexFilterOptions,
     out: &mut [f32],
 ) -> bool {
-    let tex = *src.texture();
     let builder = Builder::new(options.filter, options.lerp, options.sharpness);
     let mut k = if f.is_subface() {
         uw = uw * options.width + options.blur * 2.0;
@@ -189,6 +189,20 @@ pub(super) fn eval_kernel<F: PtexFaces + ?Sized>(
         vw = vw * options.width + options.blur;
         builder.build(u, v, uw, vw, f.res)
     };
+    apply_kernel(src, ch, face, f, &mut k, options, out)
+}
+
+/// Apply kernel `k` at `face`: its zero weights dropped, split across edges and corners.
+fn apply_kernel<F: PtexFaces + ?Sized>(
+    src: &F,
+    ch: &Channels,
+    face: u32,
+    f: &FaceInfo,
+    k: &mut Kernel,
+    options: &PtexFilterOptions,
+    out: &mut [f32],
+) -> bool {
+    let tex = *src.texture();
     k.strip_zeros();
     let mut e = Eval {
         src,
@@ -201,7 +215,7 @@ pub(super) fn eval_kernel<F: PtexFaces + ?Sized>(
         weight: k.weight(),
         resident: true,
     };
-    e.split_and_apply(&mut k, face, f, 0);
+    e.split_and_apply(k, face, f, 0);
     let scale = 1.0 / (e.weight * ch.data_type.one_value());
     for (o, r) in out.iter_mut().zip(e.result.iter()) {
         *o = r * scale;

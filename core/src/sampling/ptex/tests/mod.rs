@@ -115,72 +115,80 @@ fn fixture_filters_match_the_reference() {
     eprintln!("{count} filter results, largest error {worst:e}");
 }
 
-/// The bilinear filter's fast path (a window inside one unit, no kernel) sums exactly as
-/// the general kernel path: every quad fixture, every face, points on a grid that puts
-/// windows inside faces, across edges and corners and on texel centres (a zero weight),
-/// footprints from none to wider than the face, with and without blur.
+/// The box and bilinear filters' fast path (a window inside one unit, no kernel) sums
+/// exactly as the general kernel path: every quad fixture, every face, points on a grid that
+/// puts windows inside faces, across edges and corners and on texel centres (a zero
+/// weight), footprints from none to wider than the face, with and without blur.
 #[test]
-fn bilinear_fast_path_sums_as_the_kernel_path_to_the_bit() {
-    let (mut inside, mut total) = (0, 0);
+fn small_kernel_fast_path_sums_as_the_kernel_path_to_the_bit() {
     let coords: Vec<f32> = (0..=16)
         .map(|i| i as f32 / 16.0)
         .chain([0.03, 0.51, 0.97])
         .collect();
-    for name in fixtures::FIXTURES.iter().filter(|n| n.starts_with("quad")) {
-        let fx = Fixture::load(name);
-        let src = store(&fx.path, false);
-        let tex = *src.texture();
-        let ch = Channels {
-            first: 0,
-            count: tex.num_channels,
-            data_type: tex.data_type,
-            pixel_size: tex.pixel_size(),
-        };
-        for face in 0..tex.num_faces as u32 {
-            let f = *src.face_info(face).unwrap();
-            if f.is_subface() {
-                continue;
-            }
-            for (&u, &v) in coords
-                .iter()
-                .flat_map(|u| coords.iter().map(move |v| (u, v)))
-            {
-                for (w, blur) in [(0.0, 0.0), (0.01, 0.0), (0.1, 0.02), (0.3, 0.0), (2.0, 0.0)] {
-                    let options = PtexFilterOptions {
-                        filter: PtexFilterType::Bilinear,
-                        blur,
-                        ..PtexFilterOptions::default()
-                    };
-                    let (uw, vw) = (w, w * 0.5);
-                    let mut fast = vec![f32::NAN; ch.count];
-                    let mut general = vec![f32::NAN; ch.count];
-                    let window = [u, v, uw, vw];
-                    // The fast path takes the widths with the blur added (width 1).
-                    let blurred = [u, v, uw + blur, vw + blur];
-                    let Some(r) =
-                        separable::bilinear_inside(&src, &ch, face, &f, blurred, &mut fast)
-                    else {
+    for filter in [PtexFilterType::Bilinear, PtexFilterType::Box] {
+        let (mut inside, mut total) = (0, 0);
+        for name in fixtures::FIXTURES.iter().filter(|n| n.starts_with("quad")) {
+            let fx = Fixture::load(name);
+            let src = store(&fx.path, false);
+            let tex = *src.texture();
+            let ch = Channels {
+                first: 0,
+                count: tex.num_channels,
+                data_type: tex.data_type,
+                pixel_size: tex.pixel_size(),
+            };
+            for face in 0..tex.num_faces as u32 {
+                let f = *src.face_info(face).unwrap();
+                if f.is_subface() {
+                    continue;
+                }
+                for (&u, &v) in coords
+                    .iter()
+                    .flat_map(|u| coords.iter().map(move |v| (u, v)))
+                {
+                    for (w, blur) in [(0.0, 0.0), (0.01, 0.0), (0.1, 0.02), (0.3, 0.0), (2.0, 0.0)]
+                    {
+                        let options = PtexFilterOptions {
+                            filter,
+                            blur,
+                            ..PtexFilterOptions::default()
+                        };
+                        let (uw, vw) = (w, w * 0.5);
+                        let mut fast = vec![f32::NAN; ch.count];
+                        let mut general = vec![f32::NAN; ch.count];
+                        let window = [u, v, uw, vw];
+                        // The fast path takes the widths with the blur added (width 1).
+                        let builder = build::Builder::new(filter, false, 0.0);
+                        let axes = builder
+                            .small_axes(u, v, uw + blur, vw + blur, f.res)
+                            .expect("box and bilinear have small axes");
                         total += 1;
-                        continue;
-                    };
-                    let g =
-                        separable::eval_kernel(&src, &ch, face, &f, window, &options, &mut general);
-                    assert_eq!(r, g, "{name} face {face} at {window:?}");
-                    let bits = |x: &[f32]| x.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-                    assert_eq!(
-                        bits(&fast),
-                        bits(&general),
-                        "{name} face {face} at {window:?}"
-                    );
-                    inside += 1;
-                    total += 1;
+                        let Some(r) = separable::small_inside(&src, &ch, face, &f, axes, &mut fast)
+                        else {
+                            continue;
+                        };
+                        let g = separable::eval_kernel(
+                            &src,
+                            &ch,
+                            face,
+                            &f,
+                            window,
+                            &options,
+                            &mut general,
+                        );
+                        let at = format!("{filter:?} {name} face {face} at {window:?} blur {blur}");
+                        assert_eq!(r, g, "{at}");
+                        let bits = |x: &[f32]| x.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                        assert_eq!(bits(&fast), bits(&general), "{at}");
+                        inside += 1;
+                    }
                 }
             }
         }
+        // Both paths are exercised: most windows lie inside a face, many do not.
+        assert!(
+            inside > total / 3 && inside < total,
+            "{filter:?}: {inside} of {total} inside"
+        );
     }
-    // Both paths are exercised: most windows lie inside a face, many do not.
-    assert!(
-        inside > total / 3 && inside < total,
-        "{inside} of {total} inside"
-    );
 }
