@@ -889,6 +889,67 @@ typedef struct DtexCudaLaunch {
   uint32_t reserved;
 } DtexCudaLaunch;
 
+// One face as device code reads it (24 bytes).
+typedef struct DtexPtexDeviceFace {
+  // Index of the face's first entry in the unit table.
+  uint32_t units;
+  // log2 of the full resolution in u (0 for a constant face).
+  uint8_t ulog2;
+  // log2 of the full resolution in v.
+  uint8_t vlog2;
+  // The file's face flags (`DTEX_PTEX_FACE_*`).
+  uint8_t flags;
+  // Two bits per edge: the neighbour's edge shared with edge `e` at bits `2e..2e+1`.
+  uint8_t adjedges;
+  // The neighbour across each edge, -1 at a mesh boundary.
+  int32_t adjfaces[4];
+} DtexPtexDeviceFace;
+
+// Where one unit (a face at one resolution) lies in the packed pages (16 bytes).
+typedef struct DtexPtexDeviceUnit {
+  // The page (index among the pages texture's pages, tile `(page % 1024, page / 1024)`)
+  // of the unit or of its first tile; `PTEX_NO_UNIT` if there is none.
+  uint32_t page;
+  // Byte offset of the unit (or its first tile) in its page.
+  uint32_t offset;
+  // Bytes of the unit, or of one of its tiles. Tiles follow each other in the stream
+  // as units do, never straddling a page.
+  uint32_t bytes;
+  // Tiles across (u); 0 for an untiled unit.
+  uint16_t ntiles_u;
+  // log2 of a tile's resolution in u (tiled units).
+  uint8_t tile_ulog2;
+  // log2 of a tile's resolution in v (tiled units).
+  uint8_t tile_vlog2;
+} DtexPtexDeviceUnit;
+
+// A Ptex texture as device code reads it: the pages texture to sample, the tables'
+// device addresses and how texels are stored (64 bytes).
+typedef struct DtexPtexDeviceTexture {
+  // The face table, `num_faces` entries (device memory).
+  const struct DtexPtexDeviceFace *faces;
+  // The unit table (device memory).
+  const struct DtexPtexDeviceUnit *units;
+  // The constant colour of every face, `num_faces * pixel_size` bytes (device memory).
+  const uint8_t *constants;
+  // The texture id of the pages texture (its sampler page).
+  uint32_t pages_texture;
+  // Faces.
+  uint32_t num_faces;
+  // `DTEX_PTEX_MESH_*`.
+  uint32_t mesh_type;
+  // `DTEX_TEXEL_*` of a channel.
+  uint32_t data_type;
+  // Channels per texel.
+  uint32_t num_channels;
+  // Bytes per texel.
+  uint32_t pixel_size;
+  // Entries of the unit table.
+  uint32_t num_units;
+  // Zero.
+  uint32_t reserved;
+} DtexPtexDeviceTexture;
+
 // One mip level as the samplers see it.
 typedef struct DtexSamplerLevel {
   // Width in texels.
@@ -950,67 +1011,6 @@ typedef struct DtexTextureSampler {
   // Per level, finest first; entries past `num_levels` are zero.
   struct DtexSamplerLevel levels[DTEX_MAX_LEVELS];
 } DtexTextureSampler;
-
-// One face as device code reads it (24 bytes).
-typedef struct DtexPtexDeviceFace {
-  // Index of the face's first entry in the unit table.
-  uint32_t units;
-  // log2 of the full resolution in u (0 for a constant face).
-  uint8_t ulog2;
-  // log2 of the full resolution in v.
-  uint8_t vlog2;
-  // The file's face flags (`DTEX_PTEX_FACE_*`).
-  uint8_t flags;
-  // Two bits per edge: the neighbour's edge shared with edge `e` at bits `2e..2e+1`.
-  uint8_t adjedges;
-  // The neighbour across each edge, -1 at a mesh boundary.
-  int32_t adjfaces[4];
-} DtexPtexDeviceFace;
-
-// Where one unit (a face at one resolution) lies in the packed pages (16 bytes).
-typedef struct DtexPtexDeviceUnit {
-  // The page (index among the pages texture's pages, tile `(page % 1024, page / 1024)`)
-  // of the unit or of its first tile; `PTEX_NO_UNIT` if there is none.
-  uint32_t page;
-  // Byte offset of the unit (or its first tile) in its page.
-  uint32_t offset;
-  // Bytes of the unit, or of one of its tiles. Tiles follow each other in the stream
-  // as units do, never straddling a page.
-  uint32_t bytes;
-  // Tiles across (u); 0 for an untiled unit.
-  uint16_t ntiles_u;
-  // log2 of a tile's resolution in u (tiled units).
-  uint8_t tile_ulog2;
-  // log2 of a tile's resolution in v (tiled units).
-  uint8_t tile_vlog2;
-} DtexPtexDeviceUnit;
-
-// A Ptex texture as device code reads it: the pages texture to sample, the tables'
-// device addresses and how texels are stored (64 bytes).
-typedef struct DtexPtexDeviceTexture {
-  // The face table, `num_faces` entries (device memory).
-  const struct DtexPtexDeviceFace *faces;
-  // The unit table (device memory).
-  const struct DtexPtexDeviceUnit *units;
-  // The constant colour of every face, `num_faces * pixel_size` bytes (device memory).
-  const uint8_t *constants;
-  // The texture id of the pages texture (its sampler page).
-  uint32_t pages_texture;
-  // Faces.
-  uint32_t num_faces;
-  // `DTEX_PTEX_MESH_*`.
-  uint32_t mesh_type;
-  // `DTEX_TEXEL_*` of a channel.
-  uint32_t data_type;
-  // Channels per texel.
-  uint32_t num_channels;
-  // Bytes per texel.
-  uint32_t pixel_size;
-  // Entries of the unit table.
-  uint32_t num_units;
-  // Zero.
-  uint32_t reserved;
-} DtexPtexDeviceTexture;
 
 // Success.
 #define DTEX_STATUS_OK 0
@@ -1982,6 +1982,43 @@ DtexStatus dtex_cuda_launch_prepare(struct DtexLoader loader,
 DtexStatus dtex_cuda_process_requests(struct DtexCudaLaunch launch,
                                       void *stream,
                                       struct DtexTicket *out_ticket);
+
+// Open a Ptex file and register it with CUDA loader `loader`, as `dtex_ptex_create` does
+// (its units packed into 64 KiB pages in the loader's budget), and copy its face table,
+// unit table and per-face constant colours to the device: `*out_device` is the
+// `DtexPtexDeviceTexture` that kernels pass, by value, to `dtex::ptexSample`
+// (`demandtex/device/ptex.cuh`, docs/PTEX.md "On the device"). The device tables never
+// change and live as long as the loader; the pages are published by the loader's launches
+// like every texture's tiles.
+//
+// Errors: INVALID_HANDLE; INVALID_ARGUMENT (a CPU loader, NULL `path`, `out_texture` or
+// `out_device`, a path not UTF-8); IO_ERROR (the file cannot be read, or is corrupt: the
+// message names the file and what is wrong); UNSUPPORTED (not a Ptex file, or a version or
+// type the reader does not serve); OUT_OF_PAGES; INTERNAL (the copy to the device failed).
+// Nothing is written on error. Ownership: the path is copied; the texture and its tables
+// belong to the loader. Thread-safety: any thread.
+//
+// # Safety
+// `path` is NULL or a NUL-terminated string; `out_texture` is NULL or writable;
+// `out_device` is NULL or writable as a `DtexPtexDeviceTexture`.
+DtexStatus dtex_cuda_ptex_create(struct DtexLoader loader,
+                                 const char *path,
+                                 uint32_t *out_texture,
+                                 struct DtexPtexDeviceTexture *out_device);
+
+// The `DtexPtexDeviceTexture` of Ptex texture `texture` of CUDA loader `loader` (made by
+// `dtex_cuda_ptex_create`): the same value it wrote.
+//
+// Errors: INVALID_HANDLE; INVALID_ARGUMENT (a CPU loader, NULL `out_device`);
+// UNKNOWN_TEXTURE (not a Ptex texture made by `dtex_cuda_ptex_create` on this loader).
+// Ownership: `*out_device` is the caller's; the tables it points to are the loader's.
+// Thread-safety: any thread.
+//
+// # Safety
+// `out_device` is NULL or writable as a `DtexPtexDeviceTexture`.
+DtexStatus dtex_cuda_ptex_get_device_texture(struct DtexLoader loader,
+                                             uint32_t texture,
+                                             struct DtexPtexDeviceTexture *out_device);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -1332,6 +1332,23 @@ public:
         check(dtex_cuda_loader_set_tile_publication(h_.get(), publication));
     }
 
+    /// A Ptex texture from a `.ptx` file (UTF-8 path), opened now, with its face and unit
+    /// tables copied to the device: `*device` is what kernels pass, by value, to
+    /// `dtex::ptexSample`. A missing or bad file throws (IO_ERROR / UNSUPPORTED, naming
+    /// the file). The tables live as long as the loader.
+    PtexId createDevicePtex(const std::string& path, DtexPtexDeviceTexture* device) const {
+        PtexId id = kNoTexture;
+        check(dtex_cuda_ptex_create(h_.get(), path.c_str(), &id, device));
+        return id;
+    }
+
+    /// The device tables of a Ptex texture made by `createDevicePtex` (the same value).
+    DtexPtexDeviceTexture ptexDeviceTexture(PtexId texture) const {
+        DtexPtexDeviceTexture d{};
+        check(dtex_cuda_ptex_get_device_texture(h_.get(), texture, &d));
+        return d;
+    }
+
     /// Start a launch: what finished since the last one becomes visible on the device;
     /// `stream` waits for it there (the call does not wait for the GPU).
     CudaLaunch prepareLaunch(void* stream = nullptr) const {

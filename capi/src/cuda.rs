@@ -26,15 +26,18 @@
 //! published, and the pull of `dtex_cuda_process_requests` sees what the kernel requested.
 //! Neither call waits for the GPU.
 
-use crate::boundary::{entry, Out};
+use crate::boundary::{c_str, entry, Out};
 use crate::handles::{DtexLoader, DtexTicket};
 use crate::launch::{TicketEntry, TICKETS};
 use crate::loader::{self, LoaderEntry, LoaderKind, LOADERS};
 use crate::options::DtexLoaderOptions;
-use crate::status::{ApiError, DtexStatus, DTEX_STATUS_INVALID_ARGUMENT};
+use crate::status::{
+    ApiError, DtexStatus, DTEX_STATUS_INVALID_ARGUMENT, DTEX_STATUS_UNKNOWN_TEXTURE,
+};
 use demandtex_cuda::{CudaLoader, TilePublication};
 use engine::paging::DeviceContext;
-use std::ffi::c_void;
+use engine::ptex::device::PtexDeviceTexture;
+use std::ffi::{c_char, c_void};
 use std::sync::Arc;
 
 /// CUDA launches of one loader kept for `dtex_cuda_process_requests`: a launch prepared and
@@ -237,6 +240,91 @@ pub unsafe extern "C" fn dtex_cuda_process_requests(
             ticket,
         }))?;
         out.write(DtexTicket { id });
+        Ok(())
+    })
+}
+
+/// Open a Ptex file and register it with CUDA loader `loader`, as `dtex_ptex_create` does
+/// (its units packed into 64 KiB pages in the loader's budget), and copy its face table,
+/// unit table and per-face constant colours to the device: `*out_device` is the
+/// `DtexPtexDeviceTexture` that kernels pass, by value, to `dtex::ptexSample`
+/// (`demandtex/device/ptex.cuh`, docs/PTEX.md "On the device"). The device tables never
+/// change and live as long as the loader; the pages are published by the loader's launches
+/// like every texture's tiles.
+///
+/// Errors: INVALID_HANDLE; INVALID_ARGUMENT (a CPU loader, NULL `path`, `out_texture` or
+/// `out_device`, a path not UTF-8); IO_ERROR (the file cannot be read, or is corrupt: the
+/// message names the file and what is wrong); UNSUPPORTED (not a Ptex file, or a version or
+/// type the reader does not serve); OUT_OF_PAGES; INTERNAL (the copy to the device failed).
+/// Nothing is written on error. Ownership: the path is copied; the texture and its tables
+/// belong to the loader. Thread-safety: any thread.
+///
+/// # Safety
+/// `path` is NULL or a NUL-terminated string; `out_texture` is NULL or writable;
+/// `out_device` is NULL or writable as a `DtexPtexDeviceTexture`.
+#[no_mangle]
+pub unsafe extern "C" fn dtex_cuda_ptex_create(
+    loader: DtexLoader,
+    path: *const c_char,
+    out_texture: *mut u32,
+    out_device: *mut PtexDeviceTexture,
+) -> DtexStatus {
+    entry(|| {
+        // SAFETY: the caller's contract (every pointer).
+        let (out_texture, out_device, path) = unsafe {
+            (
+                Out::new(out_texture, "out_texture")?,
+                Out::new(out_device, "out_device")?,
+                c_str(path, "path")?,
+            )
+        };
+        let entry = loader::get(loader)?;
+        let (texture, device) = entry.cuda()?.create_ptex_texture(path)?;
+        let table = device.device_texture();
+        let id = entry.ptex.insert(texture);
+        entry.cuda_ptex.lock().insert(id, device);
+        out_texture.write(id);
+        out_device.write(table);
+        Ok(())
+    })
+}
+
+/// The `DtexPtexDeviceTexture` of Ptex texture `texture` of CUDA loader `loader` (made by
+/// `dtex_cuda_ptex_create`): the same value it wrote.
+///
+/// Errors: INVALID_HANDLE; INVALID_ARGUMENT (a CPU loader, NULL `out_device`);
+/// UNKNOWN_TEXTURE (not a Ptex texture made by `dtex_cuda_ptex_create` on this loader).
+/// Ownership: `*out_device` is the caller's; the tables it points to are the loader's.
+/// Thread-safety: any thread.
+///
+/// # Safety
+/// `out_device` is NULL or writable as a `DtexPtexDeviceTexture`.
+#[no_mangle]
+pub unsafe extern "C" fn dtex_cuda_ptex_get_device_texture(
+    loader: DtexLoader,
+    texture: u32,
+    out_device: *mut PtexDeviceTexture,
+) -> DtexStatus {
+    entry(|| {
+        // SAFETY: the caller's contract.
+        let out = unsafe { Out::new(out_device, "out_device") }?;
+        let entry = loader::get(loader)?;
+        entry.cuda()?;
+        let table = entry
+            .cuda_ptex
+            .lock()
+            .get(&texture)
+            .map(|d| d.device_texture())
+            .ok_or_else(|| {
+                ApiError::new(
+                    DTEX_STATUS_UNKNOWN_TEXTURE,
+                    format!(
+                        "texture {texture} is not a Ptex texture made by dtex_cuda_ptex_create \
+                         on this loader"
+                    ),
+                )
+            })?;
+        out.write(table);
         Ok(())
     })
 }

@@ -6,9 +6,11 @@ use crate::launch::{LAUNCHES, TICKETS};
 use crate::options::{DtexLoaderOptions, DtexStats};
 use crate::ptex::PtexTable;
 use crate::status::{ApiError, ApiResult, DtexStatus, DTEX_STATUS_INVALID_ARGUMENT};
+use demandtex_cuda::ptex::DevicePtex;
 use demandtex_cuda::{CudaLaunch, CudaLoader};
 use engine::{Engine, Loader, Ticket};
 use parking_lot::{Condvar, Mutex};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// The live loaders.
@@ -26,6 +28,9 @@ pub enum LoaderKind {
 pub struct LoaderEntry {
     /// The engine: textures, UDIM grids, resources, lifecycle, budget, statistics.
     pub engine: Arc<Engine>,
+    /// The device tables of a CUDA loader's Ptex textures (`dtex_cuda_ptex_create`), by
+    /// texture id: kept as long as the loader (dropped before the device loader).
+    pub cuda_ptex: Mutex<HashMap<u32, DevicePtex>>,
     /// The backend-specific half.
     pub kind: LoaderKind,
     /// CUDA launches prepared and not yet processed, oldest first (a few at most).
@@ -48,6 +53,7 @@ impl LoaderEntry {
         };
         LoaderEntry {
             engine,
+            cuda_ptex: Mutex::new(HashMap::new()),
             kind,
             cuda_launches: Mutex::new(Vec::new()),
             tickets: Mutex::new(Vec::new()),

@@ -9,7 +9,8 @@
 // 3. with a GPU: each kernel (trilinear, then stochastic) runs through the multi-pass cycle
 //    (prepareLaunch, launch on the default stream, processRequests, wait) until no lookup
 //    misses, and its results are compared with the CPU loader's lookups of the same
-//    procedural texture with the same options.
+//    procedural texture with the same options; then a Ptex fixture is registered with its
+//    device tables (createDevicePtex), which must describe the file and read back the same.
 //
 // The driver API (cuda.h) is loaded at run time with dlopen, as the library itself does.
 #include <demandtex.hpp>
@@ -186,6 +187,21 @@ std::vector<demandtex::Sample> cpuReference(const demandtex::ProceduralDesc& tex
     fail("the CPU reference did not converge");
 }
 
+/// A Ptex file registered with its device tables (`createDevicePtex`): the table describes
+/// the file as the loader does, lives in device memory, and reads back the same.
+void checkDevicePtex(const demandtex::CudaLoader& loader) {
+    DtexPtexDeviceTexture device{};
+    const demandtex::PtexId tex = loader.createDevicePtex(DEMANDTEX_CONSUMER_PTEX, &device);
+    const demandtex::PtexInfo info = loader.ptexInfo(tex);
+    if (device.num_faces != info.num_faces || device.num_channels != info.num_channels ||
+        device.faces == nullptr || device.units == nullptr || device.constants == nullptr)
+        fail("the device Ptex table does not describe the file");
+    const DtexPtexDeviceTexture again = loader.ptexDeviceTexture(tex);
+    if (std::memcmp(&again, &device, sizeof device) != 0) fail("ptexDeviceTexture differs from createDevicePtex's");
+    std::printf("cuda_consumer: GPU Ptex tables: %u faces, %u unit entries in device memory\n", device.num_faces,
+                device.num_units);
+}
+
 int runOnGpu(const demandtex::CudaLoader& loader, const std::string& ptx) {
     const Driver d = loadDriver();
     check(d.init(0), "cuInit");
@@ -264,6 +280,7 @@ int runOnGpu(const demandtex::CudaLoader& loader, const std::string& ptx) {
     d.free(missingDev);
     d.unloadModule(module);
     d.release(device);
+    checkDevicePtex(loader);
     return 0;
 }
 

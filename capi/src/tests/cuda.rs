@@ -98,3 +98,65 @@ fn setting_tile_publication_refuses_unknown_values_cpu_loaders_and_bad_handles()
         DTEX_STATUS_INVALID_HANDLE,
     );
 }
+
+#[test]
+fn cuda_ptex_calls_refuse_cpu_loaders_null_arguments_and_bad_handles() {
+    let cpu = TestLoader::new();
+    let fixture = super::ptex::fixtures().remove(0);
+    let path = std::ffi::CString::new(fixture.to_str().unwrap()).unwrap();
+    let mut id = 77u32;
+    // SAFETY: plain data (pointers and integers): all-zero is a valid (null) table.
+    let mut device: engine::ptex::device::PtexDeviceTexture = unsafe { std::mem::zeroed() };
+    // A CPU loader has no device tables: refused, nothing written.
+    // SAFETY: valid pointers.
+    let msg = fails(
+        unsafe { dtex_cuda_ptex_create(cpu.0, path.as_ptr(), &mut id, &mut device) },
+        DTEX_STATUS_INVALID_ARGUMENT,
+    );
+    assert!(msg.contains("CPU loader"), "{msg}");
+    assert_eq!(
+        (id, device.num_faces),
+        (77, 0),
+        "out pointers are untouched on error"
+    );
+    // NULL arguments are named.
+    for (p, i, d, what) in [
+        (null(), true, true, "path"),
+        (path.as_ptr(), false, true, "out_texture"),
+        (path.as_ptr(), true, false, "out_device"),
+    ] {
+        let i = if i { &mut id as *mut u32 } else { null_mut() };
+        let d = if d { &mut device as *mut _ } else { null_mut() };
+        // SAFETY: valid or NULL pointers.
+        let msg = fails(
+            unsafe { dtex_cuda_ptex_create(cpu.0, p, i, d) },
+            DTEX_STATUS_INVALID_ARGUMENT,
+        );
+        assert!(msg.contains(what), "{what}: {msg}");
+    }
+    // SAFETY: valid pointers.
+    fails(
+        unsafe {
+            dtex_cuda_ptex_create(
+                DtexLoader { id: 0xdead_beef },
+                path.as_ptr(),
+                &mut id,
+                &mut device,
+            )
+        },
+        DTEX_STATUS_INVALID_HANDLE,
+    );
+    // SAFETY: valid pointers.
+    let msg = fails(
+        unsafe { dtex_cuda_ptex_get_device_texture(cpu.0, 1, &mut device) },
+        DTEX_STATUS_INVALID_ARGUMENT,
+    );
+    assert!(msg.contains("CPU loader"), "{msg}");
+    // SAFETY: NULL output.
+    let msg = fails(
+        unsafe { dtex_cuda_ptex_get_device_texture(cpu.0, 1, null_mut()) },
+        DTEX_STATUS_INVALID_ARGUMENT,
+    );
+    assert!(msg.contains("out_device"), "{msg}");
+    assert_eq!(device.num_faces, 0);
+}
