@@ -13,8 +13,8 @@ use super::{Channels, Texels};
 use crate::sources::ptex::{values, DataType};
 
 /// A separable kernel's window as the loops read it: weights `ku` over texels `u..` of
-/// rows `row_texels` wide, and `kv` over rows `v..` (a [`Kernel`]'s, or the bilinear fast
-/// path's own).
+/// rows `row_texels` wide, and `kv` over rows `v..` (a [`Kernel`]'s, or the box and
+/// bilinear fast path's own).
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Window<'a> {
     /// Texels per row of the unit (its resolution in u).

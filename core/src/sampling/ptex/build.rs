@@ -76,8 +76,8 @@ impl Builder {
     /// The kernel at (`u`, `v`) of widths `uw`, `vw` on a face of `face_res`.
     pub fn build(self, u: f32, v: f32, uw: f32, vw: f32, face_res: Res) -> Kernel {
         match self {
-            Builder::Box => build_box(u, v, uw, vw, face_res),
-            Builder::Bilinear => build_bilinear(u, v, uw, vw, face_res),
+            Builder::Box => kernel_of(box_axes(u, v, uw, vw, face_res)),
+            Builder::Bilinear => kernel_of(bilinear_axes(u, v, uw, vw, face_res)),
             Builder::Width4 { kernel, lerp } => {
                 let mut k = Kernel::new(Res::new(0, 0));
                 let mut w = [0f32; KMAX];
@@ -99,18 +99,22 @@ fn clamped_res(w: f32, face_log2: i8) -> (f32, i8) {
     (w, res_from_width(w).clamp(0, i32::from(face_log2)) as i8)
 }
 
-fn build_box(u: f32, v: f32, uw: f32, vw: f32, face_res: Res) -> Kernel {
-    kernel_of([
+/// The two axes of the box kernel at (`u`, `v`) of widths `uw`, `vw`.
+#[inline(always)]
+fn box_axes(u: f32, v: f32, uw: f32, vw: f32, face_res: Res) -> [SmallAxis; 2] {
+    [
         box_axis(u, uw, face_res.ulog2),
         box_axis(v, vw, face_res.vlog2),
-    ])
+    ]
 }
 
-fn build_bilinear(u: f32, v: f32, uw: f32, vw: f32, face_res: Res) -> Kernel {
-    kernel_of([
+/// The two axes of the bilinear kernel at (`u`, `v`) of widths `uw`, `vw`.
+#[inline(always)]
+fn bilinear_axes(u: f32, v: f32, uw: f32, vw: f32, face_res: Res) -> [SmallAxis; 2] {
+    [
         bilinear_axis(u, uw, face_res.ulog2),
         bilinear_axis(v, vw, face_res.vlog2),
-    ])
+    ]
 }
 
 /// One axis of a kernel of at most three weights (box and bilinear): its resolution
@@ -154,14 +158,8 @@ impl Builder {
         face_res: Res,
     ) -> Option<[SmallAxis; 2]> {
         match self {
-            Builder::Box => Some([
-                box_axis(u, uw, face_res.ulog2),
-                box_axis(v, vw, face_res.vlog2),
-            ]),
-            Builder::Bilinear => Some([
-                bilinear_axis(u, uw, face_res.ulog2),
-                bilinear_axis(v, vw, face_res.vlog2),
-            ]),
+            Builder::Box => Some(box_axes(u, v, uw, vw, face_res)),
+            Builder::Bilinear => Some(bilinear_axes(u, v, uw, vw, face_res)),
             Builder::Width4 { .. } => None,
         }
     }

@@ -142,21 +142,39 @@ pub(super) fn small_inside<F: PtexFaces + ?Sized>(
     };
     let mut acc = Sums::new(ch.count);
     let resident = if f.is_constant() {
-        match src.constant(face) {
-            Some(texel) => {
-                ch.accumulate(&mut acc, texel, 0, w.weight());
-                true
-            }
-            None => false,
-        }
+        apply_constant(src, ch, face, w.weight(), &mut acc)
     } else {
         src.untiled_texels(face, res, &mut |t| apply_window(ch, &w, t, &mut acc))?
     };
-    let scale = 1.0 / (w.weight() * ch.data_type.one_value());
-    for (o, r) in out.iter_mut().zip(acc.iter()) {
+    normalise(ch, &acc, w.weight(), out);
+    Some(resident)
+}
+
+/// `acc += constant(face) × weight`; false if the store lacks the face's constant.
+#[inline(always)]
+fn apply_constant<F: PtexFaces + ?Sized>(
+    src: &F,
+    ch: &Channels,
+    face: u32,
+    weight: f32,
+    acc: &mut [f32],
+) -> bool {
+    match src.constant(face) {
+        Some(texel) => {
+            ch.accumulate(acc, texel, 0, weight);
+            true
+        }
+        None => false,
+    }
+}
+
+/// The filtered values: the sums divided by the kernel's weight, normalised as stored.
+#[inline(always)]
+fn normalise(ch: &Channels, sums: &[f32], weight: f32, out: &mut [f32]) {
+    let scale = 1.0 / (weight * ch.data_type.one_value());
+    for (o, r) in out.iter_mut().zip(sums) {
         *o = r * scale;
     }
-    Some(resident)
 }
 
 /// The general separable filter (`PtexSeparableFilter::eval` after the border modes): the
@@ -216,10 +234,7 @@ fn apply_kernel<F: PtexFaces + ?Sized>(
         resident: true,
     };
     e.split_and_apply(k, face, f, 0);
-    let scale = 1.0 / (e.weight * ch.data_type.one_value());
-    for (o, r) in out.iter_mut().zip(e.result.iter()) {
-        *o = r * scale;
-    }
+    normalise(ch, &e.result, e.weight, out);
     e.resident
 }
 
@@ -510,13 +525,7 @@ impl<F: PtexFaces + ?Sized> Eval<'_, F> {
     ) -> bool {
         let ch = *ch;
         if res == Res::new(0, 0) {
-            return match src.constant(face) {
-                Some(texel) => {
-                    ch.accumulate(acc, texel, 0, k.weight());
-                    true
-                }
-                None => false,
-            };
+            return apply_constant(src, &ch, face, k.weight(), acc);
         }
         let untiled = src.untiled_texels(face, res, &mut |t| match (t, &mut rotated) {
             (Texels::Packed(_), Some(dst)) => apply_texels(&ch, k, t, dst),
