@@ -399,8 +399,12 @@ typedef struct DtexLoaderOptions {
   // (`textures_sharing_tiles`). Absent before `DTEX_LOADER_OPTIONS_SIZE_FILE_TILES`:
   // callers built against that header get the default.
   uint32_t share_duplicate_textures;
-  // Must be 0.
-  uint32_t reserved;
+  // Boolean (default 0): a CPU loader or cache gives every texture 64 KiB pages. By
+  // default a texture whose file has tiles smaller than a page (maketx's 64×64) gets
+  // pages of its file tiles' size (4 to 64 KiB), so that the budget holds, and eviction
+  // frees, file tiles rather than pages of several. Was `reserved` (0) before
+  // `pages_of_file_tiles`: callers built against that header get the default.
+  uint32_t full_pages;
 } DtexLoaderOptions;
 
 // How a texture is sampled, fixed at creation. Fill it with `dtex_texture_desc_default`.
@@ -2184,7 +2188,7 @@ DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, max_publications_per_launch)
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, coalesce_constant_tiles) == 56, "offsetof(DtexLoaderOptions, coalesce_constant_tiles)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, fill_by_file_tile) == 60, "offsetof(DtexLoaderOptions, fill_by_file_tile)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, share_duplicate_textures) == 64, "offsetof(DtexLoaderOptions, share_duplicate_textures)");
-DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, reserved) == 68, "offsetof(DtexLoaderOptions, reserved)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, full_pages) == 68, "offsetof(DtexLoaderOptions, full_pages)");
 DTEX_STATIC_ASSERT(sizeof(DtexTextureDesc) == 40, "sizeof(DtexTextureDesc)");
 DTEX_STATIC_ASSERT(DTEX_ALIGNOF(DtexTextureDesc) == 4, "alignof(DtexTextureDesc)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexTextureDesc, struct_size) == 0, "offsetof(DtexTextureDesc, struct_size)");

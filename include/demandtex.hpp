@@ -331,6 +331,9 @@ public:
     /// Whether a texture whose file holds the same texels as an open texture's samples that
     /// texture's tiles (CPU loader and cache; default true).
     LoaderOptions& shareDuplicateTextures(bool on) noexcept { raw_.share_duplicate_textures = on ? 1u : 0u; return *this; }
+    /// Whether a texture whose file has tiles smaller than a 64 KiB page gets pages of its
+    /// file's tiles (CPU loader and cache; default true; C: `full_pages` is its negation).
+    LoaderOptions& pagesOfFileTiles(bool on) noexcept { raw_.full_pages = on ? 0u : 1u; return *this; }
 
     /// Pages in the virtual page space.
     std::uint32_t numPages() const noexcept { return raw_.num_pages; }
@@ -362,6 +365,8 @@ public:
     bool fillByFileTile() const noexcept { return raw_.fill_by_file_tile != 0; }
     /// Whether textures with the same texels share their tiles.
     bool shareDuplicateTextures() const noexcept { return raw_.share_duplicate_textures != 0; }
+    /// Whether textures with smaller file tiles get pages of their file's tiles.
+    bool pagesOfFileTiles() const noexcept { return raw_.full_pages == 0; }
 
     /// The C struct (for mixing with the C API).
     const DtexLoaderOptions& raw() const noexcept { return raw_; }

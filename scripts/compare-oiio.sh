@@ -182,5 +182,5 @@ printf '%s\n' "${table_rows[@]}" | awk -F'|' '
       mib($14), ($15 == "inf" ? "inf" : sprintf("%.1f", $15))
   }'
 echo "(ratio: of the medians; r/run: median of the per-run ratios; MiB rd: bytes read from"
-echo " files, decoded; tl: tiles read (demandtex 64 KiB tiles, OIIO the files' tiles);"
-echo " pk: peak texture memory; JSON lines and results in $OUT)"
+echo " files, decoded; tl: tiles read (demandtex pages: 64 KiB, or the files' tiles where smaller;"
+echo " OIIO the files' tiles); pk: peak texture memory; JSON lines and results in $OUT)"

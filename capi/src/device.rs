@@ -295,7 +295,7 @@ pub const LAYOUTS: &[StructLayout] = &[
             coalesce_constant_tiles,
             fill_by_file_tile,
             share_duplicate_textures,
-            reserved,
+            full_pages,
         ]
     ),
     layout!(

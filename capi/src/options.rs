@@ -77,8 +77,12 @@ pub struct DtexLoaderOptions {
     /// (`textures_sharing_tiles`). Absent before `DTEX_LOADER_OPTIONS_SIZE_FILE_TILES`:
     /// callers built against that header get the default.
     pub share_duplicate_textures: u32,
-    /// Must be 0.
-    pub reserved: u32,
+    /// Boolean (default 0): a CPU loader or cache gives every texture 64 KiB pages. By
+    /// default a texture whose file has tiles smaller than a page (maketx's 64×64) gets
+    /// pages of its file tiles' size (4 to 64 KiB), so that the budget holds, and eviction
+    /// frees, file tiles rather than pages of several. Was `reserved` (0) before
+    /// `pages_of_file_tiles`: callers built against that header get the default.
+    pub full_pages: u32,
 }
 
 /// `sizeof(DtexLoaderOptions)` before `max_fill_age` and `max_publications_per_launch`:
@@ -134,7 +138,7 @@ impl Default for DtexLoaderOptions {
             coalesce_constant_tiles: d.coalesce_constant_tiles as u32,
             fill_by_file_tile: d.fill_by_file_tile as u32,
             share_duplicate_textures: d.share_duplicate_textures as u32,
-            reserved: 0,
+            full_pages: !d.pages_of_file_tiles as u32,
         }
     }
 }
@@ -160,12 +164,6 @@ impl DtexLoaderOptions {
                 self.lru_threshold
             ))
         })?;
-        if self.reserved != 0 {
-            return Err(ApiError::invalid_argument(format!(
-                "DtexLoaderOptions.reserved is {} (must be 0)",
-                self.reserved
-            )));
-        }
         Ok(LoaderOptions {
             num_pages: self.num_pages,
             page_table_entries: self.page_table_entries,
@@ -200,6 +198,7 @@ impl DtexLoaderOptions {
                 self.share_duplicate_textures,
                 "DtexLoaderOptions.share_duplicate_textures",
             )?,
+            pages_of_file_tiles: !c_bool(self.full_pages, "DtexLoaderOptions.full_pages")?,
         })
     }
 }

@@ -289,6 +289,13 @@ fn render_served(out: &mut String, info: &ExrDescription) {
     };
     let [pw, ph] = s.page_tile;
     let _ = writeln!(out, "  pages:       {pw}x{ph} texels, {per_page}");
+    if s.cpu_page_tile != s.page_tile {
+        let [cw, ch] = s.cpu_page_tile;
+        let _ = writeln!(
+            out,
+            "               on the CPU {cw}x{ch} texels, one file tile each (the GPU's above)"
+        );
+    }
 }
 
 /// `half`, `float`, ... as `info` prints channel types.

@@ -11,7 +11,7 @@ use crate::info::{print_stdout, InfoArgs};
 use crate::table::format_bytes;
 use demandtex::sources::tiff::{TiffCompression, TiffLayout, TiffPredictor};
 use demandtex::sources::{ImageInfo, ImageSource, TiffSource};
-use demandtex::textures::AddressMode;
+use demandtex::textures::{file_tile_pages, AddressMode};
 use std::fmt::Write as _;
 
 /// Describe the TIFF file of `args` (text or JSON).
@@ -154,10 +154,12 @@ fn render(name: &str, layout: &TiffLayout, on_disk: u64, info: &ImageInfo) -> St
         .first()
         .filter(|l| l.tiled)
         .map(|l| {
-            format!(
-                "; file tiles {}x{} in pages of {pw}x{ph}",
-                l.chunk_w, l.chunk_h
-            )
+            let (w, h) = (l.chunk_w, l.chunk_h);
+            if file_tile_pages(info.format, Some((w, h))).is_some() {
+                format!("; file tiles {w}x{h}, a page each on the CPU ({pw}x{ph} on the GPU)")
+            } else {
+                format!("; file tiles {w}x{h} in pages of {pw}x{ph}")
+            }
         })
         .unwrap_or_default();
     let _ = writeln!(

@@ -35,5 +35,17 @@ impl PageId {
     }
 }
 
-/// Bytes of one tile: every tile page holds exactly this much texel data.
+/// Bytes of a full tile: a page of a texture laid out for any backend holds this much
+/// texel data (a GPU's sparse tile). On a backend that samples host memory, a texture whose
+/// file tiles are smaller gets pages of its file tiles' size
+/// ([`TextureLayout::tile_bytes`](crate::textures::TextureLayout::tile_bytes)), a power of two
+/// from [`MIN_TILE_BYTES`] to this.
 pub const TILE_BYTES: usize = 64 * 1024;
+
+/// Bytes of the smallest tile a texture may be given (see [`TILE_BYTES`]).
+pub const MIN_TILE_BYTES: usize = 4 * 1024;
+
+/// Whether `bytes` is a tile size: a power of two from [`MIN_TILE_BYTES`] to [`TILE_BYTES`].
+pub const fn is_tile_size(bytes: usize) -> bool {
+    bytes.is_power_of_two() && bytes >= MIN_TILE_BYTES && bytes <= TILE_BYTES
+}

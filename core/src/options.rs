@@ -61,6 +61,15 @@ pub struct LoaderOptions {
     /// thrashing cache a page costs the file tiles used, not all those it covers
     /// (default true).
     pub fill_by_file_tile: bool,
+    /// On a backend that samples host tiles (the CPU loader and cache), a texture whose
+    /// file has tiles smaller than a page (maketx's 64×64 tiles: 16 KiB of 8-bit RGBA, 32
+    /// KiB of half RGBA) gets pages of its file tiles' size, from 4 to 64 KiB
+    /// ([`crate::textures::TextureLayout::with_tile`]): a page then holds, and costs the
+    /// budget, exactly the file tile a lookup needed, as in OpenImageIO's tile cache, and
+    /// eviction frees file tiles rather than pages holding several of them. Applies to
+    /// multi-pass and blocking fills alike; a GPU backend always takes 64 KiB pages. Where
+    /// it applies, `fill_by_file_tile` has nothing left to cut (default true).
+    pub pages_of_file_tiles: bool,
     /// A filled tile whose texels all hold one value is stored once per distinct value: its
     /// page points at one shared slot, counted against the budget once, and is not evicted
     /// while its texture's contents stay (`Stats::coalesced_pages`). Needs a backend that
@@ -110,6 +119,7 @@ impl Default for LoaderOptions {
             max_publications_per_launch: usize::MAX,
             max_fill_age: 3,
             fill_by_file_tile: true,
+            pages_of_file_tiles: true,
             coalesce_constant_tiles: true,
             share_duplicate_textures: true,
         }

@@ -87,6 +87,8 @@ pub enum Route {
         tile_x: u32,
         /// Tile row.
         tile_y: u32,
+        /// Bytes of the texture's tiles (`TextureLayout::tile_bytes`): the slot to fill.
+        tile_bytes: u32,
     },
     /// A sampler or base-colour page of an id no texture has.
     UnknownTexture(TextureId),
@@ -297,18 +299,22 @@ impl Resources {
         match record
             .layout
             .as_ref()
-            .and_then(|l| l.page_content(page - start))
+            .and_then(|l| Some((l.page_content(page - start)?, l.tile_bytes())))
         {
-            Some(PageContent::Tile {
-                level,
-                tile_x,
-                tile_y,
-            }) => Route::Tile {
+            Some((
+                PageContent::Tile {
+                    level,
+                    tile_x,
+                    tile_y,
+                },
+                tile_bytes,
+            )) => Route::Tile {
                 texture,
                 generation: record.generation,
                 level,
                 tile_x,
                 tile_y,
+                tile_bytes: tile_bytes as u32,
             },
             // Not reopened since its contents were dropped, the mip-tail page (published
             // with the sampler), or past the current layout: asked for by a launch that
@@ -373,7 +379,8 @@ mod tests {
                 generation: 0,
                 level: 0,
                 tile_x: 7,
-                tile_y: 2
+                tile_y: 2,
+                tile_bytes: crate::TILE_BYTES as u32,
             }
         );
         assert_eq!(
@@ -389,7 +396,8 @@ mod tests {
                 generation: 0,
                 level: 0,
                 tile_x: 1,
-                tile_y: 1
+                tile_y: 1,
+                tile_bytes: crate::TILE_BYTES as u32,
             }
         );
         assert_eq!(r.route(&layout, PageId(9_000)), Route::Unowned);
@@ -449,7 +457,8 @@ mod tests {
                 generation: 1,
                 level: 0,
                 tile_x: 1,
-                tile_y: 1
+                tile_y: 1,
+                tile_bytes: crate::TILE_BYTES as u32,
             }
         );
         // Outgrown: a new range; the old one is stale, never rerouted.

@@ -204,8 +204,9 @@ fn a_budget_too_small_to_share_keeps_tiles_whole() {
 }
 
 /// maketx's `.tx` of a mask (`tests/fixtures/tx/mask8.tx`: 512² 8-bit RGBA, 64×64 file
-/// tiles, black left half, white right half, a noise patch at the top left): multi-pass
-/// pages are read whole, so 15 of level 0's 16 pages and 3 of level 1's 4 are constant.
+/// tiles, black left half, white right half, a noise patch at the top left): its pages are
+/// its 16 KiB file tiles (`pages_of_file_tiles`), so 63 of level 0's 64 pages and 15 of
+/// level 1's 16 are constant.
 /// Every texel of both levels samples the same with coalescing on and off, and the texels
 /// OpenImageIO decoded (`mask8.ref`) are what the coalesced loader returns.
 #[test]
@@ -248,7 +249,7 @@ fn a_maketx_mask_samples_the_same_and_its_constant_pages_share() {
     assert!(on == off, "coalescing changed a texel of the maketx file");
     assert_eq!(
         (stats.tiles_coalesced, stats.shared_constant_tiles),
-        (18, 2),
+        (78, 2),
         "{stats:?}"
     );
     // OpenImageIO's decode of the same file (levels 0 and 1 of its sampled texels).

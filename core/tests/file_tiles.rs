@@ -4,7 +4,8 @@
 //! values equal a cache that reads whole pages, under eviction and from many threads; each
 //! file tile is read once while its page stays; bytes read fall to the file tiles used; a
 //! failing file tile fails the texture with its error; multi-pass launches on the same
-//! loader read missing file tiles too.
+//! loader read missing file tiles too. (These loaders give every texture full pages; by
+//! default such files get pages of their tiles' size: `file_tile_pages.rs`.)
 
 use demandtex::sampling::SampleOptions;
 use demandtex::sources::exr::{write_mip_exr, WriteOptions};
@@ -48,6 +49,8 @@ fn options(budget_pages: u64, by_file_tile: bool) -> LoaderOptions {
         max_texture_memory: budget_pages * TILE_BYTES as u64,
         fill_threads: 1,
         fill_by_file_tile: by_file_tile,
+        // Full pages, to cut into file tiles (pages of the file's tiles: file_tile_pages.rs).
+        pages_of_file_tiles: false,
         ..Default::default()
     }
 }

@@ -73,7 +73,7 @@ static DtexLoader create_loader_coalescing(uint32_t coalesce) {
   CHECK(options.struct_size == sizeof options, "options.struct_size %u, sizeof %zu",
         (unsigned)options.struct_size, sizeof options);
   CHECK(options.coalesce_constant_tiles == 1, "coalescing is on by default");
-  CHECK(options.share_duplicate_textures == 1 && options.reserved == 0,
+  CHECK(options.share_duplicate_textures == 1 && options.full_pages == 0,
         "duplicate sharing is on by default");
   options.coalesce_constant_tiles = coalesce;
   /* Small bookkeeping keeps the run fast under valgrind. */

@@ -553,6 +553,9 @@ void testErrors() {
     // Bad arguments.
     CHECK_THROWS_STATUS(DTEX_STATUS_INVALID_ARGUMENT, b.createProceduralTexture(dt::ProceduralDesc(checker).channels(3)));
     CHECK_THROWS_STATUS(DTEX_STATUS_INVALID_ARGUMENT, (void)dt::Loader(dt::LoaderOptions().numPages(0)));
+    CHECK(dt::LoaderOptions().pagesOfFileTiles());
+    CHECK(!dt::LoaderOptions().pagesOfFileTiles(false).pagesOfFileTiles());
+    CHECK(dt::LoaderOptions().pagesOfFileTiles(false).raw().full_pages == 1u);
     CHECK_THROWS_STATUS(DTEX_STATUS_INVALID_ARGUMENT, b.createUdim({std::string("a.exr")}, 2, 1));
 
     // A launch outliving its loader: calls fail cleanly, its destructor is harmless.

@@ -519,7 +519,7 @@ fn defaults_match_the_engine_and_null_is_a_no_op() {
         coalesce_constant_tiles: 0,
         fill_by_file_tile: 5,
         share_duplicate_textures: 3,
-        reserved: 4,
+        full_pages: 4,
     };
     // SAFETY: valid pointer.
     unsafe { dtex_loader_options_default(&mut o) };

@@ -105,11 +105,21 @@ fn loader_options_switch_duplicate_sharing_and_accept_the_size_before_it() {
     // SAFETY: a valid struct.
     let e = unsafe { DtexLoaderOptions::resolve(&off) }.unwrap();
     assert!(!e.share_duplicate_textures);
+    assert!(
+        e.pages_of_file_tiles,
+        "full_pages 0 (was reserved): the default"
+    );
+    let full = DtexLoaderOptions {
+        full_pages: 1,
+        ..small_options()
+    };
+    // SAFETY: a valid struct.
+    let e = unsafe { DtexLoaderOptions::resolve(&full) }.unwrap();
+    assert!(!e.pages_of_file_tiles);
     // A caller built before the switch: its struct ends at fill_by_file_tile.
     let before = DtexLoaderOptions {
         struct_size: DTEX_LOADER_OPTIONS_SIZE_FILE_TILES,
         share_duplicate_textures: 0,
-        reserved: 9,
         ..small_options()
     };
     // SAFETY: a valid struct (larger than its struct_size).
@@ -126,10 +136,10 @@ fn loader_options_switch_duplicate_sharing_and_accept_the_size_before_it() {
         ),
         (
             DtexLoaderOptions {
-                reserved: 1,
+                full_pages: 2,
                 ..small_options()
             },
-            "reserved",
+            "full_pages",
         ),
     ] {
         // SAFETY: valid pointers.

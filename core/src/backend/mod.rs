@@ -127,7 +127,9 @@ pub struct TextureContents<'a> {
 pub trait Backend: Send + Sync + 'static {
     /// Whether samplers read the engine's host tile buffers in place (the CPU backend):
     /// then a page may be published before all its texels are read and filled in place
-    /// file tile by file tile (`LoaderOptions::fill_by_file_tile`). Default: no.
+    /// file tile by file tile (`LoaderOptions::fill_by_file_tile`), and a texture whose file has
+    /// smaller tiles gets pages of that size (`LoaderOptions::pages_of_file_tiles`). Default:
+    /// no.
     fn samples_host_tiles(&self) -> bool {
         false
     }
@@ -143,8 +145,10 @@ pub trait Backend: Send + Sync + 'static {
     /// Something stopped being visible.
     fn withdraw(&self, withdrawal: Withdrawal) -> Result<(), Error>;
 
-    /// A filled tile becomes visible for `page`: `data` holds its [`crate::TILE_BYTES`]
-    /// of texels (rows of `tile_width` texels; texels past an edge tile's image are zero).
+    /// A filled tile becomes visible for `page`: `data` holds its texels, the texture's tile
+    /// size ([`crate::TILE_BYTES`] unless `samples_host_tiles` and the texture's file has
+    /// smaller tiles: `LoaderOptions::pages_of_file_tiles`), in rows of `tile_width`
+    /// texels (texels past an edge tile's image are zero).
     fn publish_tile(&self, page: PageId, data: &TileBuffer) -> Result<HostCopy, PublishError>;
 
     /// A staged tile becomes visible again (a second chance): it was staged, never

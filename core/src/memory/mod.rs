@@ -1,4 +1,4 @@
-//! Memory: 64 KiB tile buffers, the budgeted pool that hands them out, epochs that say when
+//! Memory: tile buffers (64 KiB, or a texture's smaller tile size), the budgeted pool that hands them out, epochs that say when
 //! no reader can still see memory made invisible, and [`Residency`] — the one owner of every
 //! tile slot's state (filling, publishing, resident, staged for a second chance, retired)
 //! and of eviction; constant tiles stored once per value ([`constant_tiles`]).

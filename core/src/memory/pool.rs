@@ -1,5 +1,6 @@
-//! `TilePool`: texture memory within a byte budget. Tiles come as [`TileBuffer`]s; mip
-//! tails as byte reservations. `allocated_bytes` counts every byte held — tile slots
+//! `TilePool`: texture memory within a byte budget. Tiles come as [`TileBuffer`]s of a tile
+//! size (64 KiB, or smaller for textures whose pages are their file's tiles), spare ones
+//! kept per size; mip tails as byte reservations. `allocated_bytes` counts every byte held — tile slots
 //! (resident, staged, being filled), spare buffers kept for reuse, and mip tails — and
 //! never passes the budget when memory is taken; a shrink of the budget frees what it can
 //! at once.
@@ -11,9 +12,23 @@
 //! count only the buffers that exist.
 
 use super::tile_buffer::TileBuffer;
-use crate::ids::TILE_BYTES;
+use crate::ids::{is_tile_size, MIN_TILE_BYTES, TILE_BYTES};
 
+#[cfg(test)]
 const TILE: u64 = TILE_BYTES as u64;
+
+/// Tile sizes: powers of two from `MIN_TILE_BYTES` to `TILE_BYTES`.
+const SIZE_CLASSES: usize =
+    (TILE_BYTES.trailing_zeros() - MIN_TILE_BYTES.trailing_zeros()) as usize + 1;
+
+/// The free list of tiles of `bytes` (a tile size).
+fn class_of(bytes: usize) -> usize {
+    debug_assert!(is_tile_size(bytes));
+    (bytes
+        .trailing_zeros()
+        .saturating_sub(MIN_TILE_BYTES.trailing_zeros()) as usize)
+        .min(SIZE_CLASSES - 1)
+}
 
 /// A slot of the budget given to a fill: a spare buffer to reuse, or a new one that the
 /// fill makes when it runs ([`into_buffer`](TileSlot::into_buffer)). Allocating and zeroing
@@ -23,8 +38,8 @@ const TILE: u64 = TILE_BYTES as u64;
 pub enum TileSlot {
     /// A buffer that exists (spare, or given back by an eviction).
     Ready(TileBuffer),
-    /// A buffer still to be allocated; the pool already counts it.
-    New,
+    /// A buffer of this many bytes still to be allocated; the pool already counts it.
+    New(u32),
 }
 
 impl TileSlot {
@@ -32,7 +47,15 @@ impl TileSlot {
     pub fn into_buffer(self) -> TileBuffer {
         match self {
             TileSlot::Ready(buffer) => buffer,
-            TileSlot::New => TileBuffer::new(),
+            TileSlot::New(bytes) => TileBuffer::with_bytes(bytes as usize),
+        }
+    }
+
+    /// Bytes of the slot's tile.
+    pub fn bytes(&self) -> usize {
+        match self {
+            TileSlot::Ready(buffer) => buffer.bytes(),
+            TileSlot::New(bytes) => *bytes as usize,
         }
     }
 }
@@ -44,10 +67,13 @@ pub struct TilePool {
     allocated_bytes: u64,
     peak_bytes: u64,
     non_evictable_bytes: u64,
-    free: Vec<TileBuffer>,
-    /// Tile buffers in existence (given out, held, or spare).
-    host_buffers: u64,
-    peak_host_buffers: u64,
+    /// Spare buffers by size class.
+    free: [Vec<TileBuffer>; SIZE_CLASSES],
+    /// Bytes of the spare buffers.
+    free_bytes: u64,
+    /// Bytes of the tile buffers in existence (given out, held, or spare).
+    host_bytes: u64,
+    peak_host_bytes: u64,
 }
 
 impl TilePool {
@@ -58,9 +84,10 @@ impl TilePool {
             allocated_bytes: 0,
             peak_bytes: 0,
             non_evictable_bytes: 0,
-            free: Vec::new(),
-            host_buffers: 0,
-            peak_host_buffers: 0,
+            free: Default::default(),
+            free_bytes: 0,
+            host_bytes: 0,
+            peak_host_bytes: 0,
         }
     }
 
@@ -89,19 +116,23 @@ impl TilePool {
         self.allocated_bytes.saturating_sub(self.budget_bytes)
     }
 
-    /// Tiles obtainable without evicting anything.
-    pub fn available_tiles(&self) -> usize {
-        self.free.len() + (self.budget_bytes.saturating_sub(self.allocated_bytes) / TILE) as usize
+    /// Bytes of tiles obtainable without evicting anything: the budget not allocated, and
+    /// the spare buffers (reused, or freed to make room for another size).
+    pub fn available_bytes(&self) -> u64 {
+        self.free_bytes + self.budget_bytes.saturating_sub(self.allocated_bytes)
     }
 
-    /// A slot with a buffer from the free list, or a new slot if the budget allows.
-    pub fn take(&mut self) -> Option<TileSlot> {
-        if let Some(b) = self.free.pop() {
+    /// A slot of `bytes` (a tile size): a spare buffer of that size, or a new slot if the
+    /// budget allows (freeing spare buffers of other sizes to make room).
+    pub fn take(&mut self, bytes: usize) -> Option<TileSlot> {
+        if let Some(b) = self.free[class_of(bytes)].pop() {
+            self.free_bytes -= b.bytes() as u64;
             return Some(TileSlot::Ready(b));
         }
-        if self.allocated_bytes + TILE <= self.budget_bytes {
-            self.grow(TILE);
-            Some(self.new_slot())
+        self.trim_free_list_for(bytes as u64);
+        if self.allocated_bytes + bytes as u64 <= self.budget_bytes {
+            self.grow(bytes as u64);
+            Some(self.new_slot(bytes))
         } else {
             None
         }
@@ -112,9 +143,9 @@ impl TilePool {
     pub fn give_back_slot(&mut self, slot: TileSlot) {
         match slot {
             TileSlot::Ready(buffer) => self.give_back(buffer),
-            TileSlot::New => {
-                self.host_buffers -= 1;
-                self.free_slot();
+            TileSlot::New(bytes) => {
+                self.host_bytes -= bytes as u64;
+                self.free_slot(bytes as usize);
             }
         }
     }
@@ -124,50 +155,58 @@ impl TilePool {
         if self.allocated_bytes > self.budget_bytes {
             self.free_buffer(buffer);
         } else {
-            self.free.push(buffer);
+            self.free_bytes += buffer.bytes() as u64;
+            self.free[class_of(buffer.bytes())].push(buffer);
         }
     }
 
     /// Free a buffer's memory.
     pub fn free_buffer(&mut self, buffer: TileBuffer) {
+        let bytes = buffer.bytes();
         self.drop_host_copy(buffer);
-        self.free_slot();
+        self.free_slot(bytes);
     }
 
     /// Drop a slot's host buffer, keeping the slot: its bytes stay allocated (the backend
     /// holds the tile's data elsewhere); give them back with [`free_slot`](Self::free_slot).
     pub fn drop_host_copy(&mut self, buffer: TileBuffer) {
+        self.host_bytes -= buffer.bytes() as u64;
         drop(buffer);
-        self.host_buffers -= 1;
     }
 
-    /// A new host buffer, to be made by whoever fills it, for a slot whose bytes are
-    /// already allocated (a new one, or one whose host copy was dropped): the budget is
+    /// A new host buffer of `bytes`, to be made by whoever fills it, for a slot whose bytes
+    /// are already allocated (a new one, or one whose host copy was dropped): the budget is
     /// unchanged.
-    pub fn new_slot(&mut self) -> TileSlot {
-        self.host_buffers += 1;
-        self.peak_host_buffers = self.peak_host_buffers.max(self.host_buffers);
-        TileSlot::New
+    pub fn new_slot(&mut self, bytes: usize) -> TileSlot {
+        self.host_bytes += bytes as u64;
+        self.peak_host_bytes = self.peak_host_bytes.max(self.host_bytes);
+        TileSlot::New(bytes as u32)
     }
 
-    /// Free a slot whose host buffer was dropped ([`drop_host_copy`](Self::drop_host_copy)).
-    pub fn free_slot(&mut self) {
-        self.allocated_bytes -= TILE;
+    /// Free a slot of `bytes` whose host buffer was dropped
+    /// ([`drop_host_copy`](Self::drop_host_copy)).
+    pub fn free_slot(&mut self, bytes: usize) {
+        self.allocated_bytes -= bytes as u64;
     }
 
     /// Buffers kept for reuse (allocated, holding no tile).
     pub fn spare_buffers(&self) -> usize {
-        self.free.len()
+        self.free.iter().map(Vec::len).sum()
+    }
+
+    /// Bytes of the buffers kept for reuse.
+    pub fn spare_bytes(&self) -> u64 {
+        self.free_bytes
     }
 
     /// Bytes of the tile buffers that exist (given out, held, or spare).
     pub fn host_bytes(&self) -> u64 {
-        self.host_buffers * TILE
+        self.host_bytes
     }
 
     /// Most bytes of tile buffers that existed at once.
     pub fn peak_host_bytes(&self) -> u64 {
-        self.peak_host_buffers * TILE
+        self.peak_host_bytes
     }
 
     /// Reserve non-evictable bytes (a mip tail). False if the budget does not allow it.
@@ -193,13 +232,14 @@ impl TilePool {
         self.trim_free_list_for(0);
     }
 
-    /// Drop free buffers until `extra` more bytes fit, or the free list is empty.
+    /// Drop free buffers (largest first) until `extra` more bytes fit, or none is left.
     fn trim_free_list_for(&mut self, extra: u64) {
         while self.allocated_bytes + extra > self.budget_bytes {
-            match self.free.pop() {
-                Some(b) => self.free_buffer(b),
-                None => break,
-            }
+            let Some(b) = self.free.iter_mut().rev().find_map(Vec::pop) else {
+                break;
+            };
+            self.free_bytes -= b.bytes() as u64;
+            self.free_buffer(b);
         }
     }
 
@@ -216,16 +256,16 @@ mod tests {
     #[test]
     fn never_allocates_past_the_budget() {
         let mut p = TilePool::new(3 * TILE + 100);
-        let a = p.take().unwrap().into_buffer();
-        let b = p.take().unwrap().into_buffer();
-        let c = p.take().unwrap().into_buffer();
-        assert!(p.take().is_none());
+        let a = p.take(TILE_BYTES).unwrap().into_buffer();
+        let b = p.take(TILE_BYTES).unwrap().into_buffer();
+        let c = p.take(TILE_BYTES).unwrap().into_buffer();
+        assert!(p.take(TILE_BYTES).is_none());
         assert_eq!(p.allocated_bytes(), 3 * TILE);
         assert!(!p.reserve(200));
         assert!(p.reserve(100));
         p.give_back(a);
-        assert_eq!(p.available_tiles(), 1);
-        assert!(p.take().is_some());
+        assert_eq!(p.available_bytes(), TILE);
+        assert!(p.take(TILE_BYTES).is_some());
         assert_eq!(p.peak_bytes(), 3 * TILE + 100);
         drop((b, c));
     }
@@ -233,7 +273,9 @@ mod tests {
     #[test]
     fn shrinking_drops_free_buffers_and_reserve_reclaims_them() {
         let mut p = TilePool::new(4 * TILE);
-        let bufs: Vec<_> = (0..4).map(|_| p.take().unwrap().into_buffer()).collect();
+        let bufs: Vec<_> = (0..4)
+            .map(|_| p.take(TILE_BYTES).unwrap().into_buffer())
+            .collect();
         for b in bufs {
             p.give_back(b);
         }
@@ -250,16 +292,16 @@ mod tests {
     #[test]
     fn a_slot_without_its_host_copy_stays_in_the_budget() {
         let mut p = TilePool::new(2 * TILE);
-        let a = p.take().unwrap().into_buffer();
-        let b = p.take().unwrap().into_buffer();
+        let a = p.take(TILE_BYTES).unwrap().into_buffer();
+        let b = p.take(TILE_BYTES).unwrap().into_buffer();
         assert_eq!(p.host_bytes(), 2 * TILE);
         p.drop_host_copy(a);
         assert_eq!(p.host_bytes(), TILE);
         assert_eq!(p.allocated_bytes(), 2 * TILE, "the slot is still held");
-        assert!(p.take().is_none());
-        p.free_slot();
+        assert!(p.take(TILE_BYTES).is_none());
+        p.free_slot(TILE_BYTES);
         assert_eq!(p.allocated_bytes(), TILE);
-        let c = p.take().unwrap().into_buffer();
+        let c = p.take(TILE_BYTES).unwrap().into_buffer();
         assert_eq!(p.peak_host_bytes(), 2 * TILE);
         p.free_buffer(b);
         p.free_buffer(c);
@@ -269,20 +311,59 @@ mod tests {
     #[test]
     fn a_new_slot_is_counted_when_taken_and_given_back_whole_if_never_filled() {
         let mut p = TilePool::new(2 * TILE);
-        let a = p.take().unwrap();
-        assert!(matches!(a, TileSlot::New), "no buffer is made by the pool");
+        let a = p.take(TILE_BYTES).unwrap();
+        assert!(
+            matches!(a, TileSlot::New(_)),
+            "no buffer is made by the pool"
+        );
         assert_eq!((p.allocated_bytes(), p.host_bytes()), (TILE, TILE));
         p.give_back_slot(a);
         assert_eq!((p.allocated_bytes(), p.host_bytes()), (0, 0));
         // A spare buffer is handed out as it is.
-        let b = p.take().unwrap().into_buffer();
+        let b = p.take(TILE_BYTES).unwrap().into_buffer();
         p.give_back(b);
-        let c = p.take().unwrap();
+        let c = p.take(TILE_BYTES).unwrap();
         assert!(matches!(c, TileSlot::Ready(_)));
         p.give_back_slot(c);
         assert_eq!(
             (p.allocated_bytes(), p.host_bytes(), p.spare_buffers()),
             (TILE, TILE, 1)
         );
+    }
+
+    #[test]
+    fn tiles_of_several_sizes_share_one_budget() {
+        let small = TILE_BYTES / 4;
+        let mut p = TilePool::new(2 * TILE);
+        let a = p.take(small).unwrap().into_buffer();
+        let b = p.take(TILE_BYTES).unwrap().into_buffer();
+        assert_eq!((a.bytes(), b.bytes()), (small, TILE_BYTES));
+        assert_eq!(p.allocated_bytes(), TILE + TILE / 4);
+        assert_eq!(p.available_bytes(), 3 * TILE / 4);
+        assert!(
+            p.take(TILE_BYTES).is_none(),
+            "three quarters of a tile left"
+        );
+        let c = p.take(TILE_BYTES / 2).unwrap();
+        p.give_back(b);
+        assert_eq!(p.available_bytes(), TILE + TILE / 4);
+        let d = p.take(small).unwrap();
+        assert!(
+            matches!(d, TileSlot::New(_)),
+            "room without freeing the spare"
+        );
+        assert_eq!(p.spare_buffers(), 1);
+        // The spare, of another size, is freed to make room.
+        let e = p.take(TILE_BYTES / 2).unwrap();
+        assert!(matches!(e, TileSlot::New(_)));
+        assert_eq!((p.spare_buffers(), p.allocated_bytes()), (0, 3 * TILE / 2));
+        // One of the size asked for is reused.
+        p.give_back(a);
+        assert!(matches!(p.take(small).unwrap(), TileSlot::Ready(ref x) if x.bytes() == small));
+        for slot in [c, d, e] {
+            p.give_back_slot(slot);
+        }
+        assert_eq!(p.host_bytes(), TILE / 4, "the buffer taken above");
+        assert_eq!(p.peak_host_bytes(), 2 * TILE);
     }
 }

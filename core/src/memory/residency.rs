@@ -33,8 +33,12 @@
 //! ([`take_events`](Residency::take_events)) before its next publication, so a backend
 //! never sees a page published before the release of its previous slot.
 //!
+//! Slots come in the tile sizes of the pages they hold (64 KiB, or a texture's smaller file
+//! tiles: `TextureLayout::tile_bytes`); one budget counts bytes, and a fill needing a size
+//! no spare buffer has frees spare or evicted buffers of other sizes to make room.
+//!
 //! Invariants (tested below and by a property test):
-//! - `allocated_bytes = 64 KiB × (filling + tiles + retired tiles + spare buffers) + mip
+//! - `allocated_bytes = bytes of (filling + tiles + retired tiles + spare buffers) + mip
 //!   tails`, and taking memory never makes it exceed the budget;
 //! - a staged or retired slot is reused only when no pinned reader can see it;
 //! - every slot that leaves (evicted, retired) is reported released exactly once.
@@ -45,12 +49,15 @@ use super::pool::{TilePool, TileSlot};
 use super::raw_box::RawBox;
 use super::retired::RetiredQueue;
 use super::tile_buffer::TileBuffer;
-use crate::ids::{PageId, TILE_BYTES};
+use crate::ids::PageId;
+#[cfg(test)]
+use crate::ids::TILE_BYTES;
 use crate::paging::{PageTable, StalePage};
 use crate::textures::TextureSampler;
 use std::collections::{BTreeMap, VecDeque};
 use std::ops::Range;
 
+#[cfg(test)]
 const TILE: u64 = TILE_BYTES as u64;
 
 /// A change a backend mirrors (see the module docs).
@@ -75,7 +82,9 @@ pub struct Publishing<'a> {
 
 /// Memory waiting until no reader can see it.
 enum Retired {
-    Tile(Option<TileBuffer>),
+    Tile(TileBuffer),
+    /// A slot whose data the backend held (no host buffer): its bytes.
+    Slot(u32),
     Contents {
         sampler: Option<RawBox<TextureSampler>>,
         mip_tail: Option<RawBox<[u8]>>,
@@ -92,6 +101,8 @@ enum State {
 
 struct Tile {
     state: State,
+    /// Bytes of the slot (of the shared slot, for a constant tile).
+    bytes: u32,
     /// The slot's own buffer (none for a shared tile, or once the backend holds the data).
     host: Option<TileBuffer>,
     /// A constant tile served by the shared slot of this value (no slot of its own).
@@ -128,6 +139,8 @@ pub struct Residency {
     /// Staged pages, oldest first, with the `seq` they were staged with (an entry whose
     /// tile was restored or restaged since is stale and skipped).
     staged_order: VecDeque<(u32, u64)>,
+    /// Bytes of the staged tiles' slots.
+    staged_bytes: u64,
     next_seq: u64,
     retired: RetiredQueue<Retired>,
     /// Mip-tail bytes retired but not yet reclaimed (still in the non-evictable bytes).
@@ -148,6 +161,7 @@ impl Residency {
             pool: TilePool::new(budget_bytes),
             tiles: BTreeMap::new(),
             staged_order: VecDeque::new(),
+            staged_bytes: 0,
             next_seq: 0,
             retired_tail_bytes: 0,
             reserved_tail_bytes: 0,
@@ -201,9 +215,9 @@ impl Residency {
         self.pool.excess_bytes()
     }
 
-    /// Slots obtainable without evicting anything.
-    pub fn available_tiles(&self) -> usize {
-        self.pool.available_tiles()
+    /// Bytes of slots obtainable without evicting anything.
+    pub fn available_bytes(&self) -> u64 {
+        self.pool.available_bytes()
     }
 
     /// Of those, mip tails reserved by opens that have not ended: each is published
@@ -247,26 +261,31 @@ impl Residency {
 
     // ---- fills and publication ------------------------------------------------------------
 
-    /// A slot (and its host buffer, or a new one for the fill to make) for a fill: free
-    /// memory first, then retired memory no
-    /// reader can see, then the oldest staged tile no reader can see (evicted). `None` if
-    /// none can be had now.
-    pub fn allocate(&mut self, epochs: &Epochs) -> Option<TileSlot> {
-        let slot = self.take_free(epochs).or_else(|| {
-            let (_, host) = self.evict_oldest(epochs)?;
-            Some(match host {
-                Some(buffer) => TileSlot::Ready(buffer),
-                None => self.pool.new_slot(),
-            })
-        })?;
+    /// A slot of `bytes` (a tile size; its host buffer, or a new one for the fill to make)
+    /// for a fill: free memory first, then retired memory no reader can see, then the
+    /// oldest staged tiles no reader can see (evicted; a slot of another size is freed and
+    /// its bytes taken). `None` if none can be had now.
+    pub fn allocate(&mut self, epochs: &Epochs, bytes: usize) -> Option<TileSlot> {
+        let slot = loop {
+            if let Some(slot) = self.take_free(epochs, bytes) {
+                break slot;
+            }
+            let (_, host, slot_bytes) = self.evict_oldest(epochs)?;
+            match host {
+                Some(buffer) if buffer.bytes() == bytes => break TileSlot::Ready(buffer),
+                None if slot_bytes as usize == bytes => break self.pool.new_slot(bytes),
+                Some(buffer) => self.pool.free_buffer(buffer),
+                None => self.pool.free_slot(slot_bytes as usize),
+            }
+        };
         self.counts.filling += 1;
         Some(slot)
     }
 
     /// Free memory or reclaimable retired memory, without evicting.
-    fn take_free(&mut self, epochs: &Epochs) -> Option<TileSlot> {
+    fn take_free(&mut self, epochs: &Epochs, bytes: usize) -> Option<TileSlot> {
         if self.pool.excess_bytes() == 0 {
-            if let Some(b) = self.pool.take() {
+            if let Some(b) = self.pool.take(bytes) {
                 return Some(b);
             }
         }
@@ -275,7 +294,7 @@ impl Residency {
         }
         self.reclaim_retired(epochs);
         if self.pool.excess_bytes() == 0 {
-            return self.pool.take();
+            return self.pool.take(bytes);
         }
         None
     }
@@ -304,6 +323,7 @@ impl Residency {
         self.counts.filling -= 1;
         let tile = Tile {
             state: State::Publishing { restored: false },
+            bytes: buffer.bytes() as u32,
             host: Some(buffer),
             shared: None,
         };
@@ -319,6 +339,7 @@ impl Residency {
                 state: State::Publishing { restored },
                 host,
                 shared,
+                ..
             } => Some(Publishing {
                 data: host
                     .as_ref()
@@ -405,6 +426,7 @@ impl Residency {
             self.next_seq += 1;
             if let Some(tile) = self.tiles.get_mut(&page) {
                 tile.state = State::Staged { stamp, seq };
+                self.staged_bytes += u64::from(tile.bytes);
             }
             self.staged_order.push_back((page, seq));
             self.events.push(TileEvent::Staged(PageId(page)));
@@ -426,6 +448,7 @@ impl Residency {
             return false;
         }
         tile.state = State::Publishing { restored: true };
+        self.staged_bytes -= u64::from(tile.bytes);
         self.counts.staged -= 1;
         self.counts.publishing += 1;
         self.counts.second_chance_restores += 1;
@@ -451,10 +474,11 @@ impl Residency {
     }
 
     /// Evict the oldest staged tiles no reader can see until a slot is released: that
-    /// slot's host buffer (if any) is handed over. A constant tile's page leaves without
-    /// freeing a slot unless it was the last page of its shared slot, and even then the
-    /// slot is retired instead if a reader may still see it through a page withdrawn later.
-    fn evict_oldest(&mut self, epochs: &Epochs) -> Option<(PageId, Option<TileBuffer>)> {
+    /// slot's host buffer (if any) and bytes are handed over. A constant tile's page leaves
+    /// without freeing a slot unless it was the last page of its shared slot, and even then
+    /// the slot is retired instead if a reader may still see it through a page withdrawn
+    /// later.
+    fn evict_oldest(&mut self, epochs: &Epochs) -> Option<(PageId, Option<TileBuffer>, u32)> {
         loop {
             let (page, stamp) = self.oldest_staged()?;
             if !epochs.is_quiescent(stamp) {
@@ -462,17 +486,18 @@ impl Residency {
             }
             self.staged_order.pop_front();
             let tile = self.tiles.remove(&page)?;
+            self.staged_bytes -= u64::from(tile.bytes);
             self.counts.staged -= 1;
             self.counts.evictions += 1;
             self.events.push(TileEvent::Released(PageId(page)));
             let Some(key) = tile.shared else {
-                return Some((PageId(page), tile.host));
+                return Some((PageId(page), tile.host, tile.bytes));
             };
             if let Some((buffer, newest)) = self.shared.remove_page(&key, stamp) {
                 if epochs.is_quiescent(newest) {
-                    return Some((PageId(page), Some(buffer)));
+                    return Some((PageId(page), Some(buffer), tile.bytes));
                 }
-                self.retired.retire(newest, Retired::Tile(Some(buffer)));
+                self.retired.retire(newest, Retired::Tile(buffer));
             }
         }
     }
@@ -482,37 +507,35 @@ impl Residency {
     pub fn free_excess(&mut self, epochs: &Epochs) {
         self.reclaim_retired(epochs);
         while self.pool.excess_bytes() > 0 {
-            let Some((_, host)) = self.evict_oldest(epochs) else {
+            let Some((_, host, bytes)) = self.evict_oldest(epochs) else {
                 break;
             };
             match host {
                 Some(b) => self.pool.free_buffer(b),
-                None => self.pool.free_slot(),
+                None => self.pool.free_slot(bytes as usize),
             }
         }
     }
 
-    /// Multi-pass eviction: when free memory cannot cover `needed` slots, stage stale
-    /// tiles (oldest first, ties by page) until the staged tiles cover the shortfall plus a
-    /// reserve of `staged_reserve × budget` — so that recently evicted tiles get a second
-    /// chance instead of a reread.
+    /// Multi-pass eviction: when free memory cannot cover `needed` bytes of slots, stage
+    /// stale tiles (oldest first, ties by page) until the staged tiles cover the shortfall
+    /// plus a reserve of `staged_reserve × budget` — so that recently evicted tiles get a
+    /// second chance instead of a reread.
     pub fn make_room(
         &mut self,
         pages: &PageTable,
         epochs: &Epochs,
-        needed: usize,
+        needed: u64,
         stale: &[StalePage],
         staged_reserve: f32,
     ) {
-        let free = self.pool.available_tiles();
+        let free = self.pool.available_bytes();
         if free >= needed {
             return;
         }
-        let budget_tiles = (self.pool.budget_bytes() / TILE) as f64;
-        let reserve = (budget_tiles * staged_reserve as f64) as usize;
+        let reserve = (self.pool.budget_bytes() as f64 * staged_reserve as f64) as u64;
         let want_staged = needed - free + reserve;
-        let staged = self.counts.staged as usize;
-        if staged >= want_staged {
+        if self.staged_bytes >= want_staged {
             return;
         }
         // Constant tiles are not staged: that frees nothing while other pages share the slot.
@@ -522,11 +545,10 @@ impl Residency {
             .filter(|s| self.is_resident(s.page) && !self.is_shared(s.page))
             .collect();
         victims.sort_by(|a, b| b.age.cmp(&a.age).then(a.page.cmp(&b.page)));
-        let pages_to_stage: Vec<PageId> = victims
-            .iter()
-            .take(want_staged - staged)
-            .map(|s| s.page)
-            .collect();
+        let pages_to_stage = self.covering(
+            victims.iter().map(|s| s.page),
+            want_staged - self.staged_bytes,
+        );
         self.stage(pages, epochs, &pages_to_stage);
     }
 
@@ -568,8 +590,8 @@ impl Residency {
     pub fn set_budget(&mut self, pages: &PageTable, epochs: &Epochs, bytes: u64) {
         self.pool.set_budget(bytes);
         self.free_excess(epochs);
-        let excess_tiles = self.pool.excess_bytes().div_ceil(TILE) as usize;
-        if excess_tiles == 0 {
+        let excess = self.pool.excess_bytes();
+        if excess == 0 {
             return;
         }
         let mut by_age: Vec<(u8, PageId)> = self
@@ -577,7 +599,7 @@ impl Residency {
             .map(|p| (pages.lru_age(p.0), p))
             .collect();
         by_age.sort_unstable_by(|a, b| b.cmp(a));
-        let victims: Vec<PageId> = by_age.iter().take(excess_tiles).map(|&(_, p)| p).collect();
+        let victims = self.covering(by_age.iter().map(|&(_, p)| p), excess);
         self.stage(pages, epochs, &victims);
         self.free_excess(epochs);
         if self.pool.excess_bytes() > 0 && !self.shared.is_empty() {
@@ -588,6 +610,19 @@ impl Residency {
             self.stage(pages, epochs, &constant);
             self.free_excess(epochs);
         }
+    }
+
+    /// The first of `candidates` whose slots hold at least `bytes` (all of them if they
+    /// hold less).
+    fn covering(&self, candidates: impl Iterator<Item = PageId>, bytes: u64) -> Vec<PageId> {
+        let mut covered = 0u64;
+        candidates
+            .take_while(|p| {
+                let more = covered < bytes;
+                covered += self.tiles.get(&p.0).map_or(0, |t| u64::from(t.bytes));
+                more
+            })
+            .collect()
     }
 
     /// Whether a staged slot could be had by waiting: what holds the oldest staged tile
@@ -618,14 +653,18 @@ impl Residency {
             match tile.state {
                 State::Publishing { .. } => self.counts.publishing -= 1,
                 State::Resident => self.counts.resident -= 1,
-                State::Staged { .. } => self.counts.staged -= 1,
+                State::Staged { .. } => {
+                    self.counts.staged -= 1;
+                    self.staged_bytes -= u64::from(tile.bytes);
+                }
             }
-            match tile.shared {
-                None => self.retired.retire(stamp, Retired::Tile(tile.host)),
+            match (tile.shared, tile.host) {
+                (None, Some(buffer)) => self.retired.retire(stamp, Retired::Tile(buffer)),
+                (None, None) => self.retired.retire(stamp, Retired::Slot(tile.bytes)),
                 // A constant tile's shared slot is retired with its last page.
-                Some(key) => {
+                (Some(key), _) => {
                     if let Some((buffer, newest)) = self.shared.remove_page(&key, stamp) {
-                        self.retired.retire(newest, Retired::Tile(Some(buffer)));
+                        self.retired.retire(newest, Retired::Tile(buffer));
                     }
                 }
             }
@@ -660,8 +699,8 @@ impl Residency {
     pub fn reclaim_retired(&mut self, epochs: &Epochs) {
         while let Some(item) = self.retired.reclaim_one(epochs) {
             match item {
-                Retired::Tile(Some(buffer)) => self.pool.give_back(buffer),
-                Retired::Tile(None) => self.pool.free_slot(),
+                Retired::Tile(buffer) => self.pool.give_back(buffer),
+                Retired::Slot(bytes) => self.pool.free_slot(bytes as usize),
                 Retired::Contents {
                     sampler,
                     mip_tail,
@@ -675,13 +714,26 @@ impl Residency {
         }
     }
 
-    /// Slots accounted for, in tiles: filling, held by pages (a shared slot once),
-    /// retired (for tests).
+    /// Bytes of the slots accounted for: filling (full tiles, as the tests fill them),
+    /// held by pages (a shared slot once, full tiles in the tests), retired (for tests).
     #[cfg(test)]
-    fn slot_tiles(&self) -> u64 {
-        self.counts.filling + self.tiles.len() as u64 - self.shared.pages()
-            + self.shared.len() as u64
-            + self.retired.len() as u64
+    fn slot_bytes(&self) -> u64 {
+        let own: u64 = self
+            .tiles
+            .values()
+            .filter(|t| t.shared.is_none())
+            .map(|t| u64::from(t.bytes))
+            .sum();
+        let retired: u64 = self
+            .retired
+            .iter()
+            .map(|r| match r {
+                Retired::Tile(b) => b.bytes() as u64,
+                Retired::Slot(bytes) => u64::from(*bytes),
+                Retired::Contents { .. } => 0,
+            })
+            .sum();
+        (self.counts.filling + self.shared.len() as u64) * TILE + own + retired
     }
 }
 

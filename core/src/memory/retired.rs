@@ -45,6 +45,12 @@ impl<T> RetiredQueue<T> {
         self.items.push_back((stamp, item));
     }
 
+    /// The items waiting, oldest first (for tests).
+    #[cfg(test)]
+    pub fn iter(&self) -> impl Iterator<Item = &T> {
+        self.items.iter().map(|(_, item)| item)
+    }
+
     /// The oldest item no pinned reader can see any more, if any.
     pub fn reclaim_one(&mut self, epochs: &Epochs) -> Option<T> {
         let &(stamp, _) = self.items.front()?;

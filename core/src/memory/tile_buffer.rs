@@ -1,9 +1,11 @@
-//! `TileBuffer`: one 64 KiB, 16-byte aligned, zero-initialised block of tile memory with a
-//! stable address (samplers read it through raw pointers while it is visible), followed by
-//! a small [`TileTrailer`]: which of its file tiles are still missing when the tile is
-//! filled file tile by file tile ([`SubTiles`]; see `requests::sub_tiles`).
+//! `TileBuffer`: one tile's texels ([`TILE_BYTES`], or a smaller tile size: `is_tile_size`),
+//! 16-byte aligned, zero-initialised, with a stable address (samplers read it through raw
+//! pointers while it is visible), preceded by a small [`TileTrailer`]: which of its file
+//! tiles are still missing when the tile is filled file tile by file tile ([`SubTiles`];
+//! see `requests::file_tiles`). The trailer sits before the texels so that a sampler finds
+//! it from the texels' address alone, whatever the tile's size.
 
-use crate::ids::TILE_BYTES;
+use crate::ids::{is_tile_size, TILE_BYTES};
 use std::alloc::{alloc_zeroed, dealloc, handle_alloc_error, Layout};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -13,7 +15,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 /// lazily filled Ptex page touches a few). Page alignment (4096) went through
 /// `posix_memalign` and a 64 KiB `memset`, faulting in every page of every new buffer.
 const ALIGN: usize = 16;
-/// Bytes after the texels: the trailer, padded.
+/// Bytes before the texels: the trailer, padded (a multiple of `ALIGN`).
 const TRAILER_BYTES: usize = 64;
 
 /// How a tile is cut into the file's tiles when it is filled one file tile at a time:
@@ -99,10 +101,10 @@ impl TileTrailer {
     /// `tile` is the address of a live [`TileBuffer`] (`as_ptr`), which outlives `'a`.
     #[inline]
     pub unsafe fn of<'a>(tile: *const u8) -> &'a TileTrailer {
-        // SAFETY: a TileBuffer's allocation has TRAILER_BYTES after TILE_BYTES of texels,
-        // 16-byte aligned, so the trailer is in bounds and aligned; it is only accessed
-        // atomically (or through &mut TileBuffer, when no sampler sees the buffer).
-        unsafe { &*(tile.add(TILE_BYTES) as *const TileTrailer) }
+        // SAFETY: a TileBuffer's allocation starts TRAILER_BYTES before its texels, 16-byte
+        // aligned, so the trailer is in bounds and aligned; it is only accessed atomically
+        // (or through &mut TileBuffer, when no sampler sees the buffer).
+        unsafe { &*(tile.sub(TRAILER_BYTES) as *const TileTrailer) }
     }
 
     /// The sub-tiles still missing (0: the tile is whole).
@@ -131,7 +133,10 @@ impl TileTrailer {
 
 /// Owned tile memory.
 pub struct TileBuffer {
-    ptr: NonNull<u8>,
+    /// The allocation's start: the trailer; the texels follow at `TRAILER_BYTES`.
+    base: NonNull<u8>,
+    /// Bytes of texels (a tile size).
+    bytes: u32,
 }
 
 // SAFETY: a TileBuffer owns its allocation exclusively, like a Box<[u8]>.
@@ -140,36 +145,61 @@ unsafe impl Send for TileBuffer {}
 unsafe impl Sync for TileBuffer {}
 
 impl TileBuffer {
-    fn layout() -> Layout {
-        // A non-zero size and a power-of-two alignment: always valid.
-        Layout::from_size_align(TILE_BYTES + TRAILER_BYTES, ALIGN).expect("valid tile layout")
+    fn layout(bytes: usize) -> Layout {
+        // A non-zero size (at most 64 KiB + 64) and a power-of-two alignment: always valid.
+        Layout::from_size_align(TRAILER_BYTES + bytes, ALIGN).expect("valid tile layout")
     }
 
-    /// A zeroed buffer.
+    /// A zeroed buffer of [`TILE_BYTES`].
     pub fn new() -> TileBuffer {
+        Self::with_bytes(TILE_BYTES)
+    }
+
+    /// A zeroed buffer of `bytes` of texels: a tile size (`is_tile_size`; anything else is
+    /// a caller's bug and gives a full tile).
+    pub fn with_bytes(bytes: usize) -> TileBuffer {
+        debug_assert!(is_tile_size(bytes), "{bytes} is not a tile size");
+        let bytes = if is_tile_size(bytes) {
+            bytes
+        } else {
+            TILE_BYTES
+        };
+        let layout = Self::layout(bytes);
         // SAFETY: the layout has non-zero size.
-        let p = unsafe { alloc_zeroed(Self::layout()) };
+        let p = unsafe { alloc_zeroed(layout) };
         match NonNull::new(p) {
-            Some(ptr) => TileBuffer { ptr },
-            None => handle_alloc_error(Self::layout()),
+            Some(base) => TileBuffer {
+                base,
+                bytes: bytes as u32,
+            },
+            None => handle_alloc_error(layout),
         }
     }
 
-    /// The address samplers read; stable for the buffer's life.
+    /// Bytes of texels.
+    pub fn bytes(&self) -> usize {
+        self.bytes as usize
+    }
+
+    /// The address samplers read (the first texel); stable for the buffer's life.
     pub fn as_ptr(&self) -> *const u8 {
-        self.ptr.as_ptr()
+        // SAFETY: the allocation is TRAILER_BYTES + bytes long.
+        unsafe { self.base.as_ptr().add(TRAILER_BYTES) }
     }
 
-    /// The bytes, for writing a fill. Only called while no sampler can see the buffer.
+    /// The texels, for writing a fill. Only called while no sampler can see the buffer.
     pub fn as_mut_slice(&mut self) -> &mut [u8] {
-        // SAFETY: the allocation is TILE_BYTES long and exclusively ours (&mut self).
-        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), TILE_BYTES) }
+        // SAFETY: the texels are `bytes` long, after the trailer, and exclusively ours
+        // (&mut self).
+        unsafe {
+            std::slice::from_raw_parts_mut(self.base.as_ptr().add(TRAILER_BYTES), self.bytes())
+        }
     }
 
-    /// The bytes, for reading.
+    /// The texels, for reading.
     pub fn as_slice(&self) -> &[u8] {
         // SAFETY: as above; shared borrow.
-        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), TILE_BYTES) }
+        unsafe { std::slice::from_raw_parts(self.as_ptr(), self.bytes()) }
     }
 
     /// Say the texels are whole (`None`), or that every sub-tile of `cut` is still
@@ -199,14 +229,14 @@ impl Default for TileBuffer {
 
 impl Drop for TileBuffer {
     fn drop(&mut self) {
-        // SAFETY: allocated in `new` with the same layout, freed once.
-        unsafe { dealloc(self.ptr.as_ptr(), Self::layout()) }
+        // SAFETY: allocated in `with_bytes` with the same layout, freed once.
+        unsafe { dealloc(self.base.as_ptr(), Self::layout(self.bytes())) }
     }
 }
 
 impl std::fmt::Debug for TileBuffer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "TileBuffer({:p})", self.ptr)
+        write!(f, "TileBuffer({:p}, {} bytes)", self.as_ptr(), self.bytes)
     }
 }
 

@@ -79,6 +79,7 @@ pub(crate) fn fill_page(engine: &Engine, page: PageId) -> bool {
             level,
             tile_x,
             tile_y,
+            tile_bytes,
         } => tile_now(
             engine,
             host,
@@ -89,6 +90,7 @@ pub(crate) fn fill_page(engine: &Engine, page: PageId) -> bool {
                 level,
                 tile_x,
                 tile_y,
+                tile_bytes,
                 launch: None,
             },
         ),
@@ -179,7 +181,7 @@ fn resource_now(
 /// Read one tile in this thread and publish it.
 fn tile_now(engine: &Engine, mut host: MutexGuard<'_, HostState>, job: TileJob) -> bool {
     host.in_flight.insert(job.page);
-    let Some(slot) = take_slot_now(engine, &mut host) else {
+    let Some(slot) = take_slot_now(engine, &mut host, job.tile_bytes as usize) else {
         // The marker is ours unless the contents were dropped while we waited for memory
         // (then it may be a newer fill's).
         if host.is_current(job.texture, job.generation) {
@@ -213,13 +215,18 @@ fn publish_now(engine: &Engine, host: &mut HostState) -> usize {
     })
 }
 
-/// A tile slot: free memory, then reclaimable staged tiles, then tiles staged by a clock
-/// sweep. Waits (yielding, lock released) while staged memory is held only by lookups in
-/// progress. `None` if every tile is held by a live launch or nothing is evictable.
-fn take_slot_now(engine: &Engine, host: &mut MutexGuard<'_, HostState>) -> Option<TileSlot> {
+/// A tile slot of `bytes`: free memory, then reclaimable staged tiles, then tiles staged by
+/// a clock sweep. Waits (yielding, lock released) while staged memory is held only by
+/// lookups in progress. `None` if every tile is held by a live launch or nothing is
+/// evictable.
+fn take_slot_now(
+    engine: &Engine,
+    host: &mut MutexGuard<'_, HostState>,
+    bytes: usize,
+) -> Option<TileSlot> {
     let mut spins = 0;
     loop {
-        if let Some(slot) = host.residency.allocate(&engine.epochs) {
+        if let Some(slot) = host.residency.allocate(&engine.epochs, bytes) {
             return Some(slot);
         }
         match host.residency.staged_quiescence(&engine.epochs) {
@@ -246,7 +253,7 @@ fn free_bytes(engine: &Engine, host: &mut MutexGuard<'_, HostState>, bytes: u64)
     let mut taken = Vec::with_capacity(tiles);
     let mut enough = true;
     for _ in 0..tiles {
-        match take_slot_now(engine, host) {
+        match take_slot_now(engine, host, crate::TILE_BYTES) {
             Some(slot) => taken.push(slot),
             None => {
                 enough = false;

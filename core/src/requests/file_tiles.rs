@@ -22,7 +22,7 @@ use crate::ids::{PageId, TextureId};
 use crate::memory::TileTrailer;
 use crate::resources::Route;
 use crate::sources::{ImageSource, Readiness};
-use crate::textures::TileRegion;
+use crate::textures::{file_tile_pages, TexelFormat, TileRegion};
 use parking_lot::Mutex;
 use std::cell::Cell;
 use std::sync::Arc;
@@ -62,6 +62,16 @@ struct Target {
 }
 
 impl Engine {
+    /// The tile extent of a texture's pages (`LoaderOptions::pages_of_file_tiles`): the
+    /// file's tiles at level 0 ([`file_tile_pages`]) where the option is on and samplers
+    /// read host tiles; else a full tile ([`TexelFormat::tile_extent`]).
+    pub(crate) fn page_tile(&self, source: &dyn ImageSource, format: TexelFormat) -> (u32, u32) {
+        let own = self.options.pages_of_file_tiles && self.backend.samples_host_tiles();
+        own.then(|| file_tile_pages(format, source.file_tile(0)))
+            .flatten()
+            .unwrap_or_else(|| format.tile_extent())
+    }
+
     /// Whether blocking fills publish pages to be filled file tile by file tile (the
     /// option is on and samplers read host tiles in place).
     pub(crate) fn fills_by_file_tile(&self) -> bool {
@@ -84,6 +94,7 @@ impl Engine {
             level,
             tile_x,
             tile_y,
+            ..
         } = host.resources.route(&self.layout, PageId(page))
         else {
             return None;

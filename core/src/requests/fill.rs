@@ -32,6 +32,8 @@ pub(crate) struct TileJob {
     pub level: u32,
     pub tile_x: u32,
     pub tile_y: u32,
+    /// Bytes of the texture's tiles: the size of the slot the fill needs.
+    pub tile_bytes: u32,
     /// The launch that requested it (`None`: a blocking fill, never dropped).
     pub launch: Option<u32>,
 }
@@ -268,7 +270,8 @@ pub(crate) fn init_texture(engine: &Engine, texture: TextureId, generation: u32)
     };
     let opened = contain(|| source.open()).map_err(|e| format!("opening: {e}"));
     let layout = opened.and_then(|info| {
-        TextureLayout::new(info.width, info.height, info.num_levels, info.format)
+        let tile = engine.page_tile(&*source, info.format);
+        TextureLayout::with_tile(info.width, info.height, info.num_levels, info.format, tile)
             .map(|layout| TextureLayout {
                 held_bytes: source.held_bytes(),
                 ..layout

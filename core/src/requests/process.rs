@@ -10,7 +10,7 @@ use super::fill::{self, TileJob};
 use super::host_state::{Deferral, HostState, Pending};
 use super::resource::ResourceTask;
 use super::ticket::Ticket;
-use crate::ids::{PageId, TextureId, TILE_BYTES};
+use crate::ids::{PageId, TextureId};
 use crate::options::StreamingMode;
 use crate::paging::PullResult;
 use crate::resources::Route;
@@ -124,6 +124,7 @@ fn process_pulled(engine: &Arc<Engine>, launch_num: u32, pulled: Option<PullResu
                 level,
                 tile_x,
                 tile_y,
+                tile_bytes,
             } => {
                 host.in_flight.insert(page);
                 tiles.push(TileJob {
@@ -133,6 +134,7 @@ fn process_pulled(engine: &Arc<Engine>, launch_num: u32, pulled: Option<PullResu
                     level,
                     tile_x,
                     tile_y,
+                    tile_bytes,
                     launch: Some(launch_num),
                 });
             }
@@ -188,14 +190,14 @@ fn process_pulled(engine: &Arc<Engine>, launch_num: u32, pulled: Option<PullResu
         engine.gate.clear_request_counts();
     }
 
-    let wanted_tiles = host.wanted_bytes.div_ceil(TILE_BYTES as u64) as usize;
-    host.wanted_bytes = 0;
+    let wanted_bytes = std::mem::take(&mut host.wanted_bytes);
     if engine.options.eviction {
-        let excess_tiles = host.residency.excess_bytes().div_ceil(TILE_BYTES as u64) as usize;
+        let tile_bytes: u64 = tiles.iter().map(|j| u64::from(j.tile_bytes)).sum();
+        let needed = tile_bytes + wanted_bytes + host.residency.excess_bytes();
         host.residency.make_room(
             &engine.pages,
             &engine.epochs,
-            tiles.len() + wanted_tiles + excess_tiles,
+            needed,
             &pull.stale,
             engine.options.staged_reserve,
         );
@@ -204,7 +206,10 @@ fn process_pulled(engine: &Arc<Engine>, launch_num: u32, pulled: Option<PullResu
 
     let mut jobs = Vec::with_capacity(tiles.len());
     for job in tiles {
-        match host.residency.allocate(&engine.epochs) {
+        match host
+            .residency
+            .allocate(&engine.epochs, job.tile_bytes as usize)
+        {
             Some(buffer) => jobs.push((job, buffer)),
             None => {
                 host.in_flight.remove(&job.page);

@@ -2,7 +2,7 @@
 //! through the texture's two page-table entries (sampler page and base-colour page).
 
 use super::{CpuView, Sample};
-use crate::ids::{TextureId, TILE_BYTES};
+use crate::ids::{is_tile_size, TextureId};
 use crate::paging::decode_base_color;
 use crate::textures::{
     TexelType, TextureSampler, DEFAULT_FALLBACK_COLOR, MAX_LEVELS, SAMPLER_FLAG_FAILED,
@@ -73,8 +73,8 @@ pub(crate) fn sampler<'a>(
 }
 
 /// Whether a sampler record is one the filters can use without dividing by zero or
-/// indexing out of bounds: a known format, 1..=MAX_LEVELS levels, power-of-two tiles of
-/// exactly TILE_BYTES. (A record the loader built always is; this guards against bugs.)
+/// indexing out of bounds: a known format, 1..=MAX_LEVELS levels, power-of-two tiles of a
+/// tile size (4 to 64 KiB). (A record the loader built always is; this guards against bugs.)
 #[inline]
 pub(crate) fn is_well_formed(s: &TextureSampler) -> bool {
     let Some(texel_type) = TexelType::from_code(s.texel_type) else {
@@ -86,5 +86,7 @@ pub(crate) fn is_well_formed(s: &TextureSampler) -> bool {
         && s.mip_tail_first_level <= s.num_levels
         && s.tile_width.is_power_of_two()
         && s.tile_height.is_power_of_two()
-        && s.tile_width as usize * s.tile_height as usize * s.texel_bytes as usize == TILE_BYTES
+        && (s.tile_width as usize)
+            .checked_mul(s.tile_height as usize * s.texel_bytes as usize)
+            .is_some_and(is_tile_size)
 }

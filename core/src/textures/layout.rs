@@ -95,6 +95,22 @@ pub fn full_mip_levels(width: u32, height: u32) -> u32 {
     32 - width.max(height).max(1).leading_zeros()
 }
 
+/// The tile extent of pages of the file's tiles (`LoaderOptions::pages_of_file_tiles`) for
+/// a file whose tiles are `file_tile` texels and texels of `format`: the file's tile where
+/// both sides are powers of two no larger than a full tile's ([`TexelFormat::tile_extent`])
+/// and it holds a tile size (4 to 64 KiB: `crate::ids::is_tile_size`); `None` where it
+/// does not (full tiles then).
+pub fn file_tile_pages(format: TexelFormat, file_tile: Option<(u32, u32)>) -> Option<(u32, u32)> {
+    let (w, h) = file_tile?;
+    let full = format.tile_extent();
+    (w.is_power_of_two()
+        && h.is_power_of_two()
+        && w <= full.0
+        && h <= full.1
+        && crate::ids::is_tile_size(w as usize * h as usize * format.texel_bytes()))
+    .then_some((w, h))
+}
+
 /// The size of mip level `level` of a `width × height` image, rounded down:
 /// `max(1, side >> level)` on each side (1×1 for any level past the chain).
 pub fn mip_level_size(width: u32, height: u32, level: u32) -> (u32, u32) {
@@ -103,8 +119,23 @@ pub fn mip_level_size(width: u32, height: u32, level: u32) -> (u32, u32) {
 }
 
 impl TextureLayout {
-    /// Lay out a texture, checking size, levels and format.
+    /// Lay out a texture in full tiles ([`TexelFormat::tile_extent`]), checking size,
+    /// levels and format.
     pub fn new(width: u32, height: u32, num_levels: u32, format: TexelFormat) -> Result<Self> {
+        Self::with_tile(width, height, num_levels, format, format.tile_extent())
+    }
+
+    /// Lay out a texture in tiles of `tile` texels (width, height): powers of two holding a
+    /// tile size of texels (`crate::ids::is_tile_size`: 4 to 64 KiB). Backends that sample
+    /// host memory give textures whose file tiles are smaller than a full tile tiles of the
+    /// file's size (`LoaderOptions::pages_of_file_tiles`); GPUs take full tiles only.
+    pub fn with_tile(
+        width: u32,
+        height: u32,
+        num_levels: u32,
+        format: TexelFormat,
+        tile: (u32, u32),
+    ) -> Result<Self> {
         if width == 0 || height == 0 || width > MAX_TEXTURE_SIZE || height > MAX_TEXTURE_SIZE {
             return Err(Error::Unsupported(format!(
                 "texture size {width}×{height} (each side must be 1..={MAX_TEXTURE_SIZE})"
@@ -118,8 +149,20 @@ impl TextureLayout {
                 "{num_levels} mip levels for {width}×{height} (1..={full})"
             )));
         }
-        let (tile_width, tile_height) = format.tile_extent();
+        let (tile_width, tile_height) = tile;
         let texel_bytes = format.texel_bytes() as u64;
+        let tile_bytes = tile_width as u64 * tile_height as u64 * texel_bytes;
+        if !tile_width.is_power_of_two()
+            || !tile_height.is_power_of_two()
+            || !usize::try_from(tile_bytes).is_ok_and(crate::ids::is_tile_size)
+        {
+            return Err(Error::Unsupported(format!(
+                "tiles of {tile_width}×{tile_height} texels of {texel_bytes} bytes (powers of \
+                 two, {} to {} bytes)",
+                crate::ids::MIN_TILE_BYTES,
+                crate::ids::TILE_BYTES
+            )));
+        }
         let mut levels: Vec<LevelLayout> = (0..num_levels)
             .map(|l| {
                 let (width, height) = mip_level_size(width, height, l);
@@ -201,6 +244,11 @@ impl TextureLayout {
             tile_x: i % l.tiles_x,
             tile_y: i / l.tiles_x,
         })
+    }
+
+    /// Bytes of one tile (page) of this texture: `tile_width × tile_height × texel bytes`.
+    pub fn tile_bytes(&self) -> usize {
+        self.tile_width as usize * self.tile_height as usize * self.format.texel_bytes()
     }
 
     /// The texels a tile covers (clipped at the level's edges).

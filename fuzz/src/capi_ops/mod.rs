@@ -175,7 +175,7 @@ fn loader_options(b: &mut Bytes) -> DtexLoaderOptions {
         max_texture_memory: budgets[b.u8() as usize % budgets.len()],
         max_requests_per_launch: [0, 1, 8, 4096][b.u8() as usize % 4],
         eviction: b.u8() as u32, // raw here: its high bits give the later switches below
-        fill_threads: b.u8() as u32 % 4,
+        fill_threads: b.u8() as u32, // raw: its high bits give full_pages
         interactive: b.u8() as u32 % 3,
         ..Default::default()
     };
@@ -186,6 +186,9 @@ fn loader_options(b: &mut Bytes) -> DtexLoaderOptions {
     options.coalesce_constant_tiles = (raw >> 2) % 3;
     options.fill_by_file_tile = (raw >> 4) % 3;
     options.share_duplicate_textures = (raw >> 6) % 3;
+    let threads = options.fill_threads;
+    options.fill_threads = threads % 4;
+    options.full_pages = (threads >> 2) % 3;
     options
 }
 

@@ -1,24 +1,23 @@
 //! Blocking replay: the queries through a [`TextureCache`]; a miss reads its tiles in the
 //! calling thread.
 
-use super::{for_each_chunk, Prepared, Replayed, Report, Results};
+use super::{for_each_chunk, Prepared, ReplayArgs, Replayed, Report, Results};
 use crate::error::CliError;
 use demandtex::{LoaderOptions, SampleOptions, TextureCache, TextureDesc, TextureId};
 use std::time::Instant;
 
-/// The cache a blocking replay runs on: `budget` bytes, `threads` fill threads; pages of
-/// files with smaller tiles filled file tile by file tile unless `whole_pages`.
+/// The cache a blocking replay runs on: `budget` bytes, `threads` fill threads, pages as
+/// `args` ask ([`ReplayArgs::page_options`]).
 pub(crate) fn cache(
     threads: usize,
     budget: u64,
-    whole_pages: bool,
+    args: &ReplayArgs,
 ) -> Result<TextureCache, CliError> {
-    Ok(TextureCache::new(LoaderOptions {
+    Ok(TextureCache::new(args.page_options(LoaderOptions {
         max_texture_memory: budget,
         fill_threads: threads,
-        fill_by_file_tile: !whole_pages,
         ..Default::default()
-    })?)
+    }))?)
 }
 
 /// Look up `n` queries on `threads` threads (`sample(i)` is query `i`'s result and whether
@@ -42,15 +41,15 @@ pub(crate) fn run_lookups(
     .sum()
 }
 
-/// Replay `prepared` on `threads` threads through a cache of `budget` bytes (pages read
-/// whole if `whole_pages`).
+/// Replay `prepared` on `threads` threads through a cache of `budget` bytes (pages as
+/// `args` ask).
 pub(crate) fn replay(
     prepared: &Prepared,
     threads: usize,
     budget: u64,
-    whole_pages: bool,
+    args: &ReplayArgs,
 ) -> Result<Replayed, CliError> {
-    let cache = cache(threads, budget, whole_pages)?;
+    let cache = cache(threads, budget, args)?;
     let queries = &prepared.queries;
     let results = Results::new(queries.len());
     let options = SampleOptions::default();

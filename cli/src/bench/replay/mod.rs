@@ -27,6 +27,7 @@ mod ptex;
 use super::trace::{magic_of, PtexQuery, Query, Record, Trace};
 use crate::error::CliError;
 use crate::table::format_bytes;
+use demandtex::LoaderOptions;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 
@@ -81,11 +82,26 @@ pub struct ReplayArgs {
     /// 0, edge blending on). Default: box.
     #[arg(long, value_enum)]
     pub filter: Option<ptex::PtexTraceFilter>,
-    /// Blocking mode: read every page whole, even from files whose tiles are smaller than
-    /// a page (by default such pages are filled file tile by file tile as lookups need
-    /// them: `LoaderOptions::fill_by_file_tile`). For comparison.
+    /// Give every texture 64 KiB pages, even those whose files have smaller tiles (by
+    /// default their pages are the file's tiles: `LoaderOptions::pages_of_file_tiles`);
+    /// blocking lookups still fill them file tile by file tile. For comparison.
+    #[arg(long)]
+    pub full_pages: bool,
+    /// As `--full-pages`, and blocking lookups read every page whole
+    /// (`LoaderOptions::fill_by_file_tile` off). For comparison.
     #[arg(long)]
     pub whole_pages: bool,
+}
+
+impl ReplayArgs {
+    /// The page options the flags ask for, on top of `options`.
+    pub(crate) fn page_options(&self, options: LoaderOptions) -> LoaderOptions {
+        LoaderOptions {
+            pages_of_file_tiles: !(self.full_pages || self.whole_pages),
+            fill_by_file_tile: !self.whole_pages,
+            ..options
+        }
+    }
 }
 
 /// What a replay measured.
@@ -335,6 +351,7 @@ impl Report {
             "threads": args.threads,
             "cache_mb": args.cache_mb,
             "whole_pages": args.whole_pages,
+            "full_pages": args.full_pages,
             "lookups": self.lookups,
             "seconds": self.seconds,
             "lookups_per_s": self.lookups_per_s(),
@@ -411,8 +428,8 @@ pub fn run(args: &ReplayArgs) -> Result<(), CliError> {
         }
         let prepared = prepare::<Query>(args)?;
         let (report, mut results, two) = match args.mode {
-            Mode::Blocking => blocking::replay(&prepared, threads, budget, args.whole_pages)?,
-            Mode::Multipass => multipass::replay(&prepared, threads, budget, args.max_passes)?,
+            Mode::Blocking => blocking::replay(&prepared, threads, budget, args)?,
+            Mode::Multipass => multipass::replay(&prepared, threads, budget, args)?,
         };
         apply_channel_rule(&mut results, &prepared.queries, &two);
         (report, results)

@@ -2,7 +2,7 @@
 //! [`Loader`]; the launch's requests are then filled, and the queries that were not
 //! resident are repeated in the next pass. Every pass, fills included, is timed.
 
-use super::{for_each_chunk, Prepared, Replayed, Report, Results};
+use super::{for_each_chunk, Prepared, ReplayArgs, Replayed, Report, Results};
 use crate::error::CliError;
 use demandtex::sources::ExrSource;
 use demandtex::{Launch, Loader, LoaderOptions, SampleOptions, TextureDesc, TextureId};
@@ -13,13 +13,14 @@ use std::time::Instant;
 /// hold what the pending queries need at once).
 const STALLED_PASSES: u32 = 8;
 
-/// The loader a multi-pass replay runs on: `budget` bytes, `threads` fill threads.
-pub(crate) fn loader(threads: usize, budget: u64) -> Result<Loader, CliError> {
-    Ok(Loader::new(LoaderOptions {
+/// The loader a multi-pass replay runs on: `budget` bytes, `threads` fill threads, pages
+/// as `args` ask ([`ReplayArgs::page_options`]).
+pub(crate) fn loader(threads: usize, budget: u64, args: &ReplayArgs) -> Result<Loader, CliError> {
+    Ok(Loader::new(args.page_options(LoaderOptions {
         max_texture_memory: budget,
         fill_threads: threads,
         ..Default::default()
-    })?)
+    }))?)
 }
 
 /// Run passes over `n` queries until every one has a resident result: each pass samples
@@ -76,14 +77,14 @@ pub(crate) fn run_passes(
 }
 
 /// Replay `prepared` on `threads` sampling threads (and as many fill threads) with a budget
-/// of `budget` bytes, in at most `max_passes` passes.
+/// of `budget` bytes, in at most `args.max_passes` passes.
 pub(crate) fn replay(
     prepared: &Prepared,
     threads: usize,
     budget: u64,
-    max_passes: u32,
+    args: &ReplayArgs,
 ) -> Result<Replayed, CliError> {
-    let loader = loader(threads, budget)?;
+    let loader = loader(threads, budget, args)?;
     let queries = &prepared.queries;
     let results = Results::new(queries.len());
     let options = SampleOptions::default();
@@ -98,7 +99,7 @@ pub(crate) fn replay(
         &loader,
         queries.len(),
         threads,
-        max_passes,
+        args.max_passes,
         &results,
         |l, i| {
             let q = &queries[i];

@@ -148,7 +148,7 @@ pub(crate) fn replay(
     };
     match args.mode {
         Mode::Blocking => {
-            let cache = blocking::cache(threads, budget, false)?;
+            let cache = blocking::cache(threads, budget, args)?;
             let start = Instant::now();
             let textures = create(&|p| cache.create_ptex_texture(p))?;
             let non_resident = blocking::run_lookups(queries.len(), threads, &results, |i| {
@@ -173,7 +173,7 @@ pub(crate) fn replay(
             Ok((report, results.into_floats()))
         }
         Mode::Multipass => {
-            let loader = multipass::loader(threads, budget)?;
+            let loader = multipass::loader(threads, budget, args)?;
             let start = Instant::now();
             let textures = create(&|p| loader.create_ptex_texture(p))?;
             let n = queries.len();

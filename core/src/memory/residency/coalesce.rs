@@ -9,8 +9,9 @@
 //! (budgets under 16 tiles share nothing), and at most eight pages per budget slot use
 //! them; past either, a constant tile keeps its own slot like any other.
 
-use super::{Residency, State, Tile, TILE};
+use super::{Residency, State, Tile};
 use crate::ids::PageId;
+use crate::ids::TILE_BYTES;
 use crate::memory::constant_tiles::ConstantKey;
 use crate::memory::TileBuffer;
 
@@ -25,7 +26,7 @@ impl Residency {
     /// goes back to the pool), or `buffer` becomes it. Past the limits (see the module
     /// docs) the tile is kept as [`filled`](Self::filled) keeps it. Whether it was shared.
     pub fn filled_constant(&mut self, page: PageId, buffer: TileBuffer, key: ConstantKey) -> bool {
-        let budget_slots = self.pool.budget_bytes() / TILE;
+        let budget_slots = self.pool.budget_bytes() / TILE_BYTES as u64;
         let room = if self.shared.contains(&key) {
             true
         } else {
@@ -39,11 +40,13 @@ impl Residency {
             return false;
         }
         self.counts.filling -= 1;
+        let buffer_bytes = buffer.bytes() as u32;
         if let Some(spare) = self.shared.insert(key, buffer) {
             self.pool.give_back(spare);
         }
         let tile = Tile {
             state: State::Publishing { restored: false },
+            bytes: buffer_bytes,
             host: None,
             shared: Some(key),
         };

@@ -9,7 +9,7 @@ fn table() -> PageTable {
 /// Fill `page` and publish it (setting its residence bit, as the engine does).
 fn fill_and_publish(r: &mut Residency, pages: &PageTable, epochs: &Epochs, page: u32, keep: bool) {
     let b = r
-        .allocate(epochs)
+        .allocate(epochs, TILE_BYTES)
         .map(TileSlot::into_buffer)
         .expect("a slot");
     r.filled(PageId(page), b);
@@ -23,10 +23,9 @@ fn fill_and_publish(r: &mut Residency, pages: &PageTable, epochs: &Epochs, page:
 }
 
 fn assert_accounted(r: &Residency) {
-    let spare = r.pool.spare_buffers() as u64;
     assert_eq!(
         r.allocated_bytes(),
-        TILE * (r.slot_tiles() + spare) + r.non_evictable_bytes(),
+        r.slot_bytes() + r.pool.spare_bytes() + r.non_evictable_bytes(),
         "{r:?}"
     );
 }
@@ -61,20 +60,24 @@ fn staged_slots_are_reused_only_when_no_reader_can_see_them() {
     fill_and_publish(&mut r, &pages, &epochs, 100, true);
     fill_and_publish(&mut r, &pages, &epochs, 101, true);
     assert!(
-        r.allocate(&epochs).map(TileSlot::into_buffer).is_none(),
+        r.allocate(&epochs, TILE_BYTES)
+            .map(TileSlot::into_buffer)
+            .is_none(),
         "the budget is full"
     );
     let launch = epochs.pin();
     r.stage(&pages, &epochs, &[PageId(101), PageId(100)]);
     r.take_events();
     assert!(
-        r.allocate(&epochs).map(TileSlot::into_buffer).is_none(),
+        r.allocate(&epochs, TILE_BYTES)
+            .map(TileSlot::into_buffer)
+            .is_none(),
         "the launch may still see them"
     );
     assert_eq!(r.staged_quiescence(&epochs), Some(Quiescence::LaunchPinned));
     epochs.unpin(launch);
     let b = r
-        .allocate(&epochs)
+        .allocate(&epochs, TILE_BYTES)
         .map(TileSlot::into_buffer)
         .expect("the oldest staged tile");
     assert_eq!(r.take_events(), vec![TileEvent::Released(PageId(101))]);
@@ -106,7 +109,7 @@ fn a_backend_holding_the_data_leaves_only_fills_on_the_host() {
     assert!(r.published(PageId(100), false));
     r.stage(&pages, &epochs, &[PageId(101)]);
     let b = r
-        .allocate(&epochs)
+        .allocate(&epochs, TILE_BYTES)
         .map(TileSlot::into_buffer)
         .expect("the staged slot, with a new host buffer");
     assert_eq!(r.allocated_bytes(), 8 * TILE);
@@ -135,7 +138,10 @@ fn retired_tiles_and_contents_are_freed_once_unseen() {
         fill_and_publish(&mut r, &pages, &epochs, page, true);
     }
     r.stage(&pages, &epochs, &[PageId(101)]);
-    let b = r.allocate(&epochs).map(TileSlot::into_buffer).unwrap();
+    let b = r
+        .allocate(&epochs, TILE_BYTES)
+        .map(TileSlot::into_buffer)
+        .unwrap();
     r.filled(PageId(102 + 1), b); // publishing, never published
     r.take_events();
     let launch = epochs.pin();
@@ -206,6 +212,67 @@ fn a_clock_sweep_spares_referenced_tiles() {
 }
 
 #[test]
+fn slots_of_several_sizes_evict_each_other_by_bytes() {
+    let (pages, epochs) = (table(), Epochs::new());
+    let small = TILE_BYTES / 4;
+    let mut r = Residency::new(4 * TILE);
+    for page in 0..16 {
+        let b = r
+            .allocate(&epochs, small)
+            .map(TileSlot::into_buffer)
+            .unwrap();
+        assert_eq!(b.bytes(), small);
+        r.filled(PageId(page), b);
+        assert!(r.published(PageId(page), true));
+    }
+    assert!(r.allocate(&epochs, small).is_none(), "the budget is full");
+    // Staged small tiles make room for a full one: as many as its bytes need, oldest first.
+    let victims: Vec<PageId> = (0..6).map(PageId).collect();
+    assert_eq!(r.stage(&pages, &epochs, &victims), 6);
+    let big = r
+        .allocate(&epochs, TILE_BYTES)
+        .map(TileSlot::into_buffer)
+        .unwrap();
+    assert_eq!(big.bytes(), TILE_BYTES);
+    let c = r.counts();
+    assert_eq!((c.evictions, c.staged, c.resident), (4, 2, 10));
+    assert!(r.is_staged(PageId(4)) && !r.is_staged(PageId(3)));
+    assert_eq!(r.allocated_bytes(), 4 * TILE);
+    r.filled(PageId(100), big);
+    assert!(
+        r.published(PageId(100), false),
+        "the backend keeps the data"
+    );
+    // A full slot without its host copy, evicted, makes room for a small one.
+    assert_eq!(r.stage(&pages, &epochs, &[PageId(100)]), 1);
+    let a = r.allocate(&epochs, small).unwrap();
+    let b = r.allocate(&epochs, small).unwrap();
+    assert!(
+        matches!((&a, &b), (TileSlot::Ready(_), TileSlot::Ready(_))),
+        "4 and 5 reused"
+    );
+    let c = r.allocate(&epochs, small).unwrap();
+    assert!(
+        matches!(c, TileSlot::New(_)),
+        "100's slot freed, a small one taken"
+    );
+    assert_eq!(r.counts().evictions, 7);
+    assert_eq!(r.allocated_bytes(), 3 * TILE + TILE / 4);
+    for slot in [a, b, c] {
+        r.cancel_slot(slot);
+    }
+    // make_room counts bytes: two full tiles' worth stages eight small ones.
+    let stale: Vec<StalePage> = (6..16)
+        .map(|p| StalePage {
+            page: PageId(p),
+            age: 1,
+        })
+        .collect();
+    r.make_room(&pages, &epochs, 2 * TILE + r.available_bytes(), &stale, 0.0);
+    assert_eq!(r.counts().staged, 8);
+}
+
+#[test]
 fn make_room_keeps_a_reserve_of_staged_tiles() {
     let (pages, epochs) = (table(), Epochs::new());
     let mut r = Residency::new(16 * TILE);
@@ -218,12 +285,12 @@ fn make_room_keeps_a_reserve_of_staged_tiles() {
             age: (p % 5) as u8 + 1,
         })
         .collect();
-    r.make_room(&pages, &epochs, 2, &stale, 0.25);
+    r.make_room(&pages, &epochs, 2 * TILE, &stale, 0.25);
     let c = r.counts();
     assert_eq!(c.staged, 2 + 4, "the need plus a quarter of the budget");
     // The oldest went first.
     assert!(r.is_staged(PageId(104)) && r.is_staged(PageId(109)));
-    r.make_room(&pages, &epochs, 2, &stale, 0.25);
+    r.make_room(&pages, &epochs, 2 * TILE, &stale, 0.25);
     assert_eq!(r.counts().staged, 6, "enough staged already");
 }
 
@@ -247,7 +314,7 @@ fn fill_constant_and_publish(
     value: u8,
 ) -> bool {
     let b = r
-        .allocate(epochs)
+        .allocate(epochs, TILE_BYTES)
         .map(TileSlot::into_buffer)
         .expect("a slot");
     let shared = r.filled_constant(PageId(page), b, key(value));
@@ -289,7 +356,7 @@ fn constant_tiles_share_one_slot_per_value() {
             age: 3,
         })
         .collect();
-    r.make_room(&pages, &epochs, 40, &stale, 0.0);
+    r.make_room(&pages, &epochs, 40 * TILE, &stale, 0.0);
     assert_eq!(r.sweep(&pages, &epochs, 1), 0);
     assert_eq!(r.counts().resident, 10);
     // Dropping the pages of one value (100, 102, 104 of value 0 and 101, 103 of value 1)
@@ -374,7 +441,8 @@ fn a_shared_slot_outlives_every_reader_of_any_of_its_pages() {
 
 #[derive(Clone, Debug)]
 enum Op {
-    Fill(u8, bool),
+    /// Fill a page with a tile of `TILE_BYTES >> size` bytes.
+    Fill(u8, u8, bool),
     FillConstant(u8, u8, bool),
     Stage(u8),
     Restore(u8),
@@ -387,7 +455,7 @@ enum Op {
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        4 => (0u8..24, any::<bool>()).prop_map(|(p, k)| Op::Fill(p, k)),
+        4 => (0u8..24, 0u8..3, any::<bool>()).prop_map(|(p, s, k)| Op::Fill(p, s, k)),
         2 => (0u8..24, 0u8..3, any::<bool>()).prop_map(|(p, v, k)| Op::FillConstant(p, v, k)),
         2 => (0u8..24).prop_map(Op::Stage),
         2 => (0u8..24).prop_map(Op::Restore),
@@ -413,12 +481,14 @@ proptest! {
             let prev: std::collections::BTreeMap<u32, State> =
                 r.tiles.iter().map(|(&p, t)| (p, t.state)).collect();
             match op {
-                Op::Fill(p, keep) => {
+                Op::Fill(p, size, keep) => {
                     let page = 100 + p as u32;
                     if prev.contains_key(&page) {
                         continue;
                     }
-                    if let Some(b) = r.allocate(&epochs).map(TileSlot::into_buffer) {
+                    let bytes = TILE_BYTES >> size;
+                    if let Some(b) = r.allocate(&epochs, bytes).map(TileSlot::into_buffer) {
+                        prop_assert_eq!(b.bytes(), bytes);
                         prop_assert!(r.allocated_bytes() <= r.budget_bytes().max(before));
                         r.filled(PageId(page), b);
                         prop_assert!(r.published(PageId(page), keep));
@@ -430,7 +500,7 @@ proptest! {
                     if prev.contains_key(&page) {
                         continue;
                     }
-                    if let Some(b) = r.allocate(&epochs).map(TileSlot::into_buffer) {
+                    if let Some(b) = r.allocate(&epochs, TILE_BYTES).map(TileSlot::into_buffer) {
                         r.filled_constant(PageId(page), b, key(v));
                         prop_assert!(r.allocated_bytes() <= r.budget_bytes().max(before));
                         prop_assert!(r.published(PageId(page), keep));

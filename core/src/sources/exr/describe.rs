@@ -135,8 +135,13 @@ pub struct ServedAs {
     pub levels_from_file: u32,
     /// Why levels are generated (`None` when the file stores them all).
     pub generated_because: Option<&'static str>,
-    /// Width and height of one page (a 64 KiB cache tile) of the format served.
+    /// Width and height of one full page (a 64 KiB cache tile, a GPU's sparse tile) of the
+    /// format served.
     pub page_tile: [u32; 2],
+    /// Width and height of a page on a CPU loader or cache: the file's tiles where they
+    /// are smaller than a full page ([`crate::textures::file_tile_pages`];
+    /// `LoaderOptions::pages_of_file_tiles`, on by default), else `page_tile`.
+    pub cpu_page_tile: [u32; 2],
     /// File blocks (tiles, scan-line blocks) a full page decodes where they line up with
     /// pages; `None` where they do not (neighbouring pages share decoded blocks through a
     /// small cache).
@@ -274,6 +279,7 @@ pub(crate) fn describe_open(
         levels_from_file: s.stored_levels,
         generated_because: s.generated_because(),
         page_tile: s.info.format.tile_extent().into(),
+        cpu_page_tile: s.cpu_page_tile().into(),
         blocks_per_page: s.blocks_per_page(),
     });
     Ok(ExrDescription {

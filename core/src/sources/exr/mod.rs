@@ -568,11 +568,7 @@ impl ImageSource for ExrSource {
     /// covers); `None` for scan-line files and generated levels.
     fn file_tile(&self, level: u32) -> Option<(u32, u32)> {
         let o = self.opened().ok()?;
-        if level >= o.stored_levels || matches!(o.file.storage, file::Storage::ScanLines) {
-            return None;
-        }
-        let g = o.file.grids.get(level as usize)?;
-        Some((g.block_w as u32, g.block_h as u32))
+        serve::file_tile(&o.file, o.stored_levels, level)
     }
 
     /// The first call describes the file parsed so far (or parses it); every later call

@@ -13,7 +13,7 @@ use super::ChannelSelection;
 use crate::sources::limits::SizeLimits;
 use crate::sources::region::full_chain_info;
 use crate::sources::{ImageInfo, SourceError};
-use crate::textures::mip_level_size;
+use crate::textures::{file_tile_pages, mip_level_size};
 use std::path::Path;
 
 /// How one part of a file is served.
@@ -85,6 +85,13 @@ impl Served {
         })
     }
 
+    /// The page extent of a CPU loader with `pages_of_file_tiles` on: the file's level-0
+    /// tiles where they make pages ([`file_tile_pages`]), else a full page.
+    pub fn cpu_page_tile(&self) -> (u32, u32) {
+        let file_tile = file_tile(&self.file, self.stored_levels, 0);
+        file_tile_pages(self.plan.format, file_tile).unwrap_or(self.plan.format.tile_extent())
+    }
+
     /// How many file blocks a full page (cache tile) covers when blocks line up with
     /// pages (each page decodes whole blocks of its own); `None` where they do not, and
     /// neighbouring pages share decoded blocks through a cache.
@@ -95,6 +102,16 @@ impl Served {
         (tw % g.block_w == 0 && th % g.block_h == 0)
             .then(|| ((tw / g.block_w) * (th / g.block_h)) as u32)
     }
+}
+
+/// The size of the file's tiles at `level` (`ImageSource::file_tile`): `None` for scan-line
+/// files and levels not read from the file (`stored_levels`).
+pub(super) fn file_tile(file: &ExrFile, stored_levels: u32, level: u32) -> Option<(u32, u32)> {
+    if level >= stored_levels || matches!(file.storage, Storage::ScanLines) {
+        return None;
+    }
+    let g = file.grids.get(level as usize)?;
+    Some((g.block_w as u32, g.block_h as u32))
 }
 
 /// How many levels, from the finest, the file stores at our sizes ([`mip_level_size`]).

@@ -56,8 +56,9 @@ fn describe_and_open_agree_on_servable_files() {
         (s.levels, s.levels_from_file, s.generated_because),
         (9, 9, None)
     );
-    // 128x64 pages of 64x64 file tiles: two tiles each.
+    // 128x64 pages of 64x64 file tiles: two tiles each; on the CPU pages of one.
     assert_eq!((s.page_tile, s.blocks_per_page), ([128, 64], Some(2)));
+    assert_eq!(s.cpu_page_tile, [64, 64]);
 
     let f = write("describe-scan", &scan);
     let s = described_as_opened(&f, &d).unwrap();
@@ -67,6 +68,7 @@ fn describe_and_open_agree_on_servable_files() {
         s.blocks_per_page, None,
         "200-texel lines do not divide pages"
     );
+    assert_eq!(s.cpu_page_tile, s.page_tile, "no file tiles");
 
     let f = write("describe-up", &up);
     let s = described_as_opened(&f, &d).unwrap();
