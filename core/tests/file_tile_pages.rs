@@ -6,37 +6,18 @@
 //! threads, and multi-pass launches converge to the same values.
 
 use demandtex::sampling::SampleOptions;
-use demandtex::sources::exr::{write_mip_exr, WriteOptions};
-use demandtex::sources::FloatImage;
 use demandtex::textures::TextureDesc;
 use demandtex::{Loader, LoaderOptions, TextureCache, TextureId};
 use std::path::{Path, PathBuf};
 
-fn temp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("demandtex-tile-pages-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
-}
+mod common;
+
+use common::spread_queries as queries;
 
 /// A 700×500 RGBA image, every texel distinct, written as half with `tile`-sized tiles.
 fn exr(name: &str, tile: (u32, u32)) -> PathBuf {
-    let (w, h) = (700u32, 500u32);
-    let mut image = FloatImage::zeros(w, h, 4);
-    for (i, t) in image.data.chunks_exact_mut(4).enumerate() {
-        let (x, y) = (i as u32 % w, i as u32 / w);
-        t.copy_from_slice(&[
-            (x % 256) as f32 / 256.0,
-            (y % 256) as f32 / 256.0,
-            ((x * 3 + y * 5) % 251) as f32 / 251.0,
-            0.5 + (x ^ y) as f32 / 4096.0,
-        ]);
-    }
-    let path = temp(name);
-    let options = WriteOptions {
-        tile,
-        ..WriteOptions::default()
-    };
-    write_mip_exr(&path, &image, &options, None).unwrap();
+    let path = common::temp_file("tile-pages", name);
+    common::distinct_exr(&path, tile);
     path
 }
 
@@ -49,19 +30,6 @@ fn options(budget: u64, file_tile_pages: bool) -> LoaderOptions {
         fill_by_file_tile: file_tile_pages,
         ..Default::default()
     }
-}
-
-/// Deterministic lookups: small footprints (level 0–2), positions spread over the image.
-fn queries(n: u32) -> Vec<(f32, f32, [f32; 2], [f32; 2])> {
-    (0..n)
-        .map(|i| {
-            let h = i.wrapping_mul(2_654_435_761).rotate_left(11) ^ i.wrapping_mul(40_503);
-            let s = (h & 0xffff) as f32 / 65536.0;
-            let t = (h >> 16) as f32 / 65536.0;
-            let d = 2f32.powi((i % 3) as i32) / 700.0;
-            (s, t, [d, 0.0], [0.0, d * 0.8])
-        })
-        .collect()
 }
 
 /// Look `qs` up in both caches: equal values, all resident.
@@ -184,15 +152,8 @@ fn multi_pass_launches_converge_to_the_full_page_values() {
         .texture_for_path(&path, TextureDesc::default())
         .unwrap();
     let o = SampleOptions::default();
-    for &(s, t, dx, dy) in &queries(300) {
-        let got = loop {
-            let launch = loader.launch_prepare();
-            let r = launch.tex2d_grad(tex, s, t, dx, dy, &o);
-            if r.resident {
-                break r;
-            }
-            loader.process_requests(launch).wait();
-        };
+    for q @ (s, t, dx, dy) in queries(300) {
+        let got = common::converged_grad(&loader, tex, q, &o);
         assert_eq!(got, full.tex2d_grad(tf, s, t, dx, dy, &o), "({s}, {t})");
     }
     let s = loader.stats();

@@ -8,39 +8,21 @@
 //! default such files get pages of their tiles' size: `file_tile_pages.rs`.)
 
 use demandtex::sampling::SampleOptions;
-use demandtex::sources::exr::{write_mip_exr, WriteOptions};
-use demandtex::sources::{file_source, FloatImage, ImageInfo, ImageSource, Readiness, SourceError};
+use demandtex::sources::{file_source, ImageInfo, ImageSource, Readiness, SourceError};
 use demandtex::textures::{TextureDesc, TileRegion};
 use demandtex::{Loader, LoaderOptions, TextureCache, TILE_BYTES};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-fn temp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("demandtex-file-tiles-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
-}
+mod common;
+
+use common::spread_queries as queries;
 
 /// A 700×500 RGBA image, every texel distinct, written with 64×64 tiles (half).
 fn exr_64(name: &str) -> PathBuf {
-    let (w, h) = (700u32, 500u32);
-    let mut image = FloatImage::zeros(w, h, 4);
-    for (i, t) in image.data.chunks_exact_mut(4).enumerate() {
-        let (x, y) = (i as u32 % w, i as u32 / w);
-        t.copy_from_slice(&[
-            (x % 256) as f32 / 256.0,
-            (y % 256) as f32 / 256.0,
-            ((x * 3 + y * 5) % 251) as f32 / 251.0,
-            0.5 + (x ^ y) as f32 / 4096.0,
-        ]);
-    }
-    let path = temp(name);
-    let options = WriteOptions {
-        tile: (64, 64),
-        ..WriteOptions::default()
-    };
-    write_mip_exr(&path, &image, &options, None).unwrap();
+    let path = common::temp_file("file-tiles", name);
+    common::distinct_exr(&path, (64, 64));
     path
 }
 
@@ -53,20 +35,6 @@ fn options(budget_pages: u64, by_file_tile: bool) -> LoaderOptions {
         pages_of_file_tiles: false,
         ..Default::default()
     }
-}
-
-/// Deterministic lookups over the texture: small footprints (level 0–2), positions
-/// spread so that pages are touched in parts.
-fn queries(n: u32) -> Vec<(f32, f32, [f32; 2], [f32; 2])> {
-    (0..n)
-        .map(|i| {
-            let h = i.wrapping_mul(2_654_435_761).rotate_left(11) ^ i.wrapping_mul(40_503);
-            let s = (h & 0xffff) as f32 / 65536.0;
-            let t = (h >> 16) as f32 / 65536.0;
-            let d = 2f32.powi((i % 3) as i32) / 700.0;
-            (s, t, [d, 0.0], [0.0, d * 0.8])
-        })
-        .collect()
 }
 
 #[test]
@@ -282,15 +250,8 @@ fn multi_pass_launches_read_missing_file_tiles_of_pages_a_blocking_fill_publishe
         .texture_for_path(&path, TextureDesc::default())
         .unwrap();
     // A launch sees those pages and reads what it lacks; misses converge as usual.
-    for &(s, t, dx, dy) in &qs {
-        let got = loop {
-            let launch = loader.launch_prepare();
-            let r = launch.tex2d_grad(tex, s, t, dx, dy, &o);
-            if r.resident {
-                break r;
-            }
-            loader.process_requests(launch).wait();
-        };
+    for &q @ (s, t, dx, dy) in &qs {
+        let got = common::converged_grad(&loader, tex, q, &o);
         assert_eq!(got, whole.tex2d_grad(tw, s, t, dx, dy, &o), "({s}, {t})");
     }
 }

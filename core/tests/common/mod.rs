@@ -278,3 +278,63 @@ impl Drop for TestDir {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
+
+/// A file in this test process's temporary folder `demandtex-{group}-{pid}`.
+pub fn temp_file(group: &str, name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("demandtex-{group}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+/// Write a 700×500 RGBA image, every texel distinct, as half OpenEXR with `tile`-sized
+/// tiles and its mip levels, to `path`.
+pub fn distinct_exr(path: &std::path::Path, tile: (u32, u32)) {
+    use demandtex::sources::exr::{write_mip_exr, WriteOptions};
+    let (w, h) = (700u32, 500u32);
+    let mut image = demandtex::sources::FloatImage::zeros(w, h, 4);
+    for (i, t) in image.data.chunks_exact_mut(4).enumerate() {
+        let (x, y) = (i as u32 % w, i as u32 / w);
+        t.copy_from_slice(&[
+            (x % 256) as f32 / 256.0,
+            (y % 256) as f32 / 256.0,
+            ((x * 3 + y * 5) % 251) as f32 / 251.0,
+            0.5 + (x ^ y) as f32 / 4096.0,
+        ]);
+    }
+    let options = WriteOptions {
+        tile,
+        ..WriteOptions::default()
+    };
+    write_mip_exr(path, &image, &options, None).unwrap();
+}
+
+/// Deterministic lookups over a 700-texel-wide texture: (s, t, ddx, ddy) with small
+/// footprints (level 0–2), positions spread so that pages are touched in parts.
+pub fn spread_queries(n: u32) -> Vec<(f32, f32, [f32; 2], [f32; 2])> {
+    (0..n)
+        .map(|i| {
+            let h = i.wrapping_mul(2_654_435_761).rotate_left(11) ^ i.wrapping_mul(40_503);
+            let s = (h & 0xffff) as f32 / 65536.0;
+            let t = (h >> 16) as f32 / 65536.0;
+            let d = 2f32.powi((i % 3) as i32) / 700.0;
+            (s, t, [d, 0.0], [0.0, d * 0.8])
+        })
+        .collect()
+}
+
+/// One multi-pass lookup, launched again after each pass's fills until it is resident.
+pub fn converged_grad(
+    loader: &Loader,
+    texture: TextureId,
+    (s, t, ddx, ddy): (f32, f32, [f32; 2], [f32; 2]),
+    options: &SampleOptions,
+) -> demandtex::sampling::Sample {
+    loop {
+        let launch = loader.launch_prepare();
+        let r = launch.tex2d_grad(texture, s, t, ddx, ddy, options);
+        if r.resident {
+            return r;
+        }
+        loader.process_requests(launch).wait();
+    }
+}
