@@ -266,8 +266,11 @@ typedef unsigned long long uint64_t;
 // Words of `DtexDeviceContext.array_lengths` when `DTEX_CONTEXT_FLAG_COUNT_REQUESTS` is set.
 #define DTEX_ARRAY_LENGTHS 4
 
-// Bytes of one tile page: every tiled level is cut into tiles of exactly this many bytes
-// (`tile_width * tile_height * texel_bytes` of a `DtexTextureSampler`).
+// Bytes of a full tile page (`tile_width * tile_height * texel_bytes` of a
+// `DtexTextureSampler`): every tiled level of a texture on a CUDA loader is cut into tiles
+// of exactly this many bytes. On a CPU loader or cache, a texture whose file has smaller
+// power-of-two tiles gets tiles of that size, 4096 bytes or more (`full_pages` 0, the
+// default).
 #define DTEX_TILE_BYTES 65536u
 
 // `DtexDeviceContext.lru_table` age (4 bits per page): the oldest age of an evictable page

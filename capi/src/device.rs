@@ -32,8 +32,11 @@ pub const DTEX_ARRAY_LENGTH_REJECTED: u32 = 3;
 /// Words of `DtexDeviceContext.array_lengths` when `DTEX_CONTEXT_FLAG_COUNT_REQUESTS` is set.
 pub const DTEX_ARRAY_LENGTHS: u32 = 4;
 
-/// Bytes of one tile page: every tiled level is cut into tiles of exactly this many bytes
-/// (`tile_width * tile_height * texel_bytes` of a `DtexTextureSampler`).
+/// Bytes of a full tile page (`tile_width * tile_height * texel_bytes` of a
+/// `DtexTextureSampler`): every tiled level of a texture on a CUDA loader is cut into tiles
+/// of exactly this many bytes. On a CPU loader or cache, a texture whose file has smaller
+/// power-of-two tiles gets tiles of that size, 4096 bytes or more (`full_pages` 0, the
+/// default).
 pub const DTEX_TILE_BYTES: u32 = 65536_u32;
 /// `DtexDeviceContext.lru_table` age (4 bits per page): the oldest age of an evictable page
 /// (0 = used in the last launch).

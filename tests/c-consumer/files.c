@@ -61,14 +61,17 @@ static DtexSample texel(DtexCache cache, uint32_t tex, int level, int x, int y, 
   return out;
 }
 
-static DtexCache create_cache(uint64_t budget) {
+static DtexCache create_cache_pages(uint64_t budget, uint32_t full_pages) {
   DtexLoaderOptions options;
   dtex_loader_options_default(&options);
   options.max_texture_memory = budget;
+  options.full_pages = full_pages;
   DtexCache cache;
   EXPECT_OK(dtex_cache_create(&options, &cache));
   return cache;
 }
+
+static DtexCache create_cache(uint64_t budget) { return create_cache_pages(budget, 0); }
 
 static DtexTextureDesc point_desc(void) {
   DtexTextureDesc desc;
@@ -105,12 +108,14 @@ static void test_dds(void) {
   EXPECT_OK(dtex_cache_destroy(cache));
 }
 
-static void test_tx(void) {
+/* maketx's 64x64 tiles against OIIO's decode, in a budget of a few pages: by default the
+ * pages are the file's tiles (16 KiB); with full_pages, 64 KiB pages are filled file tile by
+ * file tile. Both evict. */
+static void test_tx_pages(uint32_t full_pages) {
   char path[1024], ref[1024];
   fixture(path, sizeof path, "tx/rgb8_zip.tx");
   fixture(ref, sizeof ref, "tx/rgb8_zip.ref");
-  /* A budget of a few pages: pages are filled file tile by file tile and evicted. */
-  DtexCache cache = create_cache(6u << 16);
+  DtexCache cache = create_cache_pages(6u << 16, full_pages);
   DtexTextureDesc desc = point_desc();
   uint32_t tex = DTEX_NO_TEXTURE;
   EXPECT_OK(dtex_cache_texture_for_path(cache, path, &desc, &tex));
@@ -133,14 +138,24 @@ static void test_tx(void) {
   memset(&stats, 0, sizeof stats);
   stats.struct_size = sizeof stats;
   EXPECT_OK(dtex_cache_get_stats(cache, &stats));
-  CHECK(stats.tiles_published_unread > 0 && stats.file_tiles_filled > 0,
-        "pages filled file tile by file tile: %llu unread, %llu file tiles",
-        (unsigned long long)stats.tiles_published_unread,
-        (unsigned long long)stats.file_tiles_filled);
+  if (full_pages) {
+    CHECK(stats.tiles_published_unread > 0 && stats.file_tiles_filled > 0,
+          "pages filled file tile by file tile: %llu unread, %llu file tiles",
+          (unsigned long long)stats.tiles_published_unread,
+          (unsigned long long)stats.file_tiles_filled);
+  } else {
+    CHECK(stats.tiles_filled > 0 && stats.tiles_published_unread == 0 &&
+              stats.file_tiles_filled == 0 && stats.host_tile_bytes % 16384u == 0,
+          "pages of the file's tiles: %llu filled, %llu unread, %llu host bytes",
+          (unsigned long long)stats.tiles_filled,
+          (unsigned long long)stats.tiles_published_unread,
+          (unsigned long long)stats.host_tile_bytes);
+  }
   EXPECT_OK(dtex_cache_destroy(cache));
 }
 
 void test_files(void) {
   test_dds();
-  test_tx();
+  test_tx_pages(0);
+  test_tx_pages(1);
 }

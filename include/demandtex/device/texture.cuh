@@ -145,7 +145,9 @@ static __device__ __forceinline__ float4 missColor(const DtexDeviceContext& ctx,
 
 /// Whether a sampler record is one the lookups can use without dividing by zero or
 /// indexing out of bounds: a known format, 1..=DTEX_MAX_LEVELS levels, power-of-two tiles
-/// of exactly `DTEX_TILE_BYTES` (the engine's `resolve::is_well_formed`).
+/// of exactly `DTEX_TILE_BYTES` (the engine's `resolve::is_well_formed`, which also accepts
+/// the smaller tiles a CPU loader gives textures with smaller file tiles; a CUDA loader's
+/// tiles are always full).
 static __device__ __forceinline__ bool isWellFormed(const DtexTextureSampler& s)
 {
     uint32_t componentBytes;
