@@ -1,9 +1,9 @@
 //! `TilePool`: texture memory within a byte budget. Tiles come as [`TileBuffer`]s of a tile
 //! size (64 KiB, or smaller for textures whose pages are their file's tiles), spare ones
-//! kept per size; mip tails as byte reservations. `allocated_bytes` counts every byte held — tile slots
-//! (resident, staged, being filled), spare buffers kept for reuse, and mip tails — and
-//! never passes the budget when memory is taken; a shrink of the budget frees what it can
-//! at once.
+//! kept per size; mip tails as byte reservations. `allocated_bytes` counts every byte held
+//! — tile slots (resident, staged, being filled), spare buffers kept for reuse, and mip
+//! tails — and never passes the budget when memory is taken; a shrink of the budget frees
+//! what it can at once.
 //!
 //! A slot need not keep its host buffer: a backend that holds tile data elsewhere (a GPU)
 //! lets the engine drop the host copy once the data is uploaded
@@ -48,14 +48,6 @@ impl TileSlot {
         match self {
             TileSlot::Ready(buffer) => buffer,
             TileSlot::New(bytes) => TileBuffer::with_bytes(bytes as usize),
-        }
-    }
-
-    /// Bytes of the slot's tile.
-    pub fn bytes(&self) -> usize {
-        match self {
-            TileSlot::Ready(buffer) => buffer.bytes(),
-            TileSlot::New(bytes) => *bytes as usize,
         }
     }
 }
