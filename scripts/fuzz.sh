@@ -83,6 +83,7 @@ for t in "$@"; do
     status=1
   fi
   for p in ${pids[@]+"${pids[@]}"}; do wait "$p" || true; done
+  rm -f "$bin" # (~50 MB each; the build in target/fuzz reproduces a finding)
   execs=0 crashes=0 hangs=0 corpus=0 cvg=? speed=0 ran=?
   for stats in "$out"/*/fuzzer_stats; do
     [ -f "$stats" ] || continue
