@@ -1,8 +1,9 @@
 //! Duplicate-texture sharing (`LoaderOptions::share_duplicate_textures`): textures whose
 //! files hold the same texels (one file under several names, or byte-identical copies)
 //! sample one set of tiles. Lookups return exactly what they return without it; files of
-//! the same size, format and mip tail whose bytes differ never share; an owner's contents
-//! dropped take its sharers' along, and they open again and share or own.
+//! the same size, format and mip tail whose bytes differ never share, unless maketx's
+//! fingerprint says they hold one source's texels; an owner's contents dropped take its
+//! sharers' along, and they open again and share or own.
 
 mod common;
 
@@ -276,46 +277,133 @@ fn blocking_lookups_of_copies_read_their_tiles_once() {
     assert_eq!(off.tiles_filled, 2 * on.tiles_filled, "{off:?}\n{on:?}");
 }
 
+/// Replay blocking lookups over `files` (a 32×32 grid of level-0 points each) through a
+/// cache with or without sharing (and with full pages or pages of the file's tiles):
+/// its statistics, every value, and which textures share another's tiles.
+fn maketx_lookups(
+    files: &[PathBuf],
+    share: bool,
+    full_pages: bool,
+) -> (demandtex::Stats, Vec<[f32; 4]>, Vec<bool>) {
+    let cache = TextureCache::new(LoaderOptions {
+        pages_of_file_tiles: !full_pages,
+        ..options(share)
+    })
+    .unwrap();
+    let o = SampleOptions::default();
+    let t: Vec<TextureId> = files
+        .iter()
+        .map(|f| cache.texture_for_path(f, desc(AddressMode::Wrap)).unwrap())
+        .collect();
+    let mut values = Vec::new();
+    for &tex in &t {
+        for i in 0..1024u32 {
+            let (s, u) = ((i % 32) as f32 / 32.0 + 0.01, (i / 32) as f32 / 32.0 + 0.02);
+            let v = cache.tex2d_lod(tex, s, u, 0.0, &o);
+            assert!(v.resident);
+            values.push(v.value);
+        }
+    }
+    let sharing = t
+        .iter()
+        .map(|&x| cache.shares_tiles_of(x).is_some())
+        .collect();
+    (cache.stats(), values, sharing)
+}
+
+fn tx_fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures/tx")
+        .join(name)
+}
+
 #[test]
 fn maketx_files_and_their_copies_share_and_sample_as_without() {
     // `.tx` files written by OpenImageIO's maketx (tests/fixtures/tx), and a byte copy of
     // one of them elsewhere: the copy shares the original's tiles, the other file does not.
-    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/tx");
     let dir = TestDir::new("duplicates", "maketx");
     let copy = dir.path("rgb8_zip_copy.tx");
-    std::fs::copy(fixtures.join("rgb8_zip.tx"), &copy).unwrap();
+    std::fs::copy(tx_fixture("rgb8_zip.tx"), &copy).unwrap();
     let files = [
-        fixtures.join("rgb8_zip.tx"),
+        tx_fixture("rgb8_zip.tx"),
         copy,
-        fixtures.join("rgb8_lzw_wrap.tx"),
+        tx_fixture("rgb8_lzw_wrap.tx"),
     ];
-    let run = |share: bool| {
-        let cache = TextureCache::new(options(share)).unwrap();
-        let o = SampleOptions::default();
-        let t: Vec<TextureId> = files
-            .iter()
-            .map(|f| cache.texture_for_path(f, desc(AddressMode::Wrap)).unwrap())
-            .collect();
-        let mut values = Vec::new();
-        for &tex in &t {
-            for i in 0..1024u32 {
-                let (s, u) = ((i % 32) as f32 / 32.0 + 0.01, (i / 32) as f32 / 32.0 + 0.02);
-                let v = cache.tex2d_lod(tex, s, u, 0.0, &o);
-                assert!(v.resident);
-                values.push(v.value);
-            }
-        }
-        // Which texture holds the tiles depends on which opened first.
-        let sharing: Vec<bool> = t
-            .iter()
-            .map(|&x| cache.shares_tiles_of(x).is_some())
-            .collect();
-        (cache.stats(), values, sharing)
-    };
-    let (off, v_off, _) = run(false);
-    let (on, v_on, sharing) = run(true);
+    let (off, v_off, _) = maketx_lookups(&files, false, false);
+    let (on, v_on, sharing) = maketx_lookups(&files, true, false);
     assert_eq!(v_on, v_off, "sharing tiles changes no lookup");
     assert_eq!(on.textures_sharing_tiles, 1, "{on:?}");
+    // Which texture holds the tiles depends on which opened first.
     assert!(sharing[0] != sharing[1] && !sharing[2], "{sharing:?}");
+    assert!(on.tiles_filled < off.tiles_filled, "{off:?}\n{on:?}");
+}
+
+#[test]
+fn maketx_files_made_again_share_by_their_fingerprint() {
+    // The same texture made by maketx a second later: only the date in its bytes differs,
+    // its fingerprint (`oiio:SHA-1`) does not. OpenImageIO shares such files' tiles; so
+    // does demandtex, without reading either file whole to compare them.
+    let dir = TestDir::new("duplicates", "maketx-again");
+    let original = std::fs::read(tx_fixture("rgb8_zip.tx")).unwrap();
+    let date = b"2026:11:25 05:39:03";
+    let at = original
+        .windows(date.len())
+        .position(|w| w == date)
+        .expect("the fixture's DateTime");
+    let mut again = original.clone();
+    again[at + date.len() - 1] = b'4';
+    let remade = dir.path("rgb8_zip_remade.tx");
+    std::fs::write(&remade, &again).unwrap();
+    let files = [tx_fixture("rgb8_zip.tx"), remade];
+    let (off, v_off, _) = maketx_lookups(&files, false, false);
+    let (on, v_on, sharing) = maketx_lookups(&files, true, false);
+    assert_eq!(v_on, v_off, "sharing tiles changes no lookup");
+    assert_eq!(on.textures_sharing_tiles, 1, "{on:?}");
+    assert!(sharing[0] != sharing[1], "{sharing:?}");
+    assert_eq!(off.tiles_filled, 2 * on.tiles_filled, "{off:?}\n{on:?}");
+
+    // One source made into files with other tiles and compression (maketx --tile 32 32
+    // --compression none, and packbits with its 64×64 tiles): the same texels under one
+    // fingerprint. With 64 KiB pages both are one mip tail of equal texels, and share;
+    // with pages of the file's tiles their pages differ in size, and they do not.
+    let files = [
+        tx_fixture("rgba8_none_tile32.tx"),
+        tx_fixture("rgba8_packbits.tx"),
+    ];
+    let (_, v_off, _) = maketx_lookups(&files, false, true);
+    let (on, v_on, sharing) = maketx_lookups(&files, true, true);
+    assert_eq!(v_on, v_off, "sharing tiles changes no lookup");
+    assert_eq!(v_off[..1024], v_off[1024..], "one source's texels");
+    assert!(sharing[0] != sharing[1], "{sharing:?}\n{on:?}");
+    let (_, _, sharing) = maketx_lookups(&files, true, false);
+    assert_eq!(sharing, [false, false]);
+}
+
+#[test]
+fn maketx_exr_files_share_by_fingerprint_unless_lossy() {
+    // maketx's OpenEXR textures of one source (tests/fixtures/exr): ZIP and ZIPS hold the
+    // same texels under one fingerprint and share; B44 carries the fingerprint too, but
+    // its texels differ (lossy), and it shares with neither.
+    let exr = |n: &str| {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/fixtures/exr")
+            .join(n)
+    };
+    let files = [
+        exr("rgb_half_zip.exr"),
+        exr("rgb_half_zips.exr"),
+        exr("rgb_half_b44.exr"),
+    ];
+    let (off, v_off, _) = maketx_lookups(&files, false, false);
+    let (on, v_on, sharing) = maketx_lookups(&files, true, false);
+    assert_eq!(v_on, v_off, "sharing tiles changes no lookup");
+    assert_eq!(
+        v_off[..1024],
+        v_off[1024..2048],
+        "ZIP and ZIPS: one source's texels"
+    );
+    assert_ne!(v_off[..1024], v_off[2048..], "B44 is lossy");
+    assert!(sharing[0] != sharing[1] && !sharing[2], "{sharing:?}");
+    assert_eq!(on.textures_sharing_tiles, 1, "{on:?}");
     assert!(on.tiles_filled < off.tiles_filled, "{off:?}\n{on:?}");
 }

@@ -217,6 +217,7 @@ impl ImageSource for DecodedImageSource {
         Some(crate::sources::ContentIdentity {
             file: self.path.clone(),
             reading: "decoded image".into(),
+            fingerprint: None,
         })
     }
 

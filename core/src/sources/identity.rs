@@ -4,9 +4,23 @@
 //! A file-backed source names its file and how it reads it ([`ContentIdentity`]). Two
 //! sources serve the same texels when they read the same way and their files hold the
 //! same bytes: the same file (Unix: one inode, however many paths, links or UDIM
-//! spellings reach it), or two files of one length whose bytes hash alike
-//! ([`same_content`]). The engine asks only about textures whose layout, format and mip
-//! tail already match, so hashing reads both files once, and only for likely copies.
+//! spellings reach it), two files that carry the same writer's fingerprint (maketx's
+//! `oiio:SHA-1`, [`maketx_fingerprint`]), or two files of one length whose bytes hash
+//! alike ([`same_content`]). The engine asks only about textures whose layout, format and
+//! mip tail already match, so hashing reads both files once, and only for likely copies.
+//!
+//! maketx writes the SHA-1 of the source pixels (and of its options that change them)
+//! into every `.tx` and OpenEXR texture it makes; two files made from one source differ in
+//! their bytes (the command line, the date) but not in their texels. OpenImageIO's
+//! ImageCache shares such files' tiles (its `deduplicate` option, on by default) when
+//! their format, channels and levels match; here the engine's match (size, format, levels,
+//! pages and a hash of the mip tail) comes first, and the fingerprints then stand in for
+//! the whole-file hash. The fingerprint leaves out maketx's output compression: an
+//! OpenEXR file compressed lossily (B44, DWA, PXR24) has other texels under the same
+//! fingerprint, so such files give none and are compared by their bytes (TIFF sources
+//! serve only lossless compressions). A file edited after maketx by a tool that kept its fingerprint
+//! would be taken for its source's copy, as OpenImageIO takes it;
+//! `LoaderOptions::share_duplicate_textures = false` turns sharing off.
 //!
 //! The hash is XXH3-128 over the whole file (`xxhash-rust`): two different files of the
 //! same length collide with probability about 2^-128. It is remembered per file version
@@ -30,6 +44,17 @@ pub struct ContentIdentity {
     /// EXR part and channel selection, say). Sources reading one file differently give
     /// different strings.
     pub reading: String,
+    /// The fingerprint of the texels that the file's writer stored in it, when it has one
+    /// (maketx's `oiio:SHA-1`: [`maketx_fingerprint`]).
+    pub fingerprint: Option<String>,
+}
+
+/// The fingerprint in a maketx `oiio:SHA-1` value (OpenEXR attribute, or TIFF
+/// ImageDescription entry; older maketx wrote `SHA-1=`): 40 hexadecimal digits, upper
+/// case. `None` for anything else.
+pub fn maketx_fingerprint(value: &str) -> Option<String> {
+    let v = value.trim();
+    (v.len() == 40 && v.bytes().all(|b| b.is_ascii_hexdigit())).then(|| v.to_ascii_uppercase())
 }
 
 /// Read in pieces of this size while hashing.
@@ -151,8 +176,9 @@ impl DigestCache {
 }
 
 /// Whether sources with identities `a` and `b` serve the same texels: they read alike,
-/// and their files are one file or hold the same bytes (hashed through `cache`). An error
-/// (a file gone or changing) means "not known to be the same".
+/// and their files are one file, carry the same fingerprint (both carrying one, they are
+/// compared without reading the files), or hold the same bytes (hashed through `cache`).
+/// An error (a file gone or changing) means "not known to be the same".
 pub fn same_content(
     a: &ContentIdentity,
     b: &ContentIdentity,
@@ -169,6 +195,11 @@ pub fn same_content(
     let (ia, ib) = (meta(&a.file)?, meta(&b.file)?);
     if cfg!(unix) && ia.same_file(&ib) {
         return Ok(true);
+    }
+    if let (Some(fa), Some(fb)) = (&a.fingerprint, &b.fingerprint) {
+        // (Files with one content carry one fingerprint: different ones mean different
+        // texels, so nothing is read either way.)
+        return Ok(fa == fb);
     }
     if ia.len != ib.len {
         return Ok(false);
@@ -190,6 +221,46 @@ mod tests {
         ContentIdentity {
             file: file.to_path_buf(),
             reading: reading.into(),
+            fingerprint: None,
+        }
+    }
+
+    #[test]
+    fn maketx_fingerprints_decide_without_reading_the_files() {
+        let d = dir();
+        let (a, b) = (d.join("fa.tx"), d.join("fb.tx"));
+        std::fs::write(&a, b"made on monday").unwrap();
+        std::fs::write(&b, b"made on friday, a longer line").unwrap();
+        let sha = "a6735ed95673b7f5993c4dc1c1b606b28b758931";
+        let fp = |file: &Path, f: &str| ContentIdentity {
+            fingerprint: maketx_fingerprint(f),
+            ..id(file, "TIFF")
+        };
+        let cache = DigestCache::default();
+        assert!(same_content(&fp(&a, sha), &fp(&b, &sha.to_uppercase()), &cache).unwrap());
+        let other = "A6735ED95673B7F5993C4DC1C1B606B28B758930";
+        assert!(!same_content(&fp(&a, sha), &fp(&b, other), &cache).unwrap());
+        assert!(
+            !same_content(
+                &fp(&a, sha),
+                &ContentIdentity {
+                    reading: "OpenEXR".into(),
+                    ..fp(&b, sha)
+                },
+                &cache
+            )
+            .unwrap(),
+            "read differently"
+        );
+        assert_eq!(
+            cache.bytes_hashed(),
+            0,
+            "fingerprints compared, no file read"
+        );
+        // One side without a fingerprint: the bytes decide (these differ in length).
+        assert!(!same_content(&fp(&a, sha), &id(&b, "TIFF"), &cache).unwrap());
+        for bad in ["", "A6735ED9", "G6735ED95673B7F5993C4DC1C1B606B28B758931"] {
+            assert_eq!(maketx_fingerprint(bad), None, "{bad:?}");
         }
     }
 

@@ -36,6 +36,8 @@ pub(crate) mod inflate;
 pub mod limits;
 pub mod memory;
 pub mod mips;
+#[cfg(test)]
+pub(crate) mod oiio_refs;
 mod positioned;
 pub mod procedural;
 pub mod ptex;

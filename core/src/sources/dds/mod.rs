@@ -302,6 +302,7 @@ impl ImageSource for DdsSource {
         Some(crate::sources::ContentIdentity {
             file: self.path().to_path_buf(),
             reading: "DDS".into(),
+            fingerprint: None,
         })
     }
 

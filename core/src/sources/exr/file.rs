@@ -176,6 +176,21 @@ impl ExrFile {
         })
     }
 
+    /// The part's string attribute `name` (its own or the file's), if it has one.
+    pub fn string_attribute(&self, name: &str) -> Option<String> {
+        let h = self.header();
+        let key = exr::meta::attribute::Text::from(name);
+        let value = h
+            .own_attributes
+            .other
+            .get(&key)
+            .or_else(|| h.shared_attributes.other.get(&key))?;
+        match value {
+            exr::meta::attribute::AttributeValue::Text(t) => Some(t.to_string()),
+            _ => None,
+        }
+    }
+
     /// The header of the part read.
     pub fn header(&self) -> &Header {
         &self.meta.headers[self.part]

@@ -553,7 +553,7 @@ impl ImageSource for ExrSource {
         self.path.display().to_string()
     }
 
-    /// The file, its part and the channels served.
+    /// The file, its part and the channels served, and maketx's fingerprint (`oiio:SHA-1`).
     fn content_identity(&self) -> Option<crate::sources::ContentIdentity> {
         Some(crate::sources::ContentIdentity {
             file: self.path.clone(),
@@ -561,6 +561,16 @@ impl ImageSource for ExrSource {
                 "OpenEXR part {} channels {:?}",
                 self.options.part, self.options.channels
             ),
+            // maketx's fingerprint is of the source pixels: a lossy compression (B44,
+            // DWA, PXR24 of floats) changes texels and keeps it, so only losslessly
+            // compressed files go by it.
+            fingerprint: self.opened().ok().and_then(|o| {
+                if o.file.header().compression.may_loose_data() {
+                    return None;
+                }
+                let value = o.file.string_attribute("oiio:SHA-1")?;
+                crate::sources::identity::maketx_fingerprint(&value)
+            }),
         })
     }
 

@@ -8,6 +8,7 @@
 //! Directories after level 0 are taken while they keep the sample layout and shrink.
 
 use super::ifd::{Directory, Reader};
+use crate::sources::identity::maketx_fingerprint;
 use crate::sources::limits::SizeLimits;
 use crate::textures::{AddressMode, TexelFormat, TexelType};
 
@@ -151,6 +152,9 @@ pub struct TxMetadata {
     pub constant_color: Option<Vec<f32>>,
     /// `oiio:AverageColor`: the image's mean (per channel).
     pub average_color: Option<Vec<f32>>,
+    /// `oiio:SHA-1` (older maketx: `SHA-1`): maketx's fingerprint of the texels
+    /// ([`crate::sources::identity::maketx_fingerprint`]).
+    pub fingerprint: Option<String>,
 }
 
 impl TxMetadata {
@@ -276,6 +280,9 @@ impl TiffLayout {
             wrap: wrap_text.as_deref().and_then(wrap_modes),
             constant_color: description_value(&description, "oiio:ConstantColor").and_then(floats),
             average_color: description_value(&description, "oiio:AverageColor").and_then(floats),
+            fingerprint: description_value(&description, "oiio:SHA-1")
+                .or_else(|| description_value(&description, "SHA-1"))
+                .and_then(maketx_fingerprint),
         };
         Ok(TiffLayout {
             samples,

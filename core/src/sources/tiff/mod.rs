@@ -350,6 +350,10 @@ impl ImageSource for TiffSource {
         Some(crate::sources::ContentIdentity {
             file: self.path().to_path_buf(),
             reading: "TIFF".into(),
+            fingerprint: self
+                .opened()
+                .ok()
+                .and_then(|o| o.value.layout.metadata.fingerprint.clone()),
         })
     }
 

@@ -3,83 +3,19 @@
 
 use super::*;
 use crate::sources::check::check_source;
+use crate::sources::oiio_refs::{self, levels};
 use crate::textures::{AddressMode, TexelType};
 use std::path::PathBuf;
 
 fn fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/fixtures/tx")
-        .join(name)
-}
-
-/// (level, x, y, values) lines of a `.ref` file.
-fn reference(name: &str) -> Vec<(u32, u32, u32, Vec<f32>)> {
-    let stem = name.rsplit_once('.').unwrap().0;
-    let text = std::fs::read_to_string(fixture(&format!("{stem}.ref"))).unwrap();
-    text.lines()
-        .map(|l| {
-            let v: Vec<&str> = l.split_whitespace().collect();
-            let n = |i: usize| v[i].parse::<u32>().unwrap();
-            let values = v[3..].iter().map(|s| s.parse::<f32>().unwrap()).collect();
-            (n(0), n(1), n(2), values)
-        })
-        .collect()
-}
-
-/// Every level of `src` as served, packed.
-fn levels(src: &TiffSource, info: &ImageInfo) -> Vec<Vec<u8>> {
-    let tb = info.format.texel_bytes();
-    (0..info.num_levels)
-        .map(|l| {
-            let (w, h) = mip_level_size(info.width, info.height, l);
-            let mut data = vec![0u8; (w * h) as usize * tb];
-            let region = TileRegion {
-                level: l,
-                x: 0,
-                y: 0,
-                width: w,
-                height: h,
-            };
-            src.read_region(region, &mut data, w as usize * tb).unwrap();
-            data
-        })
-        .collect()
+    oiio_refs::fixture("tx", name)
 }
 
 /// Compare the served texels with OIIO's (integers exactly after scaling, floats exactly).
 fn assert_matches_oiio(name: &str, only_level0: bool) -> (TiffSource, ImageInfo) {
     let src = TiffSource::new(fixture(name));
     let info = src.open().unwrap();
-    let data = levels(&src, &info);
-    let tb = info.format.texel_bytes();
-    let refs = reference(name);
-    assert!(!refs.is_empty());
-    let mut compared = 0;
-    for (l, x, y, want) in refs {
-        if only_level0 && l > 0 {
-            continue;
-        }
-        let (w, _) = mip_level_size(info.width, info.height, l);
-        let at = ((y * w + x) as usize) * tb;
-        let got = info.format.decode(&data[l as usize][at..]);
-        for (c, &v) in want.iter().enumerate() {
-            let g = got[c];
-            let ok = match info.format.texel_type {
-                TexelType::U8 => (g * 255.0).round() == (v * 255.0).round(),
-                TexelType::U16 => (g * 65535.0).round() == (v * 65535.0).round(),
-                _ => g == v,
-            };
-            assert!(
-                ok,
-                "{name} level {l} ({x}, {y}) channel {c}: {g} vs OIIO {v}"
-            );
-        }
-        if want.len() == 3 {
-            assert_eq!(got[3], 1.0, "{name}: RGB is served with an opaque alpha");
-        }
-        compared += 1;
-    }
-    assert!(compared > 0);
+    oiio_refs::assert_matches_oiio(&fixture(name), &src, &info, only_level0);
     (src, info)
 }
 

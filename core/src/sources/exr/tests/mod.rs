@@ -6,4 +6,5 @@ mod describe;
 mod errors;
 mod fixtures;
 mod limits;
+mod maketx;
 mod reads;

@@ -1,0 +1,91 @@
+//! Test support: the reference texels OpenImageIO decoded from the fixtures other tools
+//! wrote (`tests/fixtures/{tx,exr}/NAME.ref`, made by `tests/fixtures/oiio-ref.sh`), and
+//! a source's levels to compare them with.
+
+use super::ImageSource;
+use crate::textures::{mip_level_size, TexelType, TileRegion};
+use std::path::{Path, PathBuf};
+
+/// `tests/fixtures/DIR/NAME`.
+pub(crate) fn fixture(dir: &str, name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures")
+        .join(dir)
+        .join(name)
+}
+
+/// The `(level, x, y, values)` lines of the `.ref` file beside `file`.
+pub(crate) fn reference(file: &Path) -> Vec<(u32, u32, u32, Vec<f32>)> {
+    let text = std::fs::read_to_string(file.with_extension("ref")).unwrap();
+    text.lines()
+        .map(|l| {
+            let v: Vec<&str> = l.split_whitespace().collect();
+            let n = |i: usize| v[i].parse::<u32>().unwrap();
+            let values = v[3..].iter().map(|s| s.parse::<f32>().unwrap()).collect();
+            (n(0), n(1), n(2), values)
+        })
+        .collect()
+}
+
+/// Every level of `src` as served, packed (`src` is open and described by `info`).
+pub(crate) fn levels(src: &dyn ImageSource, info: &super::ImageInfo) -> Vec<Vec<u8>> {
+    let tb = info.format.texel_bytes();
+    (0..info.num_levels)
+        .map(|l| {
+            let (w, h) = mip_level_size(info.width, info.height, l);
+            let mut data = vec![0u8; (w * h) as usize * tb];
+            let region = TileRegion {
+                level: l,
+                x: 0,
+                y: 0,
+                width: w,
+                height: h,
+            };
+            src.read_region(region, &mut data, w as usize * tb).unwrap();
+            data
+        })
+        .collect()
+}
+
+/// Compare `src`'s texels (opened as `info`) with OIIO's in `file`'s `.ref`: integers
+/// exactly after scaling, floats exactly; RGB is served with an opaque alpha. Only level
+/// 0 when `only_level0`. Returns how many texels were compared.
+pub(crate) fn assert_matches_oiio(
+    file: &Path,
+    src: &dyn ImageSource,
+    info: &super::ImageInfo,
+    only_level0: bool,
+) -> usize {
+    let name = file.display();
+    let data = levels(src, info);
+    let tb = info.format.texel_bytes();
+    let refs = reference(file);
+    assert!(!refs.is_empty());
+    let mut compared = 0;
+    for (l, x, y, want) in refs {
+        if only_level0 && l > 0 {
+            continue;
+        }
+        let (w, _) = mip_level_size(info.width, info.height, l);
+        let at = ((y * w + x) as usize) * tb;
+        let got = info.format.decode(&data[l as usize][at..]);
+        for (c, &v) in want.iter().enumerate() {
+            let g = got[c];
+            let ok = match info.format.texel_type {
+                TexelType::U8 => (g * 255.0).round() == (v * 255.0).round(),
+                TexelType::U16 => (g * 65535.0).round() == (v * 65535.0).round(),
+                _ => g == v,
+            };
+            assert!(
+                ok,
+                "{name} level {l} ({x}, {y}) channel {c}: {g} vs OIIO {v}"
+            );
+        }
+        if want.len() == 3 {
+            assert_eq!(got[3], 1.0, "{name}: RGB is served with an opaque alpha");
+        }
+        compared += 1;
+    }
+    assert!(compared > 0);
+    compared
+}
