@@ -147,6 +147,12 @@ fn render(name: &str, layout: &TiffLayout, on_disk: u64, info: &ImageInfo) -> St
     if let Some(c) = colors(&meta.average_color) {
         let _ = writeln!(out, "  average colour: {c}");
     }
+    if let Some(f) = &meta.fingerprint {
+        let _ = writeln!(
+            out,
+            "  fingerprint: {f} (maketx's oiio:SHA-1: files that share it share tiles)"
+        );
+    }
     let generated = info.num_levels as usize - layout.levels.len().min(info.num_levels as usize);
     let (pw, ph) = info.format.tile_extent();
     let file_tile = layout
@@ -207,6 +213,7 @@ fn to_json(
         "texture_format": meta.texture_format,
         "wrap_modes": meta.wrap.map(|[a, b]| [wrap_name(a), wrap_name(b)]),
         "constant_color": meta.constant_color, "average_color": meta.average_color,
+        "fingerprint": meta.fingerprint,
         "served_format": info.format.to_string(), "served_levels": info.num_levels,
     })
 }
@@ -237,6 +244,10 @@ mod tests {
         assert!(t.contains("level  0:   100 x 68"), "{t}");
         assert!(t.contains("64x64 tiles"), "{t}");
         assert!(t.contains("wrap modes: "), "{t}");
+        assert!(
+            t.contains("fingerprint: 7BED6B7B0DD1086CC9A8138E80C37422875A2431"),
+            "{t}"
+        );
         let t = text("gray_float.tx");
         assert!(t.contains("1 channel, 32-bit float"), "{t}");
         let t = text("rgb_half_separate.tx");
