@@ -32,7 +32,7 @@ mod tests;
 pub use encoding::{BlockCodec, DdsEncoding, PlainTexels};
 pub use header::{DdsLayout, DdsLevel, DDS_MAGIC};
 
-use super::exr::mips::{self, GeneratedLevels};
+use super::exr::mips::GeneratedLevels;
 use super::exr::OpenFile;
 use super::file_backed::{FileBacked, Parsed};
 use super::region::{check_read, full_chain_info};
@@ -334,7 +334,7 @@ impl ImageSource for DdsSource {
                 &v.info,
                 (base_level.width, base_level.height),
                 64,
-                mips::threads(self.options.mip_threads),
+                self.options.mip_threads,
                 region,
                 dest,
                 row_bytes,

@@ -48,14 +48,15 @@ impl GeneratedLevels {
     /// Serve `region` of a source whose levels `0..first` are stored: a stored level
     /// through `read_stored`; a later one from the levels generated (on first use) from
     /// level `first - 1`, whose size is `base`, read through `read_stored` in bands of
-    /// `row_unit` rows on `threads` threads.
+    /// `row_unit` rows on `mip_threads` threads (0: one per core; resolved only when the
+    /// levels are generated, since asking the system costs system calls).
     #[allow(clippy::too_many_arguments)]
     pub fn read(
         &self,
         info: &ImageInfo,
         base: (u32, u32),
         row_unit: usize,
-        threads: usize,
+        mip_threads: usize,
         region: crate::textures::TileRegion,
         dest: &mut [u8],
         row_bytes: usize,
@@ -79,6 +80,7 @@ impl GeneratedLevels {
                 read_stored(rows_region, band, w * tb)
             };
             let count = (info.num_levels - level) as usize;
+            let threads = threads(mip_threads);
             generate(info.format, (w, h), count, row_unit, threads, &read_base)
         });
         let levels = levels.as_ref().map_err(Clone::clone)?;

@@ -524,10 +524,7 @@ impl ExrSource {
             };
             self.read_stored(o, region, dest, row_bytes, false)
         };
-        let threads = match self.options.mip_threads {
-            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
-            n => n,
-        };
+        let threads = mips::threads(self.options.mip_threads);
         let levels = (o.info.num_levels - base) as usize;
         let started = std::time::Instant::now();
         let generated = mips::generate(

@@ -153,11 +153,8 @@ pub(crate) fn unpredict(s: &SampleLayout, data: &mut [u8], width: usize, per_pix
             }
             for r in data.chunks_exact_mut(row) {
                 match sb {
-                    1 => {
-                        for i in per_pixel..row {
-                            r[i] = r[i].wrapping_add(r[i - per_pixel]);
-                        }
-                    }
+                    // (Byte-wise sums: SSE2 for RGBA and one channel.)
+                    1 => byte_prefix_sums(r, per_pixel),
                     2 => {
                         for i in per_pixel..width * per_pixel {
                             let a = u16::from_le_bytes([r[2 * i], r[2 * i + 1]]);

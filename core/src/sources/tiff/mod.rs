@@ -37,7 +37,7 @@ mod tests;
 
 pub use layout::{SampleLayout, TiffCompression, TiffLayout, TiffLevel, TiffPredictor, TxMetadata};
 
-use super::exr::mips::{self, GeneratedLevels};
+use super::exr::mips::GeneratedLevels;
 use super::exr::OpenFile;
 use super::file_backed::{FileBacked, Parsed};
 use super::region::{check_read, full_chain_info};
@@ -275,7 +275,9 @@ impl TiffSource {
                 .flat_map(|p| (cx0..=cx1).map(move |cx| p * per_plane + cy * across as usize + cx))
                 .collect();
             let mut starts = Vec::with_capacity(ids.len());
-            raw.clear();
+            // `raw[..used]` holds this row's chunks; the buffer only grows (its bytes are
+            // overwritten by each read, never zeroed again).
+            let mut used = 0;
             let mut k = 0;
             while k < ids.len() {
                 let first = ids[k];
@@ -285,10 +287,13 @@ impl TiffSource {
                     last += 1;
                     end += level.byte_counts[ids[last]];
                 }
-                let at = raw.len();
+                let at = used;
                 let len = (end - level.offsets[first]) as usize;
-                raw.resize(at + len, 0);
-                file.read_exact_at(&mut raw[at..], level.offsets[first])
+                used += len;
+                if raw.len() < used {
+                    raw.resize(used, 0);
+                }
+                file.read_exact_at(&mut raw[at..used], level.offsets[first])
                     .map_err(|e| {
                         self.file.error(format_args!(
                             "cannot read level {} chunks: {e}",
@@ -385,7 +390,7 @@ impl ImageSource for TiffSource {
                 &v.info,
                 (base_level.width, base_level.height),
                 base_level.chunk_h as usize,
-                mips::threads(self.options.mip_threads),
+                self.options.mip_threads,
                 region,
                 dest,
                 row_bytes,
