@@ -21,7 +21,9 @@
 //! OIIO's texture metadata ([`TxMetadata`]): `oiio:ConstantColor`, else
 //! `oiio:AverageColor`, is the base colour ([`ImageSource::read_base_color`]) with no read;
 //! the wrap modes are reported ([`TiffSource::metadata`]) for the caller's
-//! [`TextureDesc`](crate::textures::TextureDesc).
+//! [`TextureDesc`](crate::textures::TextureDesc); maketx's fingerprint (`oiio:SHA-1`) is
+//! part of the source's [`ContentIdentity`](crate::sources::ContentIdentity), so that
+//! files of one source share tiles ([`crate::sources::identity`]).
 //!
 //! Not served, with an error naming the file: signed, 1/4/32-bit integer or 64-bit float
 //! samples, palette, YCbCr or CMYK images, JPEG or other compressions, volume textures.
