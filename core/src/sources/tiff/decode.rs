@@ -151,31 +151,22 @@ pub(crate) fn unpredict(s: &SampleLayout, data: &mut [u8], width: usize, per_pix
             if s.predictor == TiffPredictor::None {
                 return;
             }
+            // One running sum per sample of a pixel (16- and 32-bit samples wrap at their
+            // width); 8-bit samples through the SSE2 byte sums.
+            let mut acc = vec![0u32; per_pixel];
+            let mask = if sb == 2 { 0xffff } else { u32::MAX };
             for r in data.chunks_exact_mut(row) {
-                match sb {
-                    // (Byte-wise sums: SSE2 for RGBA and one channel.)
-                    1 => byte_prefix_sums(r, per_pixel),
-                    2 => {
-                        for i in per_pixel..width * per_pixel {
-                            let a = u16::from_le_bytes([r[2 * i], r[2 * i + 1]]);
-                            let p = (i - per_pixel) * 2;
-                            let b = u16::from_le_bytes([r[p], r[p + 1]]);
-                            r[2 * i..2 * i + 2].copy_from_slice(&a.wrapping_add(b).to_le_bytes());
-                        }
-                    }
-                    _ => {
-                        for i in per_pixel..width * per_pixel {
-                            let at = |k: usize| {
-                                u32::from_le_bytes([
-                                    r[4 * k],
-                                    r[4 * k + 1],
-                                    r[4 * k + 2],
-                                    r[4 * k + 3],
-                                ])
-                            };
-                            let v = at(i).wrapping_add(at(i - per_pixel));
-                            r[4 * i..4 * i + 4].copy_from_slice(&v.to_le_bytes());
-                        }
+                if sb == 1 {
+                    byte_prefix_sums(r, per_pixel);
+                    continue;
+                }
+                acc.fill(0);
+                for pixel in r.chunks_exact_mut(sb * per_pixel) {
+                    for (a, v) in acc.iter_mut().zip(pixel.chunks_exact_mut(sb)) {
+                        let mut b = [0u8; 4];
+                        b[..sb].copy_from_slice(v);
+                        *a = a.wrapping_add(u32::from_le_bytes(b)) & mask;
+                        v.copy_from_slice(&a.to_le_bytes()[..sb]);
                     }
                 }
             }
@@ -255,6 +246,64 @@ pub(crate) fn copy(s: &SampleLayout, planes: &[&[u8]], rect: Rect, dest: &mut [u
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_horizontal_predictor_is_undone_as_the_plain_definition_says() {
+        // Every sample width, 1 to 5 samples a pixel, both byte orders: sample i of a
+        // row becomes the wrapping sum of samples i, i - n, i - 2n, … (n a pixel).
+        let mut seed = 0x2545_F491u32;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 17;
+            seed ^= seed << 5;
+            seed
+        };
+        for (bits, float) in [(8, false), (16, false), (16, true), (32, true)] {
+            for samples in 1..=5u32 {
+                for little in [true, false] {
+                    let s = SampleLayout {
+                        samples,
+                        bits,
+                        float,
+                        separate: false,
+                        compression: TiffCompression::None,
+                        predictor: TiffPredictor::Horizontal,
+                        little,
+                    };
+                    let (sb, n, width, rows) = ((bits / 8) as usize, samples as usize, 37, 3);
+                    let stored: Vec<u64> = (0..width * n * rows)
+                        .map(|_| u64::from(next()) & ((1u64 << bits) - 1))
+                        .collect();
+                    let mut data: Vec<u8> = stored
+                        .iter()
+                        .flat_map(|&v| {
+                            let b = &v.to_le_bytes()[..sb];
+                            let mut b = b.to_vec();
+                            if !little {
+                                b.reverse();
+                            }
+                            b
+                        })
+                        .collect();
+                    unpredict(&s, &mut data, width, n);
+                    let modulus = 1u64 << bits;
+                    for (i, chunk) in data.chunks_exact(sb).enumerate() {
+                        let (row, k) = (i / (width * n), i % (width * n));
+                        let want = (0..=k / n)
+                            .map(|j| stored[row * width * n + k % n + j * n])
+                            .fold(0u64, |a, v| (a + v) % modulus);
+                        let mut b = [0u8; 8];
+                        b[..sb].copy_from_slice(chunk);
+                        assert_eq!(
+                            u64::from_le_bytes(b),
+                            want,
+                            "{bits}-bit, {samples} samples, little {little}, sample {i}"
+                        );
+                    }
+                }
+            }
+        }
+    }
 
     #[test]
     fn packbits_runs_and_literals_decode_and_short_input_is_an_error() {
