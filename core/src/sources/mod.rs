@@ -37,7 +37,7 @@ pub mod limits;
 pub mod memory;
 pub mod mips;
 #[cfg(test)]
-pub(crate) mod oiio_refs;
+pub(crate) mod fixture_refs;
 mod positioned;
 pub mod procedural;
 pub mod ptex;

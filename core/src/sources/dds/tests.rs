@@ -5,35 +5,18 @@
 
 use super::*;
 use crate::sources::check::check_source;
+use crate::sources::fixture_refs::{self, read_level};
 use crate::textures::{mip_level_size, TexelType};
 use std::path::PathBuf;
 
 fn fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/fixtures/dds")
-        .join(name)
+    fixture_refs::fixture("dds", name)
 }
 
 fn temp(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("demandtex-dds-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     dir.join(name)
-}
-
-/// Level `level` of `src`, packed, read as one region.
-fn read_level(src: &DdsSource, info: &ImageInfo, level: u32) -> Vec<u8> {
-    let tb = info.format.texel_bytes();
-    let (w, h) = mip_level_size(info.width, info.height, level);
-    let mut data = vec![0u8; (w * h) as usize * tb];
-    let region = TileRegion {
-        level,
-        x: 0,
-        y: 0,
-        width: w,
-        height: h,
-    };
-    src.read_region(region, &mut data, w as usize * tb).unwrap();
-    data
 }
 
 const FIXTURES: [&str; 16] = [

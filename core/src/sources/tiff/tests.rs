@@ -3,19 +3,19 @@
 
 use super::*;
 use crate::sources::check::check_source;
-use crate::sources::oiio_refs::{self, levels};
+use crate::sources::fixture_refs::{self, levels};
 use crate::textures::{AddressMode, TexelType};
 use std::path::PathBuf;
 
 fn fixture(name: &str) -> PathBuf {
-    oiio_refs::fixture("tx", name)
+    fixture_refs::fixture("tx", name)
 }
 
 /// Compare the served texels with OIIO's (integers exactly after scaling, floats exactly).
 fn assert_matches_oiio(name: &str, only_level0: bool) -> (TiffSource, ImageInfo) {
     let src = TiffSource::new(fixture(name));
     let info = src.open().unwrap();
-    oiio_refs::assert_matches_oiio(&fixture(name), &src, &info, only_level0);
+    fixture_refs::assert_matches_oiio(&fixture(name), &src, &info, only_level0);
     (src, info)
 }
 

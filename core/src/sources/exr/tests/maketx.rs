@@ -2,7 +2,7 @@
 //! OIIO's own decode of every level (`.ref`), and maketx's fingerprint (`oiio:SHA-1`).
 
 use crate::sources::exr::ExrSource;
-use crate::sources::oiio_refs::{assert_matches_oiio, fixture};
+use crate::sources::fixture_refs::{assert_matches_oiio, fixture};
 use crate::sources::ImageSource;
 use crate::textures::TexelType;
 

@@ -1,6 +1,6 @@
-//! Test support: the reference texels OpenImageIO decoded from the fixtures other tools
-//! wrote (`tests/fixtures/{tx,exr}/NAME.ref`, made by `tests/fixtures/oiio-ref.sh`), and
-//! a source's levels to compare them with.
+//! Test support: the fixtures other tools wrote (`tests/fixtures/`), the reference texels
+//! decoded from them by those tools (`NAME.ref`; for `tx/` and `exr/`, OpenImageIO's, made
+//! by `tests/fixtures/oiio-ref.sh`), and a source's levels to compare them with.
 
 use super::ImageSource;
 use crate::textures::{mip_level_size, TexelType, TileRegion};
@@ -27,23 +27,27 @@ pub(crate) fn reference(file: &Path) -> Vec<(u32, u32, u32, Vec<f32>)> {
         .collect()
 }
 
-/// Every level of `src` as served, packed (`src` is open and described by `info`).
-pub(crate) fn levels(src: &dyn ImageSource, info: &super::ImageInfo) -> Vec<Vec<u8>> {
+/// Level `level` of `src` as served, packed, read as one region (`src` is open and
+/// described by `info`).
+pub(crate) fn read_level(src: &dyn ImageSource, info: &super::ImageInfo, level: u32) -> Vec<u8> {
     let tb = info.format.texel_bytes();
+    let (w, h) = mip_level_size(info.width, info.height, level);
+    let mut data = vec![0u8; (w * h) as usize * tb];
+    let region = TileRegion {
+        level,
+        x: 0,
+        y: 0,
+        width: w,
+        height: h,
+    };
+    src.read_region(region, &mut data, w as usize * tb).unwrap();
+    data
+}
+
+/// Every level of `src` as served, packed.
+pub(crate) fn levels(src: &dyn ImageSource, info: &super::ImageInfo) -> Vec<Vec<u8>> {
     (0..info.num_levels)
-        .map(|l| {
-            let (w, h) = mip_level_size(info.width, info.height, l);
-            let mut data = vec![0u8; (w * h) as usize * tb];
-            let region = TileRegion {
-                level: l,
-                x: 0,
-                y: 0,
-                width: w,
-                height: h,
-            };
-            src.read_region(region, &mut data, w as usize * tb).unwrap();
-            data
-        })
+        .map(|l| read_level(src, info, l))
         .collect()
 }
 
