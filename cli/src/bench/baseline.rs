@@ -28,15 +28,9 @@ impl FlatTexture {
         let tb = info.format.texel_bytes();
         let mut levels = Vec::new();
         for level in 0..info.num_levels {
-            let (w, h) = ((info.width >> level).max(1), (info.height >> level).max(1));
+            let region = TileRegion::whole_level(info.width, info.height, level);
+            let (w, h) = (region.width, region.height);
             let mut data = vec![0u8; w as usize * h as usize * tb];
-            let region = TileRegion {
-                level,
-                x: 0,
-                y: 0,
-                width: w,
-                height: h,
-            };
             source
                 .read_region(region, &mut data, w as usize * tb)
                 .map_err(|e| format!("{}: level {level}: {e}", source.name()))?;

@@ -31,16 +31,10 @@ pub(crate) fn reference(file: &Path) -> Vec<(u32, u32, u32, Vec<f32>)> {
 /// described by `info`).
 pub(crate) fn read_level(src: &dyn ImageSource, info: &super::ImageInfo, level: u32) -> Vec<u8> {
     let tb = info.format.texel_bytes();
-    let (w, h) = mip_level_size(info.width, info.height, level);
-    let mut data = vec![0u8; (w * h) as usize * tb];
-    let region = TileRegion {
-        level,
-        x: 0,
-        y: 0,
-        width: w,
-        height: h,
-    };
-    src.read_region(region, &mut data, w as usize * tb).unwrap();
+    let region = TileRegion::whole_level(info.width, info.height, level);
+    let row_bytes = region.width as usize * tb;
+    let mut data = vec![0u8; row_bytes * region.height as usize];
+    src.read_region(region, &mut data, row_bytes).unwrap();
     data
 }
 

@@ -30,14 +30,14 @@ pub mod detect;
 pub mod exr;
 pub mod fault;
 mod file_backed;
+#[cfg(test)]
+pub(crate) mod fixture_refs;
 pub mod float_image;
 pub mod identity;
 pub(crate) mod inflate;
 pub mod limits;
 pub mod memory;
 pub mod mips;
-#[cfg(test)]
-pub(crate) mod fixture_refs;
 mod positioned;
 pub mod procedural;
 pub mod ptex;

@@ -30,6 +30,20 @@ pub struct TileRegion {
     pub height: u32,
 }
 
+impl TileRegion {
+    /// Level `level` of a `width × height` (level-0) texture, whole.
+    pub fn whole_level(width: u32, height: u32, level: u32) -> TileRegion {
+        let (width, height) = mip_level_size(width, height, level);
+        TileRegion {
+            level,
+            x: 0,
+            y: 0,
+            width,
+            height,
+        }
+    }
+}
+
 /// What one page of a texture's range holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PageContent {

@@ -3,7 +3,7 @@
 use super::*;
 use crate::sources::mips::DownsampleFilter;
 use crate::sources::{ExrSource, ImageSource};
-use crate::textures::{mip_level_size, TexelFormat, TileRegion};
+use crate::textures::{TexelFormat, TileRegion};
 use exr::prelude::{FlatSamples, Levels, ReadChannels, ReadLayers};
 
 fn temp_file(name: &str) -> PathBuf {
@@ -109,14 +109,8 @@ fn the_source_serves_every_written_level_from_the_file() {
     assert_eq!(info.format, TexelFormat::RGBA32F, "RGB is served as RGBA");
     let mips = build_mips(&img, options.filter);
     for level in 0..info.num_levels {
-        let (w, h) = mip_level_size(150, 70, level);
-        let region = TileRegion {
-            level,
-            x: 0,
-            y: 0,
-            width: w,
-            height: h,
-        };
+        let region = TileRegion::whole_level(150, 70, level);
+        let (w, h) = (region.width, region.height);
         let row_bytes = w as usize * 16;
         let mut dest = vec![0u8; row_bytes * h as usize];
         source.read_region(region, &mut dest, row_bytes).unwrap();
