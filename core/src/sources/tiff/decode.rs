@@ -151,25 +151,33 @@ pub(crate) fn unpredict(s: &SampleLayout, data: &mut [u8], width: usize, per_pix
             if s.predictor == TiffPredictor::None {
                 return;
             }
-            // One running sum per sample of a pixel (16- and 32-bit samples wrap at their
-            // width); 8-bit samples through the SSE2 byte sums.
+            // 8-bit samples through the SSE2 byte sums; wider ones with one running sum
+            // per sample of a pixel.
             let mut acc = vec![0u32; per_pixel];
-            let mask = if sb == 2 { 0xffff } else { u32::MAX };
             for r in data.chunks_exact_mut(row) {
-                if sb == 1 {
-                    byte_prefix_sums(r, per_pixel);
-                    continue;
-                }
-                acc.fill(0);
-                for pixel in r.chunks_exact_mut(sb * per_pixel) {
-                    for (a, v) in acc.iter_mut().zip(pixel.chunks_exact_mut(sb)) {
-                        let mut b = [0u8; 4];
-                        b[..sb].copy_from_slice(v);
-                        *a = a.wrapping_add(u32::from_le_bytes(b)) & mask;
-                        v.copy_from_slice(&a.to_le_bytes()[..sb]);
-                    }
+                match sb {
+                    1 => byte_prefix_sums(r, per_pixel),
+                    2 => sample_sums::<2>(r, &mut acc),
+                    _ => sample_sums::<4>(r, &mut acc),
                 }
             }
+        }
+    }
+}
+
+/// Undo the horizontal predictor on one row of `SB`-byte little-endian samples (2 or 4),
+/// `acc.len()` samples a pixel: each becomes the wrapping sum of itself and the samples of
+/// its channel before it. (`SB` is a constant so that the copies below are moves, not
+/// calls to `memcpy`.)
+fn sample_sums<const SB: usize>(row: &mut [u8], acc: &mut [u32]) {
+    let mask = if SB == 2 { 0xffff } else { u32::MAX };
+    acc.fill(0);
+    for pixel in row.chunks_exact_mut(SB * acc.len()) {
+        for (a, v) in acc.iter_mut().zip(pixel.chunks_exact_mut(SB)) {
+            let mut b = [0u8; 4];
+            b[..SB].copy_from_slice(v);
+            *a = a.wrapping_add(u32::from_le_bytes(b)) & mask;
+            v.copy_from_slice(&a.to_le_bytes()[..SB]);
         }
     }
 }
