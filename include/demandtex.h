@@ -69,6 +69,11 @@ typedef unsigned long long uint64_t;
 // Address mode: outside is transparent black.
 #define DTEX_ADDRESS_BORDER 3
 
+// Address mode: the file's own wrap mode for this axis (maketx's `wrapmodes` in a `.tx`
+// or OpenEXR file), else BORDER: OpenImageIO's `WrapDefault`, USD's `useMetadata`.
+// Resolved when the texture opens: sampler records hold WRAP..BORDER only.
+#define DTEX_ADDRESS_FROM_FILE 4
+
 // Filter: nearest texel (or nearest level, for `mip_filter`).
 #define DTEX_FILTER_POINT 0
 

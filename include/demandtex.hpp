@@ -110,6 +110,8 @@ enum class AddressMode : std::uint32_t {
     Clamp = DTEX_ADDRESS_CLAMP,    ///< Clamp to the edge texel.
     Mirror = DTEX_ADDRESS_MIRROR,  ///< Repeat mirrored.
     Border = DTEX_ADDRESS_BORDER,  ///< Transparent black outside.
+    /// The file's own wrap mode (maketx's `wrapmodes`), else Border; resolved at open.
+    FromFile = DTEX_ADDRESS_FROM_FILE,
 };
 
 /// Filtering within a level, or between levels.

@@ -14,6 +14,10 @@ pub const DTEX_ADDRESS_CLAMP: u32 = 1;
 pub const DTEX_ADDRESS_MIRROR: u32 = 2;
 /// Address mode: outside is transparent black.
 pub const DTEX_ADDRESS_BORDER: u32 = 3;
+/// Address mode: the file's own wrap mode for this axis (maketx's `wrapmodes` in a `.tx`
+/// or OpenEXR file), else BORDER: OpenImageIO's `WrapDefault`, USD's `useMetadata`.
+/// Resolved when the texture opens: sampler records hold WRAP..BORDER only.
+pub const DTEX_ADDRESS_FROM_FILE: u32 = 4;
 /// Filter: nearest texel (or nearest level, for `mip_filter`).
 pub const DTEX_FILTER_POINT: u32 = 0;
 /// Filter: bilinear (or blend two levels, for `mip_filter`).
@@ -271,8 +275,9 @@ impl DtexTextureDesc {
             DTEX_ADDRESS_CLAMP => Ok(AddressMode::Clamp),
             DTEX_ADDRESS_MIRROR => Ok(AddressMode::Mirror),
             DTEX_ADDRESS_BORDER => Ok(AddressMode::Border),
+            DTEX_ADDRESS_FROM_FILE => Ok(AddressMode::FromFile),
             _ => Err(ApiError::invalid_argument(format!(
-                "DtexTextureDesc.{what} is {v} (DTEX_ADDRESS_WRAP 0 .. DTEX_ADDRESS_BORDER 3)"
+                "DtexTextureDesc.{what} is {v} (DTEX_ADDRESS_WRAP 0 .. DTEX_ADDRESS_FROM_FILE 4)"
             ))),
         };
         let filter = |v: u32, what: &str| match v {

@@ -52,16 +52,6 @@ fn predictor_name(p: TiffPredictor) -> Option<&'static str> {
     }
 }
 
-/// OIIO's name of an address mode (`wrapmodes`).
-fn wrap_name(m: AddressMode) -> &'static str {
-    match m {
-        AddressMode::Wrap => "periodic",
-        AddressMode::Clamp => "clamp",
-        AddressMode::Mirror => "mirror",
-        AddressMode::Border => "black",
-    }
-}
-
 fn sample_kind(layout: &TiffLayout) -> String {
     let s = &layout.samples;
     format!(
@@ -139,7 +129,12 @@ fn render(name: &str, layout: &TiffLayout, on_disk: u64, info: &ImageInfo) -> St
         );
     }
     if let Some([s, t]) = meta.wrap {
-        let _ = writeln!(out, "  wrap modes: {},{}", wrap_name(s), wrap_name(t));
+        let _ = writeln!(
+            out,
+            "  wrap modes: {},{}",
+            AddressMode::oiio_name(s),
+            AddressMode::oiio_name(t)
+        );
     }
     if let Some(c) = colors(&meta.constant_color) {
         let _ = writeln!(out, "  constant colour: {c}");
@@ -211,7 +206,7 @@ fn to_json(
         "predictor": predictor_name(s.predictor),
         "bytes_on_disk": on_disk, "levels": levels,
         "texture_format": meta.texture_format,
-        "wrap_modes": meta.wrap.map(|[a, b]| [wrap_name(a), wrap_name(b)]),
+        "wrap_modes": meta.wrap.map(|[a, b]| [AddressMode::oiio_name(a), AddressMode::oiio_name(b)]),
         "constant_color": meta.constant_color, "average_color": meta.average_color,
         "fingerprint": meta.fingerprint,
         "served_format": info.format.to_string(), "served_levels": info.num_levels,

@@ -14,13 +14,17 @@ use demandtex::error::{Error, Result};
 use demandtex::textures::{AddressMode, FilterMode, TextureDesc};
 use std::sync::Arc;
 
-/// The CUDA address mode of an engine address mode (same numbering).
+/// The CUDA address mode of an engine address mode (same numbering). `FromFile` is
+/// resolved when the texture opens (the engine publishes resolved modes); unresolved, it
+/// reads as black, its fallback.
 fn address_mode(m: AddressMode) -> sys::CUaddress_mode {
     match m {
         AddressMode::Wrap => sys::CUaddress_mode::CU_TR_ADDRESS_MODE_WRAP,
         AddressMode::Clamp => sys::CUaddress_mode::CU_TR_ADDRESS_MODE_CLAMP,
         AddressMode::Mirror => sys::CUaddress_mode::CU_TR_ADDRESS_MODE_MIRROR,
-        AddressMode::Border => sys::CUaddress_mode::CU_TR_ADDRESS_MODE_BORDER,
+        AddressMode::Border | AddressMode::FromFile => {
+            sys::CUaddress_mode::CU_TR_ADDRESS_MODE_BORDER
+        }
     }
 }
 

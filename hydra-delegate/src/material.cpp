@@ -80,14 +80,15 @@ TfToken _Token(const HdMaterialNode2& node, const TfToken& name) {
     return TfToken();
 }
 
-/// UsdUVTexture's wrap modes. `useMetadata` (the default) means the file's opinion, and
-/// black where the file has none, as Storm does; demandtex does not read wrap metadata, so
-/// it is black.
+/// UsdUVTexture's wrap modes. `useMetadata` (the default, and any value not named here)
+/// means the file's opinion, and black where the file has none, as Storm does: demandtex's
+/// `FromFile`, which reads maketx's `wrapmodes` when the texture opens.
 demandtex::AddressMode _Wrap(const TfToken& mode) {
     if (mode == _tokens->repeat) return demandtex::AddressMode::Wrap;
     if (mode == _tokens->mirror) return demandtex::AddressMode::Mirror;
     if (mode == _tokens->clamp) return demandtex::AddressMode::Clamp;
-    return demandtex::AddressMode::Border;
+    if (mode == _tokens->black) return demandtex::AddressMode::Border;
+    return demandtex::AddressMode::FromFile;
 }
 
 HdDemandTexTextureOutput _Output(const TfToken& name) {

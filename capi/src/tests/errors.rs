@@ -393,7 +393,7 @@ fn bad_field_values_name_the_field() {
     }
     let l = TestLoader::new();
     let desc_cases: [(Change<DtexTextureDesc>, &str); 5] = [
-        (|d| d.address_s = 4, "address_s"),
+        (|d| d.address_s = 5, "address_s"),
         (|d| d.address_t = 99, "address_t"),
         (|d| d.filter = 2, "filter"),
         (|d| d.mip_filter = 7, "mip_filter"),

@@ -34,9 +34,14 @@ impl Cache {
     }
 
     fn texture(&self, path: &std::path::Path) -> u32 {
+        self.texture_with(path, null())
+    }
+
+    /// The texture of `path` sampled with `desc` (NULL: the defaults).
+    fn texture_with(&self, path: &std::path::Path, desc: *const DtexTextureDesc) -> u32 {
         let mut tex = DTEX_NO_TEXTURE;
         // SAFETY: valid pointers.
-        ok(unsafe { dtex_cache_texture_for_path(self.0, cpath(path).as_ptr(), null(), &mut tex) });
+        ok(unsafe { dtex_cache_texture_for_path(self.0, cpath(path).as_ptr(), desc, &mut tex) });
         tex
     }
 
@@ -426,4 +431,41 @@ fn a_dds_file_is_a_texture_in_both_modes() {
         });
         assert_eq!(blocking, *mp);
     }
+}
+
+#[test]
+fn from_file_addressing_reads_a_maketx_files_wrapmodes() {
+    // tests/fixtures/tx/rgb8_lzw_wrap.tx: maketx --swrap periodic --twrap clamp.
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures/tx/rgb8_lzw_wrap.tx");
+    let lookups = |address_s, address_t| {
+        let cache = Cache::new();
+        let desc = DtexTextureDesc {
+            address_s,
+            address_t,
+            ..DtexTextureDesc::default()
+        };
+        let tex = cache.texture_with(&path, &desc);
+        let mut out = Vec::new();
+        for j in 0..9 {
+            for i in 0..9 {
+                let q = DtexGradQuery {
+                    texture: tex,
+                    s: -0.7 + 0.3 * i as f32,
+                    t: -0.65 + 0.3 * j as f32,
+                    dsdx: 0.01,
+                    dtdx: 0.0,
+                    dsdy: 0.0,
+                    dtdy: 0.01,
+                };
+                let v = cache.lookup(&q);
+                assert_eq!(v.resident, 1);
+                out.push(v.value.map(f32::to_bits));
+            }
+        }
+        out
+    };
+    let from_file = lookups(DTEX_ADDRESS_FROM_FILE, DTEX_ADDRESS_FROM_FILE);
+    assert_eq!(from_file, lookups(DTEX_ADDRESS_WRAP, DTEX_ADDRESS_CLAMP));
+    assert_ne!(from_file, lookups(DTEX_ADDRESS_BORDER, DTEX_ADDRESS_BORDER));
 }

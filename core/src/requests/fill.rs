@@ -371,7 +371,10 @@ pub(crate) fn init_texture(engine: &Engine, texture: TextureId, generation: u32)
     }
     let base = tail.base_color();
     let tail_bytes = layout.mip_tail_bytes as usize;
-    let mut sampler = TextureSampler::new(&layout, &desc, start_page);
+    // `AddressMode::FromFile` takes the file's wrap modes now; the sampler record (and
+    // the CUDA texture object, made from it at publication) holds the resolved modes.
+    let file_address = contain(|| Ok(source.address_modes())).unwrap_or(None);
+    let mut sampler = TextureSampler::new(&layout, &desc.resolved(file_address), start_page);
     let tail = RawBox::new(tail.bytes);
     if tail_bytes > 0 {
         sampler.mip_tail_data = tail.as_ptr() as *const u8 as u64;

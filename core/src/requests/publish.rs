@@ -15,6 +15,7 @@ use crate::error::Result;
 use crate::ids::PageId;
 use crate::paging::{PageMapping, NON_EVICTABLE};
 use crate::resources::{Route, TextureState};
+use crate::textures::{AddressMode, TextureDesc};
 use std::sync::Arc;
 
 /// A launch's hold on host memory: while it lives, nothing the launch could reach through
@@ -279,10 +280,18 @@ impl Engine {
         if record.generation != generation || record.state != TextureState::Ready {
             return Ok(Outcome::Gone);
         }
+        // The address modes as opened (`AddressMode::FromFile` resolved into the sampler).
+        let desc = TextureDesc {
+            address: [
+                AddressMode::from_code(sampler.address_s),
+                AddressMode::from_code(sampler.address_t),
+            ],
+            ..record.desc
+        };
         let contents = TextureContents {
             texture,
             layout,
-            desc: &record.desc,
+            desc: &desc,
             sampler,
             mip_tail: tail,
             texels_are_words: record.source.texels_are_words(),

@@ -38,7 +38,7 @@ pub(crate) fn address(i: i64, size: u32, mode: AddressMode) -> Option<u32> {
             let m = i.rem_euclid(2 * n);
             Some(if m < n { m } else { 2 * n - 1 - m } as u32)
         }
-        AddressMode::Border => None,
+        AddressMode::Border | AddressMode::FromFile => None, // FromFile: resolved at open
     }
 }
 

@@ -535,6 +535,10 @@ impl ImageSource for FaultInjectingSource {
         self.inner.read_base_color()
     }
 
+    fn address_modes(&self) -> Option<[crate::textures::AddressMode; 2]> {
+        self.inner.address_modes()
+    }
+
     fn tiles_coalescable(&self) -> bool {
         self.inner.tiles_coalescable()
     }

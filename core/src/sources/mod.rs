@@ -222,6 +222,14 @@ pub trait ImageSource: Send + Sync {
     fn read_base_color(&self) -> Result<Option<[f32; 4]>, SourceError> {
         Ok(None)
     }
+
+    /// The file's own wrap modes for s and t (maketx's `wrapmodes`), asked after a
+    /// successful [`open`](ImageSource::open): what
+    /// [`AddressMode::FromFile`](crate::textures::AddressMode::FromFile) resolves to.
+    /// `None` (the default): the file says nothing.
+    fn address_modes(&self) -> Option<[crate::textures::AddressMode; 2]> {
+        None
+    }
 }
 
 /// The levels of `layout`'s mip tail with their offsets in the packed tail buffer: what

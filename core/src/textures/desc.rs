@@ -1,7 +1,8 @@
 //! How a texture is sampled: address modes, filters, anisotropy, fallback colour.
 
 /// What happens to coordinates outside [0, 1). Values shared with C and CUDA
-/// (they equal CUDA's `CUaddress_mode`).
+/// (0–3 equal CUDA's `CUaddress_mode`; [`FromFile`](AddressMode::FromFile) is resolved
+/// when the texture opens, so sampler records and device code only ever see 0–3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, serde::Serialize)]
 #[repr(u32)]
 pub enum AddressMode {
@@ -14,17 +15,65 @@ pub enum AddressMode {
     Mirror = 2,
     /// Outside is transparent black.
     Border = 3,
+    /// The file's own wrap mode for this axis (maketx's `wrapmodes` in a `.tx` or
+    /// OpenEXR file, [`ImageSource::address_modes`]), else [`Border`](AddressMode::Border):
+    /// OpenImageIO's `WrapDefault` and USD's `useMetadata`, which both read a file without
+    /// the metadata as black. Resolved once, when the texture opens
+    /// ([`TextureDesc::resolve_address`]).
+    ///
+    /// [`ImageSource::address_modes`]: crate::sources::ImageSource::address_modes
+    FromFile = 4,
 }
 
 impl AddressMode {
-    /// The mode for a device code.
+    /// The mode for a device code (unknown codes are `Wrap`).
     pub fn from_code(code: u32) -> AddressMode {
         match code {
             1 => AddressMode::Clamp,
             2 => AddressMode::Mirror,
             3 => AddressMode::Border,
+            4 => AddressMode::FromFile,
             _ => AddressMode::Wrap,
         }
+    }
+
+    /// OpenImageIO's name of a wrap mode (`black`, `clamp`, `periodic`, `mirror`), as
+    /// maketx writes it; `None` for another name.
+    pub fn from_oiio_name(name: &str) -> Option<AddressMode> {
+        Some(match name.trim() {
+            "black" => AddressMode::Border,
+            "clamp" => AddressMode::Clamp,
+            "periodic" => AddressMode::Wrap,
+            "mirror" => AddressMode::Mirror,
+            _ => return None,
+        })
+    }
+
+    /// OpenImageIO's name of this mode (`FromFile` is its `default`).
+    pub fn oiio_name(self) -> &'static str {
+        match self {
+            AddressMode::Wrap => "periodic",
+            AddressMode::Clamp => "clamp",
+            AddressMode::Mirror => "mirror",
+            AddressMode::Border => "black",
+            AddressMode::FromFile => "default",
+        }
+    }
+
+    /// OpenImageIO's `wrapmodes` metadata, `s,t` (one name stands for both): the value of
+    /// maketx's `wrapmodes` in a `.tx` and of the OpenEXR standard attribute. `None` if
+    /// either name is unknown.
+    pub fn parse_oiio_wrapmodes(text: &str) -> Option<[AddressMode; 2]> {
+        let mut parts = text.split(',');
+        let s = AddressMode::from_oiio_name(parts.next()?)?;
+        let t = match parts.next() {
+            Some(t) => AddressMode::from_oiio_name(t)?,
+            None => s,
+        };
+        if parts.next().is_some() {
+            return None;
+        }
+        Some([s, t])
     }
 }
 
@@ -78,8 +127,80 @@ impl Default for TextureDesc {
     }
 }
 
+impl TextureDesc {
+    /// The address modes the texture is sampled with, given the file's own (`file`, from
+    /// [`ImageSource::address_modes`](crate::sources::ImageSource::address_modes)): an
+    /// axis set to [`AddressMode::FromFile`] takes the file's mode for that axis, and
+    /// [`AddressMode::Border`] when the file has none. The one place this rule lives.
+    pub fn resolve_address(&self, file: Option<[AddressMode; 2]>) -> [AddressMode; 2] {
+        let mut out = self.address;
+        for (axis, mode) in out.iter_mut().enumerate() {
+            if *mode == AddressMode::FromFile {
+                *mode = match file.map(|f| f[axis]) {
+                    Some(AddressMode::FromFile) | None => AddressMode::Border,
+                    Some(m) => m,
+                };
+            }
+        }
+        out
+    }
+
+    /// This description with its address modes resolved against the file's
+    /// ([`resolve_address`](TextureDesc::resolve_address)).
+    pub fn resolved(&self, file: Option<[AddressMode; 2]>) -> TextureDesc {
+        TextureDesc {
+            address: self.resolve_address(file),
+            ..*self
+        }
+    }
+}
+
 /// Opaque magenta: the default colour of failed textures.
 pub const DEFAULT_FALLBACK_COLOR: [f32; 4] = [1.0, 0.0, 1.0, 1.0];
 
 /// Most anisotropy supported (as CUDA).
 pub const MAX_ANISOTROPY: u32 = 16;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use AddressMode::*;
+
+    #[test]
+    fn oiio_wrapmodes_parse_as_maketx_writes_them() {
+        let p = AddressMode::parse_oiio_wrapmodes;
+        assert_eq!(p("black,black"), Some([Border, Border]));
+        assert_eq!(p("periodic,clamp"), Some([Wrap, Clamp]));
+        assert_eq!(p("mirror"), Some([Mirror, Mirror]));
+        assert_eq!(p(" clamp , periodic "), Some([Clamp, Wrap]));
+        assert_eq!(p("periodic,default"), None);
+        assert_eq!(p("clamp,clamp,clamp"), None);
+        assert_eq!(p(""), None);
+    }
+
+    #[test]
+    fn from_file_takes_the_files_mode_per_axis_and_black_without_one() {
+        let desc = TextureDesc {
+            address: [FromFile, Clamp],
+            ..TextureDesc::default()
+        };
+        assert_eq!(desc.resolve_address(Some([Wrap, Mirror])), [Wrap, Clamp]);
+        assert_eq!(desc.resolve_address(None), [Border, Clamp]);
+        assert_eq!(
+            desc.resolve_address(Some([FromFile, Wrap])),
+            [Border, Clamp]
+        );
+        let both = TextureDesc {
+            address: [FromFile; 2],
+            ..desc
+        };
+        assert_eq!(both.resolved(Some([Mirror, Wrap])).address, [Mirror, Wrap]);
+        // Explicit modes win over the file's.
+        let explicit = TextureDesc::default();
+        assert_eq!(explicit.resolve_address(Some([Clamp, Clamp])), [Wrap, Wrap]);
+        assert_eq!(AddressMode::from_code(FromFile as u32), FromFile);
+        for m in [Wrap, Clamp, Mirror, Border] {
+            assert_eq!(AddressMode::from_oiio_name(m.oiio_name()), Some(m));
+        }
+    }
+}

@@ -257,7 +257,8 @@ impl Texture {
                     p
                 }
             }
-            AddressMode::Border => {
+            // FromFile: resolved at open; an unresolved one reads as black.
+            AddressMode::Border | AddressMode::FromFile => {
                 if i < 0 || i >= n {
                     return None;
                 }

@@ -578,6 +578,13 @@ impl ImageSource for ExrSource {
         serve::file_tile(&o.file, o.stored_levels, level)
     }
 
+    /// The standard `wrapmodes` attribute (OpenImageIO's names, as maketx writes them).
+    fn address_modes(&self) -> Option<[crate::textures::AddressMode; 2]> {
+        let o = self.opened().ok()?;
+        let text = o.file.header().own_attributes.wrap_mode_name.as_ref()?;
+        crate::textures::AddressMode::parse_oiio_wrapmodes(&text.to_string())
+    }
+
     /// The first call describes the file parsed so far (or parses it); every later call
     /// parses the file now at the path anew (see the module docs).
     fn open(&self) -> Result<ImageInfo, SourceError> {

@@ -188,28 +188,6 @@ pub struct TiffLayout {
     pub metadata: TxMetadata,
 }
 
-/// Parse one OIIO wrap mode name.
-fn wrap_mode(name: &str) -> Option<AddressMode> {
-    Some(match name.trim() {
-        "black" => AddressMode::Border,
-        "clamp" => AddressMode::Clamp,
-        "periodic" => AddressMode::Wrap,
-        "mirror" => AddressMode::Mirror,
-        _ => return None,
-    })
-}
-
-/// `a,b` wrap modes (one name stands for both).
-fn wrap_modes(text: &str) -> Option<[AddressMode; 2]> {
-    let mut parts = text.split(',');
-    let s = wrap_mode(parts.next()?)?;
-    let t = match parts.next() {
-        Some(t) => wrap_mode(t)?,
-        None => s,
-    };
-    Some([s, t])
-}
-
 /// Parse OIIO's `key=value` ImageDescription (space-separated, values without spaces).
 fn description_value<'d>(description: &'d str, key: &str) -> Option<&'d str> {
     description
@@ -277,7 +255,9 @@ impl TiffLayout {
             .or_else(|| description_value(&description, "wrapmodes").map(str::to_owned));
         let metadata = TxMetadata {
             texture_format: r.ascii(first, OIIO_TEXTURE_FORMAT)?,
-            wrap: wrap_text.as_deref().and_then(wrap_modes),
+            wrap: wrap_text
+                .as_deref()
+                .and_then(AddressMode::parse_oiio_wrapmodes),
             constant_color: description_value(&description, "oiio:ConstantColor").and_then(floats),
             average_color: description_value(&description, "oiio:AverageColor").and_then(floats),
             fingerprint: description_value(&description, "oiio:SHA-1")

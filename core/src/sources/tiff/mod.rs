@@ -20,8 +20,8 @@
 //!
 //! OIIO's texture metadata ([`TxMetadata`]): `oiio:ConstantColor`, else
 //! `oiio:AverageColor`, is the base colour ([`ImageSource::read_base_color`]) with no read;
-//! the wrap modes are reported ([`TiffSource::metadata`]) for the caller's
-//! [`TextureDesc`](crate::textures::TextureDesc); maketx's fingerprint (`oiio:SHA-1`) is
+//! the wrap modes are what [`AddressMode::FromFile`](crate::textures::AddressMode::FromFile)
+//! samples with ([`ImageSource::address_modes`]); maketx's fingerprint (`oiio:SHA-1`) is
 //! part of the source's [`ContentIdentity`](crate::sources::ContentIdentity), so that
 //! files of one source share tiles ([`crate::sources::identity`]).
 //!
@@ -422,5 +422,10 @@ impl ImageSource for TiffSource {
         let o = self.opened()?;
         let layout = &o.value.layout;
         Ok(layout.metadata.base_color(layout.samples.samples))
+    }
+
+    /// maketx's `wrapmodes` ([`TxMetadata::wrap`]).
+    fn address_modes(&self) -> Option<[crate::textures::AddressMode; 2]> {
+        self.opened().ok()?.value.layout.metadata.wrap
     }
 }
