@@ -101,6 +101,9 @@ using MipTailLevel = DtexMipTailLevel;
 /// are passed to the library without copying. Aggregate-initialise it:
 /// `GradQuery{tex, s, t, dsdx, dtdx, dsdy, dtdy}`.
 using GradQuery = DtexGradQuery;
+/// One Ptex lookup of `Cache::ptexSampleBatch` (the C struct): aggregate-initialise it,
+/// `PtexQuery{tex, face, u, v, dudx, dvdx, dudy, dvdy}`.
+using PtexQuery = DtexPtexQuery;
 /// What device code reads: the page table, residence and request bits of one launch.
 using DeviceContext = DtexDeviceContext;
 
@@ -1468,6 +1471,15 @@ public:
         check(dtex_cache_ptex_sample(h_.get(), texture, face, u, v, dudx, dvdx, dudy, dvdy, &options.raw(), out,
                                      channels, &r));
         return detail::ptexSampled(r);
+    }
+
+    /// `count` blocking Ptex lookups (`dtex_cache_ptex_sample_batch`): query `i` writes
+    /// `channels` floats at `out + i * channels` and, if `results` is not null, `results[i]`;
+    /// faster than a call per query.
+    void ptexSampleBatch(const PtexQuery* queries, std::size_t count, float* out, std::size_t channels,
+                         DtexPtexSampled* results = nullptr,
+                         const PtexFilterOptions& options = PtexFilterOptions()) const {
+        check(dtex_cache_ptex_sample_batch(h_.get(), queries, count, &options.raw(), out, channels, results));
     }
 
     /// A statistics snapshot.

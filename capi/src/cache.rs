@@ -7,7 +7,8 @@ use crate::options::{DtexLoaderOptions, DtexStats, DtexTextureDesc};
 use crate::ptex::PtexTable;
 use crate::sampling::{sample_options, DtexGradQuery, DtexSample, DtexSampleOptions};
 use crate::status::{ApiResult, DtexStatus};
-use engine::{TextureCache, TextureId};
+use engine::sampling::Sample;
+use engine::{GradLookup, TextureCache, TextureId};
 use std::ffi::c_char;
 use std::sync::Arc;
 
@@ -175,16 +176,31 @@ pub unsafe extern "C" fn dtex_cache_tex2d_grad_batch(
             )
         };
         let c = get(cache)?;
-        for (i, q) in queries.iter().enumerate() {
-            let v = c.tex2d_grad(
-                TextureId(q.texture),
-                q.s,
-                q.t,
-                [q.dsdx, q.dtdx],
-                [q.dsdy, q.dtdy],
-                &o,
-            );
-            samples.set(i, v.into());
+        // Core's batch, a chunk at a time (the queries converted on the stack).
+        const CHUNK: usize = 256;
+        let mut lookups = [GradLookup {
+            texture: TextureId(0),
+            s: 0.0,
+            t: 0.0,
+            ddx: [0.0; 2],
+            ddy: [0.0; 2],
+        }; CHUNK];
+        let mut out = [Sample::new([0.0; 4], false); CHUNK];
+        for (k, chunk) in queries.chunks(CHUNK).enumerate() {
+            for (l, q) in lookups.iter_mut().zip(chunk) {
+                *l = GradLookup {
+                    texture: TextureId(q.texture),
+                    s: q.s,
+                    t: q.t,
+                    ddx: [q.dsdx, q.dtdx],
+                    ddy: [q.dsdy, q.dtdy],
+                };
+            }
+            let n = chunk.len();
+            c.tex2d_grad_batch(&lookups[..n], &o, &mut out[..n])?;
+            for (i, v) in out[..n].iter().enumerate() {
+                samples.set(k * CHUNK + i, (*v).into());
+            }
         }
         Ok(())
     })

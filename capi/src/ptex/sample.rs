@@ -2,10 +2,12 @@
 //! core's `ptex_sample` (this module only checks the arguments and copies the values).
 
 use super::{check_face, DtexPtexFilterOptions, DtexPtexSampled};
+use crate::boundary::slice_in;
 use crate::boundary::{entry, optional_in, slice_out, Out};
 use crate::handles::{DtexCache, DtexLaunch};
-use crate::status::{ApiResult, DtexStatus};
+use crate::status::{ApiError, ApiResult, DtexStatus};
 use crate::{cache, launch};
+use engine::ptex::{PtexLookup, PtexTexture};
 use engine::sampling::ptex::{PtexFilterOptions, PtexSampled};
 
 /// The arguments of one lookup, checked: the values buffer, the result, the options.
@@ -154,6 +156,119 @@ pub unsafe extern "C" fn dtex_cache_ptex_sample(
             c.cache
                 .ptex_sample(&tex, face, u, v, dudx, dvdx, dudy, dvdy, &o, buf)
         });
+        Ok(())
+    })
+}
+
+/// One lookup of `dtex_cache_ptex_sample_batch`: the arguments of `dtex_cache_ptex_sample`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct DtexPtexQuery {
+    /// A Ptex texture of the cache.
+    pub texture: u32,
+    /// The face.
+    pub face: u32,
+    /// u in the face.
+    pub u: f32,
+    /// v in the face.
+    pub v: f32,
+    /// du per pixel step in x.
+    pub dudx: f32,
+    /// dv per pixel step in x.
+    pub dvdx: f32,
+    /// du per pixel step in y.
+    pub dudy: f32,
+    /// dv per pixel step in y.
+    pub dvdy: f32,
+}
+
+/// `count` blocking Ptex lookups in one call: query `i` writes `channels` floats at
+/// `out + i * channels` and its result to `out_results[i]` (NULL: not reported), what
+/// `dtex_cache_ptex_sample` gives it alone with the same `options`. Faster than a call per
+/// query (core's `TextureCache::ptex_sample_batch`: a chunk of queries shares one pinned
+/// view, consecutive queries of one texture share its sampler and the unit they located
+/// last): renderers should pass their shading batches whole.
+///
+/// Errors: INVALID_HANDLE; UNKNOWN_TEXTURE (a query's texture is not a Ptex texture of
+/// this cache); INVALID_ARGUMENT (NULL `queries` or `out` with work to do, `count ×
+/// channels` overflowing, a face id a query's texture lacks, bad options). Every query is
+/// checked before any is looked up; nothing is written on error. Ownership: the arrays
+/// are the caller's, used only during the call. Thread-safety: any number of threads.
+///
+/// # Safety
+/// `queries` points to `count` readable queries; `out` to `count * channels` writable
+/// floats; `out_results` is NULL or points to `count` writable results; `options` is NULL
+/// or points to a `DtexPtexFilterOptions`. The arrays must not overlap.
+#[no_mangle]
+pub unsafe extern "C" fn dtex_cache_ptex_sample_batch(
+    cache: DtexCache,
+    queries: *const DtexPtexQuery,
+    count: usize,
+    options: *const DtexPtexFilterOptions,
+    out: *mut f32,
+    channels: usize,
+    out_results: *mut DtexPtexSampled,
+) -> DtexStatus {
+    entry(|| {
+        let total = count.checked_mul(channels).ok_or_else(|| {
+            ApiError::invalid_argument(format!("{count} queries × {channels} channels"))
+        })?;
+        // SAFETY: the caller's contract.
+        let (queries, mut values, mut results, options) = unsafe {
+            (
+                slice_in(queries, count, "queries")?,
+                slice_out(out, total, "out")?,
+                match out_results.is_null() {
+                    true => None,
+                    false => Some(slice_out(out_results, count, "out_results")?),
+                },
+                DtexPtexFilterOptions::resolve(optional_in(options)?)?,
+            )
+        };
+        let c = cache::get(cache)?;
+        // Each distinct texture once (batches mostly hold a few), every face checked.
+        let mut textures: Vec<PtexTexture> = Vec::new();
+        let mut slot = Vec::with_capacity(count);
+        for q in queries {
+            let at = match textures.iter().position(|t| t.id().0 == q.texture) {
+                Some(at) => at,
+                None => {
+                    textures.push(c.ptex.get(q.texture)?);
+                    textures.len() - 1
+                }
+            };
+            check_face(&textures[at], q.face)?;
+            slot.push(at);
+        }
+        const CHUNK: usize = 256;
+        let mut buf = Vec::new();
+        let mut sampled = [PtexSampled::default(); CHUNK];
+        for (k, chunk) in queries.chunks(CHUNK).enumerate() {
+            let first = k * CHUNK;
+            let lookups: Vec<PtexLookup<'_>> = chunk
+                .iter()
+                .zip(&slot[first..])
+                .map(|(q, &at)| PtexLookup {
+                    texture: &textures[at],
+                    face: q.face,
+                    uv: [q.u, q.v],
+                    d: [q.dudx, q.dvdx, q.dudy, q.dvdy],
+                })
+                .collect();
+            let n = chunk.len();
+            buf.clear();
+            buf.resize(n * channels, 0.0f32);
+            c.cache
+                .ptex_sample_batch(&lookups, &options, channels, &mut buf, &mut sampled[..n])?;
+            for (i, &v) in buf.iter().enumerate() {
+                values.set(first * channels + i, v);
+            }
+            if let Some(r) = results.as_mut() {
+                for (i, s) in sampled[..n].iter().enumerate() {
+                    r.set(first + i, (*s).into());
+                }
+            }
+        }
         Ok(())
     })
 }

@@ -255,6 +255,147 @@ fn blocking_lookups_on_a_cache_of_a_few_pages_equal_the_resident_values() {
 }
 
 #[test]
+fn a_blocking_batch_equals_the_calls_one_by_one_and_checks_every_query_first() {
+    // Two fixtures in one cache of a few pages; each filter's lookups as one batch that
+    // alternates between them, against `dtex_cache_ptex_sample` query by query on a cache
+    // of its own.
+    let files = fixtures();
+    let (pa, pb) = (&files[0], &files[3]);
+    let new_cache = || {
+        let options = DtexLoaderOptions {
+            max_texture_memory: 12 * u64::from(DTEX_TILE_BYTES),
+            fill_threads: 1,
+            ..small_options()
+        };
+        let mut cache = DtexCache::default();
+        // SAFETY: valid pointers.
+        ok(unsafe { dtex_cache_create(&options, &mut cache) });
+        let mut ids = [0u32; 2];
+        for (id, path) in ids.iter_mut().zip([pa, pb]) {
+            // SAFETY: valid pointers.
+            ok(unsafe { dtex_cache_ptex_create(cache, cpath(path).as_ptr(), id) });
+        }
+        (cache, ids)
+    };
+    let (batch_cache, ids) = new_cache();
+    let (single_cache, single_ids) = new_cache();
+    let faces = |path: &Path| PtexFile::open(path).unwrap().num_faces() as u32;
+    let (la, lb) = (lookups(faces(pa), 120), lookups(faces(pb), 120));
+    const CHANNELS: usize = 3;
+    for filter in 0..9u32 {
+        let options = DtexPtexFilterOptions {
+            filter,
+            ..la[0].options
+        };
+        let queries: Vec<DtexPtexQuery> = (0..la.len())
+            .map(|i| {
+                let (which, l) = if i % 5 < 3 { (0, &la[i]) } else { (1, &lb[i]) };
+                DtexPtexQuery {
+                    texture: ids[which],
+                    face: l.face,
+                    u: l.uv[0],
+                    v: l.uv[1],
+                    dudx: l.d[0],
+                    dvdx: l.d[1],
+                    dudy: l.d[2],
+                    dvdy: l.d[3],
+                }
+            })
+            .collect();
+        let mut out = vec![f32::NAN; queries.len() * CHANNELS];
+        let mut results = vec![DtexPtexSampled::default(); queries.len()];
+        // SAFETY: the arrays hold `count` queries and results and `count * CHANNELS` floats.
+        ok(unsafe {
+            dtex_cache_ptex_sample_batch(
+                batch_cache,
+                queries.as_ptr(),
+                queries.len(),
+                &options,
+                out.as_mut_ptr(),
+                CHANNELS,
+                results.as_mut_ptr(),
+            )
+        });
+        for (k, q) in queries.iter().enumerate() {
+            let mut want = [f32::NAN; CHANNELS];
+            let mut r = DtexPtexSampled::default();
+            let tex = single_ids[usize::from(q.texture != ids[0])];
+            // SAFETY: `want` holds CHANNELS floats.
+            ok(unsafe {
+                dtex_cache_ptex_sample(
+                    single_cache,
+                    tex,
+                    q.face,
+                    q.u,
+                    q.v,
+                    q.dudx,
+                    q.dvdx,
+                    q.dudy,
+                    q.dvdy,
+                    &options,
+                    want.as_mut_ptr(),
+                    CHANNELS,
+                    &mut r,
+                )
+            });
+            assert_eq!(results[k], r, "filter {filter} query {k}");
+            assert_eq!(r.resident, 1, "filter {filter} query {k}");
+            let got = &out[k * CHANNELS..(k + 1) * CHANNELS];
+            assert_eq!(
+                got.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+                want.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+                "filter {filter} query {k}"
+            );
+        }
+    }
+    // Every query is checked before any is looked up: a bad face, an unknown texture, a
+    // NULL output give their statuses and write nothing.
+    let good = DtexPtexQuery {
+        texture: ids[0],
+        face: 0,
+        u: 0.5,
+        v: 0.5,
+        ..Default::default()
+    };
+    let bad_face = DtexPtexQuery {
+        face: faces(pa),
+        ..good
+    };
+    let unknown = DtexPtexQuery {
+        texture: 9999,
+        ..good
+    };
+    for (bad, status) in [
+        (bad_face, DTEX_STATUS_INVALID_ARGUMENT),
+        (unknown, DTEX_STATUS_UNKNOWN_TEXTURE),
+    ] {
+        let qs = [good, bad];
+        let mut out = [f32::NAN; 2];
+        // SAFETY: two queries, two floats, no results.
+        let s = unsafe {
+            dtex_cache_ptex_sample_batch(
+                batch_cache,
+                qs.as_ptr(),
+                2,
+                null(),
+                out.as_mut_ptr(),
+                1,
+                null_mut(),
+            )
+        };
+        assert_eq!(s, status);
+        assert!(out.iter().all(|x| x.is_nan()), "nothing written: {out:?}");
+    }
+    // SAFETY: NULL output with work to do.
+    let s = unsafe {
+        dtex_cache_ptex_sample_batch(batch_cache, &good, 1, null(), null_mut(), 1, null_mut())
+    };
+    assert_eq!(s, DTEX_STATUS_INVALID_ARGUMENT);
+    ok(dtex_cache_destroy(batch_cache));
+    ok(dtex_cache_destroy(single_cache));
+}
+
+#[test]
 fn texture_and_face_info_are_the_readers() {
     let loader = TestLoader::new();
     for path in fixtures() {

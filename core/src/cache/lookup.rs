@@ -22,14 +22,37 @@ thread_local! {
     static PINS: RefCell<Vec<ThreadPin>> = const { RefCell::new(Vec::new()) };
 }
 
+/// One lookup of [`TextureCache::tex2d_grad_batch`]: the arguments of
+/// [`TextureCache::tex2d_grad`].
+///
+/// [`TextureCache::tex2d_grad_batch`]: super::TextureCache::tex2d_grad_batch
+/// [`TextureCache::tex2d_grad`]: super::TextureCache::tex2d_grad
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GradLookup {
+    /// The texture.
+    pub texture: crate::ids::TextureId,
+    /// s.
+    pub s: f32,
+    /// t.
+    pub t: f32,
+    /// The screen-space x gradient of (s, t).
+    pub ddx: [f32; 2],
+    /// The screen-space y gradient of (s, t).
+    pub ddy: [f32; 2],
+}
+
+/// Queries [`blocking_batch`] samples on one pinned view: enough to spread the pin and a
+/// lookup's set-up over many, few enough that a pin stays short.
+pub(crate) const BATCH_CHUNK: usize = 32;
+
 /// Run `sample` on a pinned view of `loader`; the view lists the misses in `misses`.
 #[inline]
-fn sample_pinned(
+fn sample_pinned<R>(
     loader: &Loader,
     misses: &MissList,
     options: &SampleOptions,
-    sample: &impl Fn(CpuView<'_>, &SampleOptions) -> Sample,
-) -> Sample {
+    sample: &impl Fn(CpuView<'_>, &SampleOptions) -> R,
+) -> R {
     let engine = loader.engine();
     let run = |pin: &ThreadPin| {
         let _guard = engine.epochs.pin_thread(pin);
@@ -99,5 +122,62 @@ pub(crate) fn blocking_lookup(
     Sample {
         resident: false,
         ..result
+    }
+}
+
+/// Blocking lookups of the queries `0..count`, [`BATCH_CHUNK`] at a time on one pinned
+/// view: `sample(view, options, pending, missed)` samples the queries `pending` lists
+/// (storing their results itself) and pushes onto `missed` those that were not resident.
+/// A query that missed is then looked up on its own, exactly as [`blocking_lookup`] does
+/// (its misses filled in this thread, sampled again, and after [`MAX_ROUNDS`] sampled
+/// with `fallback_to_coarser`, its result standing as the closure stores it): each query
+/// ends as it would alone, and the queries that hit share the pin and the set-up.
+pub(crate) fn blocking_batch(
+    loader: &Loader,
+    options: &SampleOptions,
+    count: usize,
+    sample: impl Fn(CpuView<'_>, &SampleOptions, &[usize], &mut Vec<usize>),
+) {
+    let engine = loader.engine();
+    let misses = MissList::new();
+    let missed = RefCell::new(Vec::with_capacity(BATCH_CHUNK));
+    // Sample `pending` on one pin; true if any of them missed.
+    let run = |pending: &[usize], o: &SampleOptions| {
+        missed.borrow_mut().clear();
+        misses.clear();
+        sample_pinned(loader, &misses, o, &|view, o| {
+            sample(view, o, pending, &mut missed.borrow_mut())
+        });
+        !missed.borrow().is_empty()
+    };
+    let mut chunk = Vec::with_capacity(BATCH_CHUNK);
+    let mut retry = Vec::with_capacity(BATCH_CHUNK);
+    for first in (0..count).step_by(BATCH_CHUNK) {
+        chunk.clear();
+        chunk.extend(first..(first + BATCH_CHUNK).min(count));
+        if !run(&chunk, options) {
+            continue;
+        }
+        retry.clear();
+        retry.extend_from_slice(&missed.borrow());
+        'query: for &i in &retry {
+            let one = [i];
+            for _ in 0..MAX_ROUNDS {
+                if !run(&one, options) || misses.is_empty() {
+                    continue 'query; // resident, or nothing to load: the result stands
+                }
+                let mut progress = false;
+                for page in misses.pages() {
+                    progress |= blocking::fill_page(engine, page);
+                }
+                if !progress {
+                    std::thread::yield_now();
+                }
+            }
+            engine.host.lock().counters.blocking_fallbacks += 1;
+            let mut coarser = *options;
+            coarser.fallback_to_coarser = true;
+            run(&one, &coarser);
+        }
     }
 }

@@ -47,7 +47,7 @@
 //! [`Stats::blocking_fallbacks`]; it never waits forever.
 
 mod lookup;
-pub(crate) use lookup::blocking_lookup;
+pub(crate) use lookup::{blocking_batch, blocking_lookup};
 #[cfg(test)]
 mod tests;
 
@@ -60,6 +60,7 @@ use crate::sampling::{self, Sample, SampleOptions};
 use crate::sources::file_source;
 use crate::textures::{TextureDesc, DEFAULT_FALLBACK_COLOR};
 use crate::udim;
+pub use lookup::GradLookup;
 use parking_lot::RwLock;
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -170,6 +171,45 @@ impl TextureCache {
         self.lookup(options, |view, o| {
             sampling::tex2d_grad(view, texture, s, t, ddx, ddy, o)
         })
+    }
+
+    /// Every lookup of `queries` as [`tex2d_grad`](Self::tex2d_grad) would give it, into
+    /// `out[i]`: the same results, faster (a chunk of queries shares one pinned view of
+    /// the page table; a query that misses is then looked up on its own).
+    ///
+    /// Errors: [`Error::InvalidArgument`](crate::Error::InvalidArgument) if `out` is
+    /// shorter than `queries` (nothing is looked up).
+    pub fn tex2d_grad_batch(
+        &self,
+        queries: &[GradLookup],
+        options: &SampleOptions,
+        out: &mut [Sample],
+    ) -> Result<()> {
+        if out.len() < queries.len() {
+            return Err(crate::Error::InvalidArgument(format!(
+                "tex2d_grad_batch: {} queries, room for {} results",
+                queries.len(),
+                out.len()
+            )));
+        }
+        let out = RefCell::new(out);
+        lookup::blocking_batch(
+            &self.loader,
+            options,
+            queries.len(),
+            |view, o, pending, missed| {
+                let mut out = out.borrow_mut();
+                for &i in pending {
+                    let q = &queries[i];
+                    let s = sampling::tex2d_grad(view, q.texture, q.s, q.t, q.ddx, q.ddy, o);
+                    out[i] = s;
+                    if !s.resident {
+                        missed.push(i);
+                    }
+                }
+            },
+        );
+        Ok(())
     }
 
     /// [`tex2d_grad`](Self::tex2d_grad) by file path (as OIIO's `texture(filename, ...)`):

@@ -3,7 +3,8 @@
 
 use super::{for_each_chunk, Prepared, ReplayArgs, Replayed, Report, Results};
 use crate::error::CliError;
-use demandtex::{LoaderOptions, SampleOptions, TextureCache, TextureDesc, TextureId};
+use demandtex::sampling::Sample;
+use demandtex::{GradLookup, LoaderOptions, SampleOptions, TextureCache, TextureDesc, TextureId};
 use std::time::Instant;
 
 /// The cache a blocking replay runs on: `budget` bytes, `threads` fill threads, pages as
@@ -60,11 +61,38 @@ pub(crate) fn replay(
         .iter()
         .map(|p| cache.texture_for_path(p, TextureDesc::default()))
         .collect::<Result<Vec<TextureId>, _>>()?;
-    let non_resident = run_lookups(queries.len(), threads, &results, |i| {
-        let q = &queries[i];
-        let s = cache.tex2d_grad(ids[q.texture as usize], q.s, q.t, q.ddx, q.ddy, &options);
-        (s.value, s.resident)
-    });
+    let non_resident = if args.one_by_one {
+        run_lookups(queries.len(), threads, &results, |i| {
+            let q = &queries[i];
+            let s = cache.tex2d_grad(ids[q.texture as usize], q.s, q.t, q.ddx, q.ddy, &options);
+            (s.value, s.resident)
+        })
+    } else {
+        // Each thread's run of queries in one `tex2d_grad_batch`.
+        let per_chunk = for_each_chunk(queries.len(), threads, |first, end| {
+            let lookups: Vec<GradLookup> = queries[first..end]
+                .iter()
+                .map(|q| GradLookup {
+                    texture: ids[q.texture as usize],
+                    s: q.s,
+                    t: q.t,
+                    ddx: q.ddx,
+                    ddy: q.ddy,
+                })
+                .collect();
+            let mut out = vec![Sample::new([0.0; 4], false); lookups.len()];
+            cache.tex2d_grad_batch(&lookups, &options, &mut out)?;
+            for (i, s) in out.iter().enumerate() {
+                results.set(first + i, s.value);
+            }
+            Ok::<u64, demandtex::Error>(out.iter().filter(|s| !s.resident).count() as u64)
+        });
+        let mut total = 0;
+        for r in per_chunk {
+            total += r?;
+        }
+        total
+    };
     let seconds = start.elapsed().as_secs_f64();
 
     let report = Report::from_stats(queries.len(), seconds, &cache.stats(), non_resident, 1);

@@ -91,6 +91,11 @@ pub struct ReplayArgs {
     /// (`LoaderOptions::fill_by_file_tile` off). For comparison.
     #[arg(long)]
     pub whole_pages: bool,
+    /// Blocking: one call per query (`tex2d_grad`, `ptex_sample`) instead of a batch
+    /// (`tex2d_grad_batch`, `ptex_sample_batch`) over each thread's run of queries. For
+    /// comparison.
+    #[arg(long)]
+    pub one_by_one: bool,
 }
 
 impl ReplayArgs {
@@ -352,6 +357,7 @@ impl Report {
             "cache_mb": args.cache_mb,
             "whole_pages": args.whole_pages,
             "full_pages": args.full_pages,
+            "one_by_one": args.one_by_one,
             "lookups": self.lookups,
             "seconds": self.seconds,
             "lookups_per_s": self.lookups_per_s(),

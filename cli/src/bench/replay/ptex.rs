@@ -17,12 +17,13 @@
 //! [`TextureCache`]: demandtex::TextureCache
 //! [`Loader`]: demandtex::Loader
 
-use super::{blocking, multipass, Mode, Prepared, ReplayArgs, Report, Results};
+use super::{blocking, for_each_chunk, multipass, Mode, Prepared, ReplayArgs, Report, Results};
 use crate::bench::trace::PtexQuery;
 use crate::error::CliError;
-use demandtex::ptex::PtexTexture;
-use demandtex::sampling::ptex::{PtexFilterOptions, PtexFilterType};
+use demandtex::ptex::{PtexLookup, PtexTexture};
+use demandtex::sampling::ptex::{PtexFilterOptions, PtexFilterType, PtexSampled};
 use demandtex::sources::ptex::PtexFile;
+use demandtex::TextureCache;
 use std::time::Instant;
 
 /// The filters a `.dtxp` trace is replayed with (QUERIES.md).
@@ -120,6 +121,51 @@ fn with_read_stats(report: Report, textures: &[PtexTexture]) -> Report {
     }
 }
 
+/// Blocking lookups of `queries` through `cache` with [`TextureCache::ptex_sample_batch`],
+/// each thread's run of queries ([`for_each_chunk`]) in one call; returns how many were
+/// not resident. A query filters its file's first `channels` (at most 4) channels, as a
+/// call per query does.
+fn batched(
+    cache: &TextureCache,
+    textures: &[PtexTexture],
+    queries: &[PtexQuery],
+    channels: &[usize],
+    options: &PtexFilterOptions,
+    threads: usize,
+    results: &Results,
+) -> Result<u64, CliError> {
+    const STRIDE: usize = 4;
+    let per_chunk = for_each_chunk(queries.len(), threads, |first, end| {
+        let chunk = &queries[first..end];
+        let lookups: Vec<PtexLookup<'_>> = chunk
+            .iter()
+            .map(|q| PtexLookup {
+                texture: &textures[q.texture as usize],
+                face: q.face,
+                uv: q.uv,
+                d: [q.d1[0], q.d1[1], q.d2[0], q.d2[1]],
+            })
+            .collect();
+        let mut out = vec![0.0f32; chunk.len() * STRIDE];
+        let mut sampled = vec![PtexSampled::default(); chunk.len()];
+        cache.ptex_sample_batch(&lookups, options, STRIDE, &mut out, &mut sampled)?;
+        let mut non_resident = 0u64;
+        for (i, q) in chunk.iter().enumerate() {
+            let nch = channels[q.texture as usize];
+            let mut v = [0.0f32; 4];
+            v[..nch].copy_from_slice(&out[i * STRIDE..i * STRIDE + nch]);
+            non_resident += u64::from(!sampled[i].resident);
+            results.set(first + i, to_rgba(&v, nch));
+        }
+        Ok::<u64, demandtex::Error>(non_resident)
+    });
+    let mut total = 0;
+    for r in per_chunk {
+        total += r?;
+    }
+    Ok(total)
+}
+
 /// Replay `prepared` with `filter` on `threads` threads within `budget` bytes, in the
 /// mode `args` asks for. Returns the figures (checksum left at 0) and the RGBA results.
 pub(crate) fn replay(
@@ -151,17 +197,25 @@ pub(crate) fn replay(
             let cache = blocking::cache(threads, budget, args)?;
             let start = Instant::now();
             let textures = create(&|p| cache.create_ptex_texture(p))?;
-            let non_resident = blocking::run_lookups(queries.len(), threads, &results, |i| {
-                let q = &queries[i];
-                let tex = &textures[q.texture as usize];
-                lookup(q, &|out| {
-                    let [u, v] = q.uv;
-                    let (d1, d2) = (q.d1, q.d2);
-                    cache
-                        .ptex_sample(tex, q.face, u, v, d1[0], d1[1], d2[0], d2[1], &options, out)
-                        .resident
+            let non_resident = if args.one_by_one {
+                blocking::run_lookups(queries.len(), threads, &results, |i| {
+                    let q = &queries[i];
+                    let tex = &textures[q.texture as usize];
+                    lookup(q, &|out| {
+                        let [u, v] = q.uv;
+                        let (d1, d2) = (q.d1, q.d2);
+                        cache
+                            .ptex_sample(
+                                tex, q.face, u, v, d1[0], d1[1], d2[0], d2[1], &options, out,
+                            )
+                            .resident
+                    })
                 })
-            });
+            } else {
+                batched(
+                    &cache, &textures, queries, &channels, &options, threads, &results,
+                )?
+            };
             let seconds = start.elapsed().as_secs_f64();
             let stats = cache.stats();
             let report = with_read_stats(

@@ -81,6 +81,11 @@ impl<'a> EnginePtex<'a> {
         Some(loc)
     }
 
+    /// The pages texture this store reads.
+    pub fn texture_id(&self) -> TextureId {
+        self.texture
+    }
+
     /// Whether the pages texture failed to open (its units can never be read).
     pub fn failed(&self) -> bool {
         self.failed.get()

@@ -211,7 +211,7 @@ impl Default for PtexFilterOptions {
 }
 
 /// What [`ptex_sample`] reports beside the values.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PtexSampled {
     /// Channels written.
     pub channels: usize,
