@@ -1652,6 +1652,26 @@ DtexStatus dtex_cache_ptex_sample_batch(struct DtexCache cache,
                                         size_t channels,
                                         struct DtexPtexSampled *out_results);
 
+// `dtex_cache_ptex_sample_batch` on a launch, multi-pass: each query as
+// `dtex_launch_ptex_sample` gives it (a missing unit records a request for its page; the
+// values are the face's constant colour, `resident` 0), consecutive queries of one
+// texture sharing its sampler and the unit they located last (core's
+// `Launch::ptex_sample_batch`).
+//
+// Errors: as `dtex_cache_ptex_sample_batch` (UNKNOWN_TEXTURE: not a Ptex texture of the
+// launch's loader). Ownership: the arrays are the caller's, used only during the call.
+// Thread-safety: many threads may sample one launch at once.
+//
+// # Safety
+// As `dtex_cache_ptex_sample_batch`.
+DtexStatus dtex_launch_ptex_sample_batch(struct DtexLaunch launch,
+                                         const struct DtexPtexQuery *queries,
+                                         size_t count,
+                                         const struct DtexPtexFilterOptions *options,
+                                         float *out,
+                                         size_t channels,
+                                         struct DtexPtexSampled *out_results);
+
 // Register a generic resource of `num_pages` consecutive pages whose 64-bit page-table
 // entries `callback` produces when a launch requests them (`dtex_launch_map_or_request`,
 // or a device `pagingMapOrRequest`); writes its first page to `*out_first_page` (its pages

@@ -1072,6 +1072,15 @@ public:
         return detail::ptexSampled(r);
     }
 
+    /// `count` Ptex lookups of this launch (`dtex_launch_ptex_sample_batch`): query `i`
+    /// writes `channels` floats at `out + i * channels` and, if `results` is not null,
+    /// `results[i]`; faster than a call per query.
+    void ptexSampleBatch(const PtexQuery* queries, std::size_t count, float* out, std::size_t channels,
+                         DtexPtexSampled* results = nullptr,
+                         const PtexFilterOptions& options = PtexFilterOptions()) const {
+        check(dtex_launch_ptex_sample_batch(h_.get(), queries, count, &options.raw(), out, channels, results));
+    }
+
     /// Generic resources: the entry of `page` if resident; otherwise `std::nullopt` and the
     /// page is requested (filled by its resource's callback for a later launch).
     std::optional<std::uint64_t> mapOrRequest(PageId page) const {

@@ -492,5 +492,6 @@ pub unsafe extern "C" fn dtex_cache_ptex_get_face_info(
 mod sample;
 
 pub use sample::{
-    dtex_cache_ptex_sample, dtex_cache_ptex_sample_batch, dtex_launch_ptex_sample, DtexPtexQuery,
+    dtex_cache_ptex_sample, dtex_cache_ptex_sample_batch, dtex_launch_ptex_sample,
+    dtex_launch_ptex_sample_batch, DtexPtexQuery,
 };

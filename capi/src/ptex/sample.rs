@@ -210,65 +210,141 @@ pub unsafe extern "C" fn dtex_cache_ptex_sample_batch(
     out_results: *mut DtexPtexSampled,
 ) -> DtexStatus {
     entry(|| {
-        let total = count.checked_mul(channels).ok_or_else(|| {
-            ApiError::invalid_argument(format!("{count} queries × {channels} channels"))
-        })?;
         // SAFETY: the caller's contract.
-        let (queries, mut values, mut results, options) = unsafe {
-            (
-                slice_in(queries, count, "queries")?,
-                slice_out(out, total, "out")?,
-                match out_results.is_null() {
-                    true => None,
-                    false => Some(slice_out(out_results, count, "out_results")?),
-                },
-                DtexPtexFilterOptions::resolve(optional_in(options)?)?,
-            )
-        };
+        let call = unsafe { batch_call(queries, count, options, out, channels, out_results) }?;
         let c = cache::get(cache)?;
-        // Each distinct texture once (batches mostly hold a few), every face checked.
-        let mut textures: Vec<PtexTexture> = Vec::new();
-        let mut slot = Vec::with_capacity(count);
-        for q in queries {
-            let at = match textures.iter().position(|t| t.id().0 == q.texture) {
-                Some(at) => at,
-                None => {
-                    textures.push(c.ptex.get(q.texture)?);
-                    textures.len() - 1
-                }
-            };
-            check_face(&textures[at], q.face)?;
-            slot.push(at);
-        }
-        const CHUNK: usize = 256;
-        let mut buf = Vec::new();
-        let mut sampled = [PtexSampled::default(); CHUNK];
-        for (k, chunk) in queries.chunks(CHUNK).enumerate() {
-            let first = k * CHUNK;
-            let lookups: Vec<PtexLookup<'_>> = chunk
-                .iter()
-                .zip(&slot[first..])
-                .map(|(q, &at)| PtexLookup {
-                    texture: &textures[at],
-                    face: q.face,
-                    uv: [q.u, q.v],
-                    d: [q.dudx, q.dvdx, q.dudy, q.dvdy],
-                })
-                .collect();
-            let n = chunk.len();
-            buf.clear();
-            buf.resize(n * channels, 0.0f32);
-            c.cache
-                .ptex_sample_batch(&lookups, &options, channels, &mut buf, &mut sampled[..n])?;
-            for (i, &v) in buf.iter().enumerate() {
-                values.set(first * channels + i, v);
-            }
-            if let Some(r) = results.as_mut() {
-                for (i, s) in sampled[..n].iter().enumerate() {
-                    r.set(first + i, (*s).into());
-                }
-            }
-        }
-        Ok(())
+        run_batch(call, &c.ptex, |l, o, v, s| {
+            c.cache.ptex_sample_batch(l, o, channels, v, s)
+        })
     })
+}
+
+/// `dtex_cache_ptex_sample_batch` on a launch, multi-pass: each query as
+/// `dtex_launch_ptex_sample` gives it (a missing unit records a request for its page; the
+/// values are the face's constant colour, `resident` 0), consecutive queries of one
+/// texture sharing its sampler and the unit they located last (core's
+/// `Launch::ptex_sample_batch`).
+///
+/// Errors: as `dtex_cache_ptex_sample_batch` (UNKNOWN_TEXTURE: not a Ptex texture of the
+/// launch's loader). Ownership: the arrays are the caller's, used only during the call.
+/// Thread-safety: many threads may sample one launch at once.
+///
+/// # Safety
+/// As `dtex_cache_ptex_sample_batch`.
+#[no_mangle]
+pub unsafe extern "C" fn dtex_launch_ptex_sample_batch(
+    launch: DtexLaunch,
+    queries: *const DtexPtexQuery,
+    count: usize,
+    options: *const DtexPtexFilterOptions,
+    out: *mut f32,
+    channels: usize,
+    out_results: *mut DtexPtexSampled,
+) -> DtexStatus {
+    entry(|| {
+        // SAFETY: the caller's contract.
+        let call = unsafe { batch_call(queries, count, options, out, channels, out_results) }?;
+        let l = launch::get(launch)?;
+        run_batch(call, &l.loader.ptex, |q, o, v, s| {
+            l.launch.ptex_sample_batch(q, o, channels, v, s)
+        })
+    })
+}
+
+/// The arguments of a batch, checked.
+struct BatchCall<'a> {
+    queries: &'a [DtexPtexQuery],
+    channels: usize,
+    values: crate::boundary::OutSlice<f32>,
+    results: Option<crate::boundary::OutSlice<DtexPtexSampled>>,
+    options: PtexFilterOptions,
+}
+
+/// Check the pointers of a batch.
+///
+/// # Safety
+/// As `dtex_cache_ptex_sample_batch`.
+unsafe fn batch_call<'a>(
+    queries: *const DtexPtexQuery,
+    count: usize,
+    options: *const DtexPtexFilterOptions,
+    out: *mut f32,
+    channels: usize,
+    out_results: *mut DtexPtexSampled,
+) -> ApiResult<BatchCall<'a>> {
+    let total = count.checked_mul(channels).ok_or_else(|| {
+        ApiError::invalid_argument(format!("{count} queries × {channels} channels"))
+    })?;
+    // SAFETY: forwarded contract.
+    unsafe {
+        Ok(BatchCall {
+            queries: slice_in(queries, count, "queries")?,
+            channels,
+            values: slice_out(out, total, "out")?,
+            results: match out_results.is_null() {
+                true => None,
+                false => Some(slice_out(out_results, count, "out_results")?),
+            },
+            options: DtexPtexFilterOptions::resolve(optional_in(options)?)?,
+        })
+    }
+}
+
+/// Resolve every query's texture in `table` and check its face (before anything is looked
+/// up), then run core's batch `sample(lookups, options, values, results)` a chunk at a
+/// time and copy the values and results out.
+fn run_batch(
+    mut call: BatchCall<'_>,
+    table: &super::PtexTable,
+    sample: impl Fn(
+        &[PtexLookup<'_>],
+        &PtexFilterOptions,
+        &mut [f32],
+        &mut [PtexSampled],
+    ) -> engine::Result<()>,
+) -> ApiResult<()> {
+    // Each distinct texture once (batches mostly hold a few), every face checked.
+    let mut textures: Vec<PtexTexture> = Vec::new();
+    let mut slot = Vec::with_capacity(call.queries.len());
+    for q in call.queries {
+        let at = match textures.iter().position(|t| t.id().0 == q.texture) {
+            Some(at) => at,
+            None => {
+                textures.push(table.get(q.texture)?);
+                textures.len() - 1
+            }
+        };
+        check_face(&textures[at], q.face)?;
+        slot.push(at);
+    }
+    const CHUNK: usize = 256;
+    let channels = call.channels;
+    let mut buf = Vec::new();
+    let mut sampled = [PtexSampled::default(); CHUNK];
+    for (k, chunk) in call.queries.chunks(CHUNK).enumerate() {
+        let first = k * CHUNK;
+        let lookups: Vec<PtexLookup<'_>> = chunk
+            .iter()
+            .zip(&slot[first..])
+            .map(|(q, &at)| PtexLookup {
+                texture: &textures[at],
+                face: q.face,
+                uv: [q.u, q.v],
+                d: [q.dudx, q.dvdx, q.dudy, q.dvdy],
+            })
+            .collect();
+        let n = chunk.len();
+        buf.clear();
+        buf.resize(n * channels, 0.0f32);
+        sample(&lookups, &call.options, &mut buf, &mut sampled[..n])?;
+        for (i, &v) in buf.iter().enumerate() {
+            call.values.set(first * channels + i, v);
+        }
+        if let Some(r) = call.results.as_mut() {
+            for (i, s) in sampled[..n].iter().enumerate() {
+                r.set(first + i, (*s).into());
+            }
+        }
+    }
+    Ok(())
 }

@@ -396,6 +396,73 @@ fn a_blocking_batch_equals_the_calls_one_by_one_and_checks_every_query_first() {
 }
 
 #[test]
+fn a_launch_batch_equals_the_calls_one_by_one_launch_by_launch() {
+    // Two loaders fed the same lookups: one samples each launch as one batch, the other
+    // call by call; values and results agree at every launch, until both converge.
+    let path = &fixtures()[2];
+    let (batched, single) = (TestLoader::new(), TestLoader::new());
+    let (tb, ts) = (create(batched.0, path), create(single.0, path));
+    let i = info(batched.0, tb);
+    let n = i.num_channels as usize;
+    let options = DtexPtexFilterOptions {
+        filter: DTEX_PTEX_FILTER_BOX,
+        ..lookups(1, 1)[0].options
+    };
+    let ls: Vec<Lookup> = lookups(i.num_faces, 150)
+        .into_iter()
+        .map(|l| Lookup { options, ..l })
+        .collect();
+    let queries: Vec<DtexPtexQuery> = ls
+        .iter()
+        .map(|l| DtexPtexQuery {
+            texture: tb,
+            face: l.face,
+            u: l.uv[0],
+            v: l.uv[1],
+            dudx: l.d[0],
+            dvdx: l.d[1],
+            dudy: l.d[2],
+            dvdy: l.d[3],
+        })
+        .collect();
+    let mut converged = false;
+    for pass in 0..20 {
+        let (lb, lsg) = (batched.launch(), single.launch());
+        let mut out = vec![f32::NAN; ls.len() * n];
+        let mut results = vec![DtexPtexSampled::default(); ls.len()];
+        // SAFETY: the arrays hold `count` queries and results and `count * n` floats.
+        ok(unsafe {
+            dtex_launch_ptex_sample_batch(
+                lb,
+                queries.as_ptr(),
+                queries.len(),
+                &options,
+                out.as_mut_ptr(),
+                n,
+                results.as_mut_ptr(),
+            )
+        });
+        for (k, l) in ls.iter().enumerate() {
+            let (one, r) = launch_sample(lsg, ts, l, n);
+            assert_eq!(results[k], r, "pass {pass} query {k}");
+            assert_eq!(
+                &out[k * n..][..one.len()],
+                &one[..],
+                "pass {pass} query {k}"
+            );
+        }
+        let all = results.iter().all(|r| r.resident == 1);
+        process_and_wait(lb);
+        process_and_wait(lsg);
+        if all {
+            converged = true;
+            break;
+        }
+    }
+    assert!(converged, "not resident after 20 launches");
+}
+
+#[test]
 fn texture_and_face_info_are_the_readers() {
     let loader = TestLoader::new();
     for path in fixtures() {

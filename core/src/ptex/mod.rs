@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::ids::TextureId;
 use crate::requests::Engine;
 use crate::sampling::ptex::{ptex_sample, EnginePtex, PtexFilterOptions, PtexSampled};
-use crate::sampling::{Sample, SampleOptions};
+use crate::sampling::{CpuView, Sample, SampleOptions};
 use crate::sources::ptex::{PtexError, PtexErrorKind, PtexFile, PtexOptions, PtexPages, UnitFill};
 use crate::sources::FileHandles;
 use crate::textures::{FilterMode, MipFilter, TextureDesc};
@@ -229,6 +229,84 @@ impl Launch {
         let store = EnginePtex::new(self.view(), texture.id, &texture.pages);
         sample_store(&store, face, [u, v], [dudx, dvdx, dudy, dvdy], options, out)
     }
+
+    /// Every lookup of `queries` as [`Launch::ptex_sample`] would give it, query `i`
+    /// writing `out[i * stride ..][.. stride]` and reporting in `sampled[i]`; consecutive
+    /// queries of one texture share its sampler and the unit and page they located last.
+    ///
+    /// Errors: [`Error::InvalidArgument`] if `out` holds fewer than `queries.len() ×
+    /// stride` values or `sampled` fewer than `queries.len()` entries (nothing is looked up).
+    pub fn ptex_sample_batch(
+        &self,
+        queries: &[PtexLookup<'_>],
+        options: &PtexFilterOptions,
+        stride: usize,
+        out: &mut [f32],
+        sampled: &mut [PtexSampled],
+    ) -> Result<()> {
+        check_batch(queries.len(), stride, out.len(), sampled.len())?;
+        let which = 0..queries.len();
+        let mut missed = Vec::new();
+        sample_batch(
+            self.view(),
+            queries,
+            which,
+            options,
+            stride,
+            out,
+            sampled,
+            &mut missed,
+        );
+        Ok(())
+    }
+}
+
+/// [`Error::InvalidArgument`] unless `values` floats and `results` entries hold `n`
+/// queries of `stride` values.
+fn check_batch(n: usize, stride: usize, values: usize, results: usize) -> Result<()> {
+    if n.checked_mul(stride).is_none_or(|v| values < v) || results < n {
+        return Err(Error::InvalidArgument(format!(
+            "ptex_sample_batch: {n} queries of {stride} values need {} values and {n} \
+             results; given {values} and {results}",
+            n.saturating_mul(stride),
+        )));
+    }
+    Ok(())
+}
+
+/// Sample the queries `which` lists through `view`, one store while consecutive queries
+/// use the same texture; the queries that were not resident go onto `missed` (in order).
+#[allow(clippy::too_many_arguments)]
+fn sample_batch(
+    view: CpuView<'_>,
+    queries: &[PtexLookup<'_>],
+    which: impl IntoIterator<Item = usize>,
+    options: &PtexFilterOptions,
+    stride: usize,
+    out: &mut [f32],
+    sampled: &mut [PtexSampled],
+    missed: &mut Vec<usize>,
+) {
+    let mut store: Option<EnginePtex<'_>> = None;
+    for i in which {
+        let q = &queries[i];
+        let store = match store.take() {
+            Some(s) if s.texture_id() == q.texture.id => store.insert(s),
+            _ => store.insert(EnginePtex::new(view, q.texture.id, &q.texture.pages)),
+        };
+        let s = sample_store(
+            store,
+            q.face,
+            q.uv,
+            q.d,
+            options,
+            &mut out[i * stride..][..stride],
+        );
+        sampled[i] = s;
+        if !s.resident {
+            missed.push(i);
+        }
+    }
 }
 
 impl TextureCache {
@@ -301,18 +379,7 @@ impl TextureCache {
         sampled: &mut [PtexSampled],
     ) -> Result<()> {
         let n = queries.len();
-        if n.checked_mul(stride)
-            .is_none_or(|values| out.len() < values)
-            || sampled.len() < n
-        {
-            return Err(Error::InvalidArgument(format!(
-                "ptex_sample_batch: {n} queries of {stride} values need {} values and {n} \
-                 results; given {} and {}",
-                n.saturating_mul(stride),
-                out.len(),
-                sampled.len()
-            )));
-        }
+        check_batch(n, stride, out.len(), sampled.len())?;
         let results = RefCell::new((out, sampled));
         blocking_batch(
             self.loader(),
@@ -321,20 +388,8 @@ impl TextureCache {
             |view, _, pending, missed| {
                 let mut guard = results.borrow_mut();
                 let (out, sampled) = &mut *guard;
-                let mut store: Option<EnginePtex<'_>> = None;
-                for &i in pending {
-                    let q = &queries[i];
-                    let store = match store.take() {
-                        Some(s) if s.texture_id() == q.texture.id => store.insert(s),
-                        _ => store.insert(EnginePtex::new(view, q.texture.id, &q.texture.pages)),
-                    };
-                    let values = &mut out[i * stride..(i + 1) * stride];
-                    let s = sample_store(store, q.face, q.uv, q.d, options, values);
-                    sampled[i] = s;
-                    if !s.resident {
-                        missed.push(i);
-                    }
-                }
+                let which = pending.iter().copied();
+                sample_batch(view, queries, which, options, stride, out, sampled, missed);
             },
         );
         Ok(())

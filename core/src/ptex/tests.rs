@@ -289,6 +289,73 @@ fn multipass_under_a_small_budget_converges_to_resident() {
     }
 }
 
+/// `Launch::ptex_sample_batch`: launch by launch, each query's values and residency equal
+/// `Launch::ptex_sample`'s on an identical loader fed the same requests, and the batch
+/// converges to the resident values.
+#[test]
+fn multipass_batches_equal_the_calls_one_by_one_launch_by_launch() {
+    for name in fixtures::FIXTURES {
+        let fx = Fixture::load(name);
+        let n = fx.file.num_channels();
+        let (batched, single) = (
+            Loader::new(options(64)).unwrap(),
+            Loader::new(options(64)).unwrap(),
+        );
+        let (tb, ts) = (
+            batched.create_ptex_texture(&fx.path).unwrap(),
+            single.create_ptex_texture(&fx.path).unwrap(),
+        );
+        let options = PtexFilterOptions {
+            filter: PtexFilterType::Bilinear,
+            ..Default::default()
+        };
+        let ls: Vec<Lookup> = lookups(fx.file.num_faces(), 120)
+            .into_iter()
+            .map(|(f, uv, d, _)| (f, uv, d, options))
+            .collect();
+        let want = reference(&fx, &ls);
+        let queries: Vec<PtexLookup<'_>> = ls
+            .iter()
+            .map(|&(face, uv, d, _)| PtexLookup {
+                texture: &tb,
+                face,
+                uv,
+                d,
+            })
+            .collect();
+        let mut converged = false;
+        for launch_no in 0..12 {
+            let (lb, lsg) = (batched.launch_prepare(), single.launch_prepare());
+            let mut out = vec![f32::NAN; ls.len() * n];
+            let mut sampled = vec![PtexSampled::default(); ls.len()];
+            lb.ptex_sample_batch(&queries, &options, n, &mut out, &mut sampled)
+                .unwrap();
+            for (i, (face, uv, d, o)) in ls.iter().enumerate() {
+                let mut one = vec![0f32; n];
+                let s = lsg.ptex_sample(
+                    &ts, *face, uv[0], uv[1], d[0], d[1], d[2], d[3], o, &mut one,
+                );
+                assert_eq!(sampled[i], s, "{name} launch {launch_no} query {i}");
+                assert_eq!(
+                    &out[i * n..][..n],
+                    &one[..],
+                    "{name} launch {launch_no} query {i}"
+                );
+            }
+            converged = sampled.iter().all(|s| s.resident);
+            batched.process_requests(lb).wait();
+            single.process_requests(lsg).wait();
+            if converged {
+                for (i, w) in want.iter().enumerate() {
+                    assert_eq!(&out[i * n..][..n], &w[..], "{name} query {i}");
+                }
+                break;
+            }
+        }
+        assert!(converged, "{name}: did not converge");
+    }
+}
+
 /// A file that cannot be opened is a clear error naming it.
 #[test]
 fn a_bad_file_is_an_error() {
