@@ -124,15 +124,52 @@ impl PtexFile {
                 let span = *layout.tiles.get(k).ok_or_else(|| {
                     Fail::corrupt(format!("face {face}, level {level}: no tile {k}"))
                 })?;
-                let tile = self
-                    .texels
-                    .decode(&self.input, span, layout.tile_res, level)
-                    .map_err(|e| context(e.context(format!("tile {k}"))))?;
+                let key = (self.cache_id, face, level, k);
+                let tile = match last_tile(key) {
+                    Some(tile) => tile,
+                    None => {
+                        let tile = self
+                            .texels
+                            .decode(&self.input, span, layout.tile_res, level)
+                            .map_err(|e| context(e.context(format!("tile {k}"))))?;
+                        remember_tile(key, tile)
+                    }
+                };
                 copy_overlap(&tile, (tu * tw, tv * th), rect, &mut out, ps);
             }
         }
         Ok(out)
     }
+}
+
+/// A stored tile: the file's id in the decode cache, the face, the level, the tile.
+type TileKey = (u64, u32, usize, usize);
+
+thread_local! {
+    /// The stored tile this thread decoded last. The writer's tiles are larger than the
+    /// engine's units of a tiled face (a 96 KiB tile of 3-byte texels holds two 48 KiB
+    /// units), so the units of one tile are read one after the other and would decode it
+    /// once each. One tile per thread, dropped when the next is decoded.
+    static LAST_TILE: std::cell::RefCell<Option<(TileKey, Arc<FaceData>)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// The stored tile `key` if this thread decoded it last.
+fn last_tile(key: TileKey) -> Option<Arc<FaceData>> {
+    LAST_TILE
+        .try_with(|t| match &*t.borrow() {
+            Some((k, tile)) if *k == key => Some(tile.clone()),
+            _ => None,
+        })
+        .ok()
+        .flatten()
+}
+
+/// Remember `tile` as this thread's last decoded stored tile `key`.
+fn remember_tile(key: TileKey, tile: FaceData) -> Arc<FaceData> {
+    let tile = Arc::new(tile);
+    let _ = LAST_TILE.try_with(|t| *t.borrow_mut() = Some((key, tile.clone())));
+    tile
 }
 
 /// `rect` of `data` (which holds it), packed.
@@ -143,17 +180,26 @@ fn cut(data: &FaceData, rect: Rect, ps: usize) -> Vec<u8> {
 }
 
 /// Copy the texels of `src`, whose first texel is at `origin` in face texels, that lie in
-/// `rect` into `out` (`rect`'s texels, packed).
+/// `rect` into `out` (`rect`'s texels, packed): a row at a time (a constant texel by
+/// texel).
 fn copy_overlap(src: &FaceData, origin: (usize, usize), rect: Rect, out: &mut [u8], ps: usize) {
     let (sw, sh) = (src.res().u(), src.res().v());
     let (x0, x1) = (rect.x.max(origin.0), (rect.x + rect.w).min(origin.0 + sw));
     let (y0, y1) = (rect.y.max(origin.1), (rect.y + rect.h).min(origin.1 + sh));
+    if x0 >= x1 || src.pixel_size() != ps {
+        return;
+    }
+    let row = (x1 - x0) * ps;
     for y in y0..y1 {
-        for x in x0..x1 {
-            if let Some(texel) = src.texel(x - origin.0, y - origin.1) {
-                let at = ((y - rect.y) * rect.w + (x - rect.x)) * ps;
-                out[at..at + ps].copy_from_slice(texel);
+        let at = ((y - rect.y) * rect.w + (x0 - rect.x)) * ps;
+        let dst = &mut out[at..at + row];
+        if src.is_constant() {
+            for texel in dst.chunks_exact_mut(ps) {
+                texel.copy_from_slice(src.bytes());
             }
+        } else {
+            let from = ((y - origin.1) * sw + (x0 - origin.0)) * ps;
+            dst.copy_from_slice(&src.bytes()[from..from + row]);
         }
     }
 }
