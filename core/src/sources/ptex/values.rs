@@ -65,6 +65,11 @@ trait Value: Copy {
     const SIZE: usize;
     fn get(b: &[u8], i: usize) -> Self;
     fn put(self, b: &mut [u8], i: usize);
+    /// The value in `b`, which is `SIZE` bytes (a `chunks_exact(SIZE)` item: no bounds
+    /// check survives inlining).
+    fn load(b: &[u8]) -> Self;
+    /// Write the value to `b`, which is `SIZE` bytes.
+    fn store(self, b: &mut [u8]);
     /// `T(halve(a + b))`.
     fn halve(a: Self, b: Self) -> Self;
     /// `T(quarter(a + b + c + d))`, summed left to right.
@@ -83,6 +88,14 @@ impl Value for u8 {
     }
     fn put(self, b: &mut [u8], i: usize) {
         b[i] = self;
+    }
+    #[inline(always)]
+    fn load(b: &[u8]) -> Self {
+        b[0]
+    }
+    #[inline(always)]
+    fn store(self, b: &mut [u8]) {
+        b[0] = self;
     }
     fn halve(a: Self, b: Self) -> Self {
         ((u32::from(a) + u32::from(b)) >> 1) as u8
@@ -108,6 +121,14 @@ impl Value for u16 {
     }
     fn put(self, b: &mut [u8], i: usize) {
         b[2 * i..2 * i + 2].copy_from_slice(&self.to_le_bytes());
+    }
+    #[inline(always)]
+    fn load(b: &[u8]) -> Self {
+        u16::from_le_bytes([b[0], b[1]])
+    }
+    #[inline(always)]
+    fn store(self, b: &mut [u8]) {
+        b[..2].copy_from_slice(&self.to_le_bytes());
     }
     fn halve(a: Self, b: Self) -> Self {
         ((u32::from(a) + u32::from(b)) >> 1) as u16
@@ -138,6 +159,14 @@ impl Value for Half {
     fn put(self, b: &mut [u8], i: usize) {
         self.0.put(b, i)
     }
+    #[inline(always)]
+    fn load(b: &[u8]) -> Self {
+        Half(u16::load(b))
+    }
+    #[inline(always)]
+    fn store(self, b: &mut [u8]) {
+        self.0.store(b)
+    }
     fn halve(a: Self, b: Self) -> Self {
         Half(f32_to_half(0.5 * (a.to_f32() + b.to_f32())))
     }
@@ -164,6 +193,14 @@ impl Value for f32 {
     }
     fn put(self, b: &mut [u8], i: usize) {
         b[4 * i..4 * i + 4].copy_from_slice(&self.to_le_bytes());
+    }
+    #[inline(always)]
+    fn load(b: &[u8]) -> Self {
+        f32::from_le_bytes([b[0], b[1], b[2], b[3]])
+    }
+    #[inline(always)]
+    fn store(self, b: &mut [u8]) {
+        b[..4].copy_from_slice(&self.to_le_bytes());
     }
     fn halve(a: Self, b: Self) -> Self {
         0.5 * (a + b)
@@ -318,23 +355,26 @@ pub(crate) fn reduce(
         let row = ures * n * T::SIZE;
         match how {
             Reduction::V => {
-                for (v, d) in dst.chunks_exact_mut(row).enumerate().take(dv) {
+                for (v, d) in dst.chunks_exact_mut(row.max(1)).enumerate().take(dv) {
                     let a = &src[2 * v * row..(2 * v + 1) * row];
                     let b = &src[(2 * v + 1) * row..(2 * v + 2) * row];
-                    for i in 0..ures * n {
-                        T::halve(T::get(a, i), T::get(b, i)).put(d, i);
+                    let values = a.chunks_exact(T::SIZE).zip(b.chunks_exact(T::SIZE));
+                    for (d, (a, b)) in d.chunks_exact_mut(T::SIZE).zip(values) {
+                        T::halve(T::load(a), T::load(b)).store(d);
                     }
                 }
                 return dst;
             }
             Reduction::U => {
-                let out_row = du * n * T::SIZE;
+                let (out_row, texel) = (du * n * T::SIZE, n * T::SIZE);
                 for (v, d) in dst.chunks_exact_mut(out_row.max(1)).enumerate().take(dv) {
                     let s = &src[v * row..(v + 1) * row];
-                    for u in 0..du {
-                        for c in 0..n {
-                            let (i, j) = ((2 * u) * n + c, (2 * u + 1) * n + c);
-                            T::halve(T::get(s, i), T::get(s, j)).put(d, u * n + c);
+                    // Texels 2u and 2u + 1 side by side make texel u.
+                    for (d, pair) in d.chunks_exact_mut(texel).zip(s.chunks_exact(2 * texel)) {
+                        let (x, y) = pair.split_at(texel);
+                        let values = x.chunks_exact(T::SIZE).zip(y.chunks_exact(T::SIZE));
+                        for (d, (x, y)) in d.chunks_exact_mut(T::SIZE).zip(values) {
+                            T::halve(T::load(x), T::load(y)).store(d);
                         }
                     }
                 }
