@@ -79,6 +79,20 @@ pub(super) fn lookups(num_faces: u32, n: usize) -> Vec<Lookup> {
         .collect()
 }
 
+/// `l` on `texture` as a batch query.
+fn query(texture: u32, l: &Lookup) -> DtexPtexQuery {
+    DtexPtexQuery {
+        texture,
+        face: l.face,
+        u: l.uv[0],
+        v: l.uv[1],
+        dudx: l.d[0],
+        dvdx: l.d[1],
+        dudy: l.d[2],
+        dvdy: l.d[3],
+    }
+}
+
 /// What core's resident reader gives for `lookups`.
 fn reference(path: &Path, lookups: &[Lookup]) -> Vec<Vec<f32>> {
     let store = ResidentPtex::new(Arc::new(PtexFile::open(path).unwrap())).unwrap();
@@ -290,16 +304,7 @@ fn a_blocking_batch_equals_the_calls_one_by_one_and_checks_every_query_first() {
         let queries: Vec<DtexPtexQuery> = (0..la.len())
             .map(|i| {
                 let (which, l) = if i % 5 < 3 { (0, &la[i]) } else { (1, &lb[i]) };
-                DtexPtexQuery {
-                    texture: ids[which],
-                    face: l.face,
-                    u: l.uv[0],
-                    v: l.uv[1],
-                    dudx: l.d[0],
-                    dvdx: l.d[1],
-                    dudy: l.d[2],
-                    dvdy: l.d[3],
-                }
+                query(ids[which], l)
             })
             .collect();
         let mut out = vec![f32::NAN; queries.len() * CHANNELS];
@@ -412,19 +417,7 @@ fn a_launch_batch_equals_the_calls_one_by_one_launch_by_launch() {
         .into_iter()
         .map(|l| Lookup { options, ..l })
         .collect();
-    let queries: Vec<DtexPtexQuery> = ls
-        .iter()
-        .map(|l| DtexPtexQuery {
-            texture: tb,
-            face: l.face,
-            u: l.uv[0],
-            v: l.uv[1],
-            dudx: l.d[0],
-            dvdx: l.d[1],
-            dudy: l.d[2],
-            dvdy: l.d[3],
-        })
-        .collect();
+    let queries: Vec<DtexPtexQuery> = ls.iter().map(|l| query(tb, l)).collect();
     let mut converged = false;
     for pass in 0..20 {
         let (lb, lsg) = (batched.launch(), single.launch());

@@ -93,7 +93,6 @@ pub(crate) fn blocking_lookup(
     options: &SampleOptions,
     sample: impl Fn(CpuView<'_>, &SampleOptions) -> Sample,
 ) -> Sample {
-    let engine = loader.engine();
     let misses = MissList::new();
     for _ in 0..MAX_ROUNDS {
         misses.clear();
@@ -101,27 +100,41 @@ pub(crate) fn blocking_lookup(
         if result.resident || misses.is_empty() {
             return result;
         }
-        let mut progress = false;
-        for page in misses.pages() {
-            progress |= blocking::fill_page(engine, page);
-        }
-        if !progress {
-            // Everything this lookup needs is being fought over (a budget smaller than the
-            // footprints in flight) or cannot be read now: let the other lookups finish,
-            // then try again.
-            std::thread::yield_now();
-        }
+        fill_misses(loader, &misses);
     }
     // Nothing more can be loaded now: the finest resident coarser level, or the base
     // colour, reported non-resident.
-    engine.host.lock().counters.blocking_fallbacks += 1;
+    let coarser = fallback(loader, options);
     misses.clear();
-    let mut coarser = *options;
-    coarser.fallback_to_coarser = true;
     let result = sample_pinned(loader, &misses, &coarser, &sample);
     Sample {
         resident: false,
         ..result
+    }
+}
+
+/// Fill the pages `misses` lists in this thread; if none could be filled, yield.
+fn fill_misses(loader: &Loader, misses: &MissList) {
+    let engine = loader.engine();
+    let mut progress = false;
+    for page in misses.pages() {
+        progress |= blocking::fill_page(engine, page);
+    }
+    if !progress {
+        // Everything this lookup needs is being fought over (a budget smaller than the
+        // footprints in flight) or cannot be read now: let the other lookups finish,
+        // then try again.
+        std::thread::yield_now();
+    }
+}
+
+/// A lookup gives up loading (counted): `options` with `fallback_to_coarser`, for its last
+/// sampling.
+fn fallback(loader: &Loader, options: &SampleOptions) -> SampleOptions {
+    loader.engine().host.lock().counters.blocking_fallbacks += 1;
+    SampleOptions {
+        fallback_to_coarser: true,
+        ..*options
     }
 }
 
@@ -138,7 +151,6 @@ pub(crate) fn blocking_batch(
     count: usize,
     sample: impl Fn(CpuView<'_>, &SampleOptions, &[usize], &mut Vec<usize>),
 ) {
-    let engine = loader.engine();
     let misses = MissList::new();
     let missed = RefCell::new(Vec::with_capacity(BATCH_CHUNK));
     // Sample `pending` on one pin; true if any of them missed.
@@ -166,18 +178,9 @@ pub(crate) fn blocking_batch(
                 if !run(&one, options) || misses.is_empty() {
                     continue 'query; // resident, or nothing to load: the result stands
                 }
-                let mut progress = false;
-                for page in misses.pages() {
-                    progress |= blocking::fill_page(engine, page);
-                }
-                if !progress {
-                    std::thread::yield_now();
-                }
+                fill_misses(loader, &misses);
             }
-            engine.host.lock().counters.blocking_fallbacks += 1;
-            let mut coarser = *options;
-            coarser.fallback_to_coarser = true;
-            run(&one, &coarser);
+            run(&one, &fallback(loader, options));
         }
     }
 }
