@@ -13,6 +13,7 @@ mod nvrtc;
 mod option_versions;
 mod pixels;
 mod ptex;
+mod ptex_batch;
 mod ptex_c;
 mod resources;
 mod timing;
