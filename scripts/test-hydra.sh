@@ -78,7 +78,12 @@ DEMANDTEX=$ROOT/target/release/demandtex
 # --- the delegate --------------------------------------------------------------------------
 say "hydra-delegate: configure and build against $USD_ROOT"
 BUILD=$ROOT/target/hydra-delegate
+# Name this run's package explicitly: a DemandTex_DIR cached by an earlier configure of
+# $BUILD (another run's prefix, perhaps kept with --keep) would win over the prefix path,
+# and the delegate would build against stale headers.
+PACKAGE_DIR=$(dirname "$(find "$WORK/prefix" -name DemandTexConfig.cmake -print -quit)")
 cmake -S hydra-delegate -B "$BUILD" -DCMAKE_BUILD_TYPE=Release \
+  -DDemandTex_DIR="$PACKAGE_DIR" \
   -DCMAKE_PREFIX_PATH="$USD_ROOT;$WORK/prefix" >"$WORK/configure.log" 2>&1 ||
   { cat "$WORK/configure.log"; fail "configure hydra-delegate"; }
 grep -q 'hdDemandTex: OpenUSD with imaging' "$WORK/configure.log" && { cat "$WORK/configure.log"; fail "OpenUSD at $USD_ROOT has no imaging"; }
