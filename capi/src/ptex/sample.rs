@@ -9,6 +9,7 @@ use crate::status::{ApiError, ApiResult, DtexStatus};
 use crate::{cache, launch};
 use engine::ptex::{PtexLookup, PtexTexture};
 use engine::sampling::ptex::{PtexFilterOptions, PtexSampled};
+use std::collections::HashMap;
 
 /// The arguments of one lookup, checked: the values buffer, the result, the options.
 struct Call {
@@ -303,14 +304,16 @@ fn run_batch(
         &mut [PtexSampled],
     ) -> engine::Result<()>,
 ) -> ApiResult<()> {
-    // Each distinct texture once (batches mostly hold a few), every face checked.
+    // Each distinct texture looked up once, every face checked.
     let mut textures: Vec<PtexTexture> = Vec::new();
+    let mut index: HashMap<u32, usize> = HashMap::new();
     let mut slot = Vec::with_capacity(call.queries.len());
     for q in call.queries {
-        let at = match textures.iter().position(|t| t.id().0 == q.texture) {
-            Some(at) => at,
+        let at = match index.get(&q.texture) {
+            Some(&at) => at,
             None => {
                 textures.push(table.get(q.texture)?);
+                index.insert(q.texture, textures.len() - 1);
                 textures.len() - 1
             }
         };

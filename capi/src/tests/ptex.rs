@@ -97,6 +97,20 @@ pub(super) fn reference(path: &Path, lookups: &[Lookup]) -> Vec<Vec<f32>> {
         .collect()
 }
 
+/// A blocking cache of 12 pages (the largest fixture packs into about 40) and one fill
+/// thread.
+pub(super) fn cache_of_12_pages() -> DtexCache {
+    let options = DtexLoaderOptions {
+        max_texture_memory: 12 * u64::from(DTEX_TILE_BYTES),
+        fill_threads: 1,
+        ..small_options()
+    };
+    let mut cache = DtexCache::default();
+    // SAFETY: valid pointers.
+    ok(unsafe { dtex_cache_create(&options, &mut cache) });
+    cache
+}
+
 pub(super) fn create(loader: DtexLoader, path: &Path) -> u32 {
     let mut id = u32::MAX;
     // SAFETY: valid pointers.
@@ -204,14 +218,7 @@ fn multi_pass_lookups_equal_core_launch_by_launch_and_converge_to_the_resident_v
 #[test]
 fn blocking_lookups_on_a_cache_of_a_few_pages_equal_the_resident_values() {
     for path in fixtures() {
-        let options = DtexLoaderOptions {
-            max_texture_memory: 12 * u64::from(DTEX_TILE_BYTES),
-            fill_threads: 1,
-            ..small_options()
-        };
-        let mut cache = DtexCache::default();
-        // SAFETY: valid pointers.
-        ok(unsafe { dtex_cache_create(&options, &mut cache) });
+        let cache = cache_of_12_pages();
         let mut tex = 0u32;
         // SAFETY: valid pointers.
         ok(unsafe { dtex_cache_ptex_create(cache, cpath(&path).as_ptr(), &mut tex) });

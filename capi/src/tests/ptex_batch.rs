@@ -1,12 +1,9 @@
 //! Ptex batches through the C ABI: `dtex_cache_ptex_sample_batch` and
 //! `dtex_launch_ptex_sample_batch` equal the calls one by one, and check every query first.
 
-use super::ptex::{create, fixtures, info, launch_sample, lookups, Lookup};
+use super::ptex::{cache_of_12_pages, create, fixtures, info, launch_sample, lookups, Lookup};
 use super::util::*;
-use crate::cache::{dtex_cache_create, dtex_cache_destroy};
-use crate::device::DTEX_TILE_BYTES;
-use crate::handles::DtexCache;
-use crate::options::DtexLoaderOptions;
+use crate::cache::dtex_cache_destroy;
 use crate::ptex::*;
 use crate::status::*;
 use engine::sources::ptex::PtexFile;
@@ -35,14 +32,7 @@ fn a_blocking_batch_equals_the_calls_one_by_one_and_checks_every_query_first() {
     let files = fixtures();
     let (pa, pb) = (&files[0], &files[3]);
     let new_cache = || {
-        let options = DtexLoaderOptions {
-            max_texture_memory: 12 * u64::from(DTEX_TILE_BYTES),
-            fill_threads: 1,
-            ..small_options()
-        };
-        let mut cache = DtexCache::default();
-        // SAFETY: valid pointers.
-        ok(unsafe { dtex_cache_create(&options, &mut cache) });
+        let cache = cache_of_12_pages();
         let mut ids = [0u32; 2];
         for (id, path) in ids.iter_mut().zip([pa, pb]) {
             // SAFETY: valid pointers.

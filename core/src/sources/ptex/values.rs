@@ -63,13 +63,21 @@ pub fn f32_to_half(val: f32) -> u16 {
 /// the reference's arithmetic for reductions.
 trait Value: Copy {
     const SIZE: usize;
-    fn get(b: &[u8], i: usize) -> Self;
-    fn put(self, b: &mut [u8], i: usize);
     /// The value in `b`, which is `SIZE` bytes (a `chunks_exact(SIZE)` item: no bounds
     /// check survives inlining).
     fn load(b: &[u8]) -> Self;
     /// Write the value to `b`, which is `SIZE` bytes.
     fn store(self, b: &mut [u8]);
+    /// Value `i` of `b`.
+    #[inline(always)]
+    fn get(b: &[u8], i: usize) -> Self {
+        Self::load(&b[i * Self::SIZE..(i + 1) * Self::SIZE])
+    }
+    /// Write value `i` of `b`.
+    #[inline(always)]
+    fn put(self, b: &mut [u8], i: usize) {
+        self.store(&mut b[i * Self::SIZE..(i + 1) * Self::SIZE])
+    }
     /// `T(halve(a + b))`.
     fn halve(a: Self, b: Self) -> Self;
     /// `T(quarter(a + b + c + d))`, summed left to right.
@@ -83,12 +91,6 @@ trait Value: Copy {
 
 impl Value for u8 {
     const SIZE: usize = 1;
-    fn get(b: &[u8], i: usize) -> Self {
-        b[i]
-    }
-    fn put(self, b: &mut [u8], i: usize) {
-        b[i] = self;
-    }
     #[inline(always)]
     fn load(b: &[u8]) -> Self {
         b[0]
@@ -116,12 +118,6 @@ impl Value for u8 {
 
 impl Value for u16 {
     const SIZE: usize = 2;
-    fn get(b: &[u8], i: usize) -> Self {
-        u16::from_le_bytes([b[2 * i], b[2 * i + 1]])
-    }
-    fn put(self, b: &mut [u8], i: usize) {
-        b[2 * i..2 * i + 2].copy_from_slice(&self.to_le_bytes());
-    }
     #[inline(always)]
     fn load(b: &[u8]) -> Self {
         u16::from_le_bytes([b[0], b[1]])
@@ -153,12 +149,6 @@ struct Half(u16);
 
 impl Value for Half {
     const SIZE: usize = 2;
-    fn get(b: &[u8], i: usize) -> Self {
-        Half(u16::get(b, i))
-    }
-    fn put(self, b: &mut [u8], i: usize) {
-        self.0.put(b, i)
-    }
     #[inline(always)]
     fn load(b: &[u8]) -> Self {
         Half(u16::load(b))
@@ -188,12 +178,6 @@ impl Value for Half {
 
 impl Value for f32 {
     const SIZE: usize = 4;
-    fn get(b: &[u8], i: usize) -> Self {
-        f32::from_le_bytes([b[4 * i], b[4 * i + 1], b[4 * i + 2], b[4 * i + 3]])
-    }
-    fn put(self, b: &mut [u8], i: usize) {
-        b[4 * i..4 * i + 4].copy_from_slice(&self.to_le_bytes());
-    }
     #[inline(always)]
     fn load(b: &[u8]) -> Self {
         f32::from_le_bytes([b[0], b[1], b[2], b[3]])
