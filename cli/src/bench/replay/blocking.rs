@@ -42,6 +42,18 @@ pub(crate) fn run_lookups(
     .sum()
 }
 
+/// Look up `n` queries on `threads` threads a run at a time: `batch(first, end)` looks up
+/// queries `first..end` in one call, stores their results and returns how many were not
+/// resident; returns the total, or the first error.
+pub(crate) fn run_batches(
+    n: usize,
+    threads: usize,
+    batch: impl Fn(usize, usize) -> demandtex::Result<u64> + Sync,
+) -> Result<u64, CliError> {
+    let per_run: demandtex::Result<u64> = for_each_chunk(n, threads, batch).into_iter().sum();
+    Ok(per_run?)
+}
+
 /// Replay `prepared` on `threads` threads through a cache of `budget` bytes (pages as
 /// `args` ask).
 pub(crate) fn replay(
@@ -69,7 +81,7 @@ pub(crate) fn replay(
         })
     } else {
         // Each thread's run of queries in one `tex2d_grad_batch`.
-        let per_chunk = for_each_chunk(queries.len(), threads, |first, end| {
+        run_batches(queries.len(), threads, |first, end| {
             let lookups: Vec<GradLookup> = queries[first..end]
                 .iter()
                 .map(|q| GradLookup {
@@ -85,13 +97,8 @@ pub(crate) fn replay(
             for (i, s) in out.iter().enumerate() {
                 results.set(first + i, s.value);
             }
-            Ok::<u64, demandtex::Error>(out.iter().filter(|s| !s.resident).count() as u64)
-        });
-        let mut total = 0;
-        for r in per_chunk {
-            total += r?;
-        }
-        total
+            Ok(out.iter().filter(|s| !s.resident).count() as u64)
+        })?
     };
     let seconds = start.elapsed().as_secs_f64();
 

@@ -17,7 +17,7 @@
 //! [`TextureCache`]: demandtex::TextureCache
 //! [`Loader`]: demandtex::Loader
 
-use super::{blocking, for_each_chunk, multipass, Mode, Prepared, ReplayArgs, Report, Results};
+use super::{blocking, multipass, Mode, Prepared, ReplayArgs, Report, Results};
 use crate::bench::trace::PtexQuery;
 use crate::error::CliError;
 use demandtex::ptex::{PtexLookup, PtexTexture};
@@ -122,7 +122,7 @@ fn with_read_stats(report: Report, textures: &[PtexTexture]) -> Report {
 }
 
 /// Blocking lookups of `queries` through `cache` with [`TextureCache::ptex_sample_batch`],
-/// each thread's run of queries ([`for_each_chunk`]) in one call; returns how many were
+/// each thread's run of queries ([`blocking::run_batches`]) in one call; returns how many were
 /// not resident. A query filters its file's first `channels` (at most 4) channels, as a
 /// call per query does.
 fn batched(
@@ -135,7 +135,7 @@ fn batched(
     results: &Results,
 ) -> Result<u64, CliError> {
     const STRIDE: usize = 4;
-    let per_chunk = for_each_chunk(queries.len(), threads, |first, end| {
+    blocking::run_batches(queries.len(), threads, |first, end| {
         let chunk = &queries[first..end];
         let lookups: Vec<PtexLookup<'_>> = chunk
             .iter()
@@ -157,13 +157,8 @@ fn batched(
             non_resident += u64::from(!sampled[i].resident);
             results.set(first + i, to_rgba(&v, nch));
         }
-        Ok::<u64, demandtex::Error>(non_resident)
-    });
-    let mut total = 0;
-    for r in per_chunk {
-        total += r?;
-    }
-    Ok(total)
+        Ok(non_resident)
+    })
 }
 
 /// Replay `prepared` with `filter` on `threads` threads within `budget` bytes, in the
