@@ -50,10 +50,11 @@ pub struct LoaderOptions {
     /// for the next, coarse pages first, and are counted (`Stats::publications_capped`).
     /// Keeps a burst of finished fills from stalling one frame.
     pub max_publications_per_launch: usize,
-    /// Interactive mode: a queued tile fill that a fill thread takes when its launch is
-    /// this many launches old or more is dropped unread (the view has moved on; a page
-    /// still needed is requested again) and counted (`Stats::fills_dropped_stale`)
-    /// (default 3).
+    /// Interactive mode: a queued tile fill that a fill thread takes when the last launch
+    /// that asked for its page is this many launches old or more is dropped unread (the
+    /// view has moved on; a page needed again is requested again) and counted
+    /// (`Stats::fills_dropped_stale`). A page every launch still asks for is read however
+    /// long the queue takes to reach it (default 3).
     pub max_fill_age: u32,
     /// Blocking fills of a CPU loader publish a page whose file has smaller tiles than a
     /// page (maketx's 64×64) before reading it, and lookups read the file tiles they touch

@@ -225,6 +225,33 @@ fn the_frame_does_not_wait_and_fills_the_view_moved_on_from_are_dropped() {
 }
 
 #[test]
+fn queued_fills_of_pages_every_frame_still_wants_are_read_however_late() {
+    let (loader, id, gate) = gated_loader(LoaderOptions {
+        mode: StreamingMode::Interactive,
+        request_rejection: Some(false),
+        max_fill_age: 1,
+        ..LoaderOptions::default()
+    });
+    // Four tiles; the first read blocks at the gate. Frames come faster than fills: five
+    // more frames ask for the same four tiles while the read is blocked.
+    let first = sample_tiles(&loader, id, 4);
+    gate.wait_entered(1);
+    let later: Vec<_> = (0..5).map(|_| sample_tiles(&loader, id, 4)).collect();
+    assert!(
+        later.iter().all(|t| t.tasks_total() == 0),
+        "in flight: not queued twice"
+    );
+    gate.open_gate();
+    first.wait();
+    let s = loader.stats();
+    assert_eq!(
+        (s.tiles_filled, s.fills_dropped_stale),
+        (4, 0),
+        "every frame still wanted them: {s:?}"
+    );
+}
+
+#[test]
 fn queued_fills_are_cancelled_not_waited_for() {
     let (loader, id, gate) = gated_loader(LoaderOptions::default());
     let ticket = sample_tiles(&loader, id, 5);

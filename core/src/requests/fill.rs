@@ -79,6 +79,9 @@ pub(crate) fn prepare_tile(
     let region = layout.tile_region(job.level, job.tile_x, job.tile_y);
     let texel_bytes = layout.format.texel_bytes();
     host.queued_fills += 1;
+    if let Some(launch) = job.launch {
+        host.queued_wanted.insert(job.page, launch);
+    }
     Some(TileTask {
         job,
         source: record.source.clone(),
@@ -121,17 +124,19 @@ impl TileTask {
     }
 
     /// A fill thread takes the task up: `None` (the task dropped unread, its buffer and
-    /// page given back, and counted) if it was cancelled, or if in interactive mode its
-    /// launch is `max_fill_age` launches old (the view has moved on; a page still needed
-    /// is requested again).
+    /// page given back, and counted) if it was cancelled, or if in interactive mode no
+    /// launch of the last `max_fill_age` asked for its page (the view has moved on; a page
+    /// needed again is requested again). A page every frame still asks for is read however
+    /// long the queue took to reach it.
     fn take_up(self, engine: &Engine) -> Option<TileTask> {
         let Some(launch) = self.job.launch else {
             return Some(self); // a blocking fill: never dropped
         };
         let mut host = engine.host.lock();
+        let wanted = host.queued_wanted.remove(&self.job.page).unwrap_or(launch);
         let cancelled = host.cancel_through != 0 && launch <= host.cancel_through;
         let stale = engine.options.mode == StreamingMode::Interactive
-            && host.launch_num.wrapping_sub(launch) >= engine.options.max_fill_age;
+            && host.launch_num.wrapping_sub(wanted) >= engine.options.max_fill_age;
         if !(cancelled || stale) {
             return Some(self);
         }

@@ -10,7 +10,7 @@ use crate::paging::{encode_base_color, PageLayout, PageSpace, PullResult};
 use crate::resources::{Resources, TextureState};
 use crate::stats::Stats;
 use crate::textures::DEFAULT_FALLBACK_COLOR;
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 /// Something that becomes visible at the next publication (a `launch_prepare`, or at once
 /// for a blocking fill).
@@ -68,6 +68,11 @@ pub(crate) struct HostState {
     pub launch_num: u32,
     /// Tile fills handed to the fill threads and not yet taken up or ended.
     pub queued_fills: usize,
+    /// The last launch that asked for each page whose tile fill is queued and not yet
+    /// taken up: interactive mode drops a queued fill only when no launch of the last
+    /// `max_fill_age` asked for its page (the view moved on), never one a frame still
+    /// wants, however long the queue takes.
+    pub queued_wanted: HashMap<PageId, u32>,
     /// Queued fills of launches up to this one are dropped when taken up
     /// (`Engine::cancel_queued_fills`); 0: none.
     pub cancel_through: u32,
@@ -92,6 +97,7 @@ impl HostState {
             wanted_bytes: 0,
             launch_num: 0,
             queued_fills: 0,
+            queued_wanted: HashMap::new(),
             cancel_through: 0,
             counters: Stats::default(),
             pull: PullResult::default(),

@@ -90,7 +90,14 @@ fn process_pulled(engine: &Arc<Engine>, launch_num: u32, pulled: Option<PullResu
     let mut tiles: Vec<TileJob> = Vec::new();
     let mut resources: Vec<ResourceTask> = Vec::new();
     for page in candidates {
-        if host.in_flight.contains(&page) || engine.pages.is_resident(page.0) {
+        if host.in_flight.contains(&page) {
+            // Still wanted: a queued fill of it is not one the view moved on from.
+            if let Some(wanted) = host.queued_wanted.get_mut(&page) {
+                *wanted = launch_num;
+            }
+            continue;
+        }
+        if engine.pages.is_resident(page.0) {
             continue;
         }
         if host.residency.restore(page) {
