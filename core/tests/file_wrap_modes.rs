@@ -125,3 +125,37 @@ fn a_file_without_wrapmodes_samples_black_outside_and_one_axis_may_be_explicit()
         lookups(&tx, [Border, Clamp])
     );
 }
+
+/// Lookups by path (`tex2d_grad_path`, OIIO's `texture(filename, ...)`) sample with the
+/// file's modes, as OIIO's `WrapDefault` does: a periodic/clamp `.tx` by path equals the
+/// same file registered with those modes explicitly, and not with the old default (wrap).
+#[test]
+fn lookups_by_path_sample_with_the_file_modes() {
+    let path = fixture("tx/rgb8_lzw_wrap.tx");
+    let grid = |sample: &dyn Fn(f32, f32, [f32; 2]) -> [f32; 4]| -> Vec<u32> {
+        let mut out = Vec::new();
+        for d in [0.002f32, 0.02, 0.1] {
+            for j in 0..23 {
+                for i in 0..23 {
+                    let (s, t) = (-0.6 + i as f32 * 0.1 + 0.013, -0.6 + j as f32 * 0.1 + 0.007);
+                    out.extend(sample(s, t, [d, 0.0]).map(f32::to_bits));
+                }
+            }
+        }
+        out
+    };
+    let o = SampleOptions::default();
+    let by_path_cache = cache();
+    let by_path = grid(&|s, t, dx| {
+        let v = by_path_cache.tex2d_grad_path(&path, s, t, dx, [0.0, dx[0]], &o);
+        assert!(v.resident);
+        v.value
+    });
+    let explicit_with = |address: [AddressMode; 2]| {
+        let cache = cache();
+        let tex = cache.texture_for_path(&path, desc(address)).unwrap();
+        grid(&|s, t, dx| cache.tex2d_grad(tex, s, t, dx, [0.0, dx[0]], &o).value)
+    };
+    assert_eq!(by_path, explicit_with([Wrap, Clamp]));
+    assert_ne!(by_path, explicit_with([Wrap, Wrap]));
+}

@@ -213,7 +213,10 @@ impl TextureCache {
     }
 
     /// [`tex2d_grad`](Self::tex2d_grad) by file path (as OIIO's `texture(filename, ...)`):
-    /// the file is registered with [`TextureDesc::default`] at its first use. If it cannot
+    /// the file is registered with [`TextureDesc::file_modes`] at its first use, so it
+    /// samples with the wrap modes its file names (maketx's `wrapmodes`), black where it
+    /// names none, as OIIO does. A path registered earlier through
+    /// [`texture_for_path`](Self::texture_for_path) keeps that description. If it cannot
     /// be registered (too many textures) the result is [`DEFAULT_FALLBACK_COLOR`],
     /// resident.
     #[allow(clippy::too_many_arguments)]
@@ -293,7 +296,7 @@ impl TextureCache {
         if let Some(id) = cached {
             return Ok(id);
         }
-        let id = self.texture_for_path(path, TextureDesc::default())?;
+        let id = self.texture_for_path(path, TextureDesc::file_modes())?;
         let _ = THREAD_PATH_IDS.try_with(|m| {
             if let Ok(mut m) = m.try_borrow_mut() {
                 m.entry(uid).or_default().insert(path.to_path_buf(), id);

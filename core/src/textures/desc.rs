@@ -128,6 +128,18 @@ impl Default for TextureDesc {
 }
 
 impl TextureDesc {
+    /// The default description with both axes [`AddressMode::FromFile`]: the file's own
+    /// wrap modes, black where it names none — OpenImageIO's `WrapDefault`, what a lookup
+    /// by file name (`texture(filename, ...)`) uses there, and what
+    /// [`TextureCache::tex2d_grad_path`](crate::TextureCache::tex2d_grad_path) registers
+    /// a path with.
+    pub fn file_modes() -> TextureDesc {
+        TextureDesc {
+            address: [AddressMode::FromFile; 2],
+            ..TextureDesc::default()
+        }
+    }
+
     /// The address modes the texture is sampled with, given the file's own (`file`, from
     /// [`ImageSource::address_modes`](crate::sources::ImageSource::address_modes)): an
     /// axis set to [`AddressMode::FromFile`] takes the file's mode for that axis, and
