@@ -381,9 +381,10 @@ typedef struct DtexLoaderOptions {
   // their fill threads in the background (Linux: niceness +10). Was `reserved` (0) in
   // 0.1.0.
   uint32_t interactive;
-  // Interactive mode: a queued tile fill that a fill thread takes when its launch is
-  // this many launches old or more is dropped unread and counted
-  // (`fills_dropped_stale`) (default 3; at least 1). Absent before 0.1 ABI struct size
+  // Interactive mode: a queued tile fill that a fill thread takes when the last launch
+  // that asked for its page is this many launches old or more is dropped unread and
+  // counted (`fills_dropped_stale`); a page every launch still asks for is read
+  // (default 3; at least 1). Absent before 0.1 ABI struct size
   // `DTEX_LOADER_OPTIONS_SIZE_0_1_0`: callers built against that header get the default.
   uint32_t max_fill_age;
   // Most tile publications one launch start makes; the rest wait for the next, coarse
