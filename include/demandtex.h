@@ -1490,6 +1490,22 @@ DtexStatus dtex_udim_expand_pattern(const char *pattern,
 // `out` is NULL or valid for writing a `DtexPtexFilterOptions`.
 void dtex_ptex_filter_options_default(struct DtexPtexFilterOptions *out);
 
+// Set the most bytes of decoded Ptex face data the process-wide decode cache holds: the
+// sources that reductions (a face at a resolution the file does not store) are made from,
+// shared by every Ptex texture of every loader and cache in the process, first in first
+// out (docs/PTEX.md, "The decode cache"). Default 64 MiB; 0 keeps nothing. This memory is
+// scratch outside the loaders' texture budgets. A smaller value takes effect as entries
+// are next added.
+//
+// Ownership: a value. Thread-safety: any thread (lookups in progress are unaffected).
+void dtex_ptex_set_decode_cache_bytes(uint64_t bytes);
+
+// The most bytes of decoded Ptex face data the process-wide decode cache holds
+// (`dtex_ptex_set_decode_cache_bytes`).
+//
+// Ownership: a value. Thread-safety: any thread.
+uint64_t dtex_ptex_decode_cache_bytes(void);
+
 // Open a Ptex file and register it with `loader` as one texture: its units (a face at one
 // resolution, or a tile of a large one) are packed into 64 KiB pages that share the
 // loader's budget and are requested, filled and evicted like tiles (docs/PTEX.md). The

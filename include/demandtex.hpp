@@ -890,6 +890,14 @@ inline std::vector<UdimTile> expandUdimPattern(const std::string& pattern) {
     return std::move(collector.tiles);
 }
 
+/// Set the most bytes of decoded Ptex face data the process-wide decode cache holds (the
+/// sources reductions are made from, shared by every Ptex texture in the process; default
+/// 64 MiB, 0 keeps nothing; scratch outside the texture budgets). Any thread.
+inline void setPtexDecodeCacheBytes(std::uint64_t bytes) noexcept { dtex_ptex_set_decode_cache_bytes(bytes); }
+
+/// The most bytes of decoded Ptex face data the process-wide decode cache holds.
+inline std::uint64_t ptexDecodeCacheBytes() noexcept { return dtex_ptex_decode_cache_bytes(); }
+
 // ---------------------------------------------------------------------------------------
 // Ticket
 // ---------------------------------------------------------------------------------------

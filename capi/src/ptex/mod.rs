@@ -343,6 +343,30 @@ pub unsafe extern "C" fn dtex_ptex_filter_options_default(out: *mut DtexPtexFilt
     })
 }
 
+/// Set the most bytes of decoded Ptex face data the process-wide decode cache holds: the
+/// sources that reductions (a face at a resolution the file does not store) are made from,
+/// shared by every Ptex texture of every loader and cache in the process, first in first
+/// out (docs/PTEX.md, "The decode cache"). Default 64 MiB; 0 keeps nothing. This memory is
+/// scratch outside the loaders' texture budgets. A smaller value takes effect as entries
+/// are next added.
+///
+/// Ownership: a value. Thread-safety: any thread (lookups in progress are unaffected).
+#[no_mangle]
+pub extern "C" fn dtex_ptex_set_decode_cache_bytes(bytes: u64) {
+    entry_value((), || {
+        engine::sources::ptex::set_decode_cache_bytes(usize::try_from(bytes).unwrap_or(usize::MAX))
+    })
+}
+
+/// The most bytes of decoded Ptex face data the process-wide decode cache holds
+/// (`dtex_ptex_set_decode_cache_bytes`).
+///
+/// Ownership: a value. Thread-safety: any thread.
+#[no_mangle]
+pub extern "C" fn dtex_ptex_decode_cache_bytes() -> u64 {
+    entry_value(0, || engine::sources::ptex::decode_cache_bytes() as u64)
+}
+
 /// Open a Ptex file and register it with `loader` as one texture: its units (a face at one
 /// resolution, or a tile of a large one) are packed into 64 KiB pages that share the
 /// loader's budget and are requested, filled and evicted like tiles (docs/PTEX.md). The

@@ -217,6 +217,26 @@ fn multi_pass_lookups_equal_core_launch_by_launch_and_converge_to_the_resident_v
 
 #[test]
 fn blocking_lookups_on_a_cache_of_a_few_pages_equal_the_resident_values() {
+    blocking_lookups_equal_the_resident_values();
+}
+
+/// The decode cache is scratch: its size, set through the C ABI, changes no result (a
+/// cache of 0 bytes makes every reduction again from the file).
+#[test]
+fn the_decode_cache_size_is_set_through_the_c_abi_and_changes_no_result() {
+    let before = dtex_ptex_decode_cache_bytes();
+    assert_eq!(before, 64 << 20, "the default");
+    dtex_ptex_set_decode_cache_bytes(0);
+    assert_eq!(dtex_ptex_decode_cache_bytes(), 0);
+    blocking_lookups_equal_the_resident_values();
+    dtex_ptex_set_decode_cache_bytes(3 << 20);
+    assert_eq!(dtex_ptex_decode_cache_bytes(), 3 << 20);
+    blocking_lookups_equal_the_resident_values();
+    dtex_ptex_set_decode_cache_bytes(before);
+}
+
+/// Every fixture, 200 lookups each, on a cache of 12 pages: core's resident values.
+fn blocking_lookups_equal_the_resident_values() {
     for path in fixtures() {
         let cache = cache_of_12_pages();
         let mut tex = 0u32;
