@@ -369,7 +369,8 @@ typedef struct DtexLoaderOptions {
   uint32_t max_requests_per_launch;
   // Boolean: evict stale tiles when memory is needed (default 1).
   uint32_t eviction;
-  // Fill threads (0 = one per core; the default).
+  // Fill threads (0, the default: one per core, and at least 8 for an interactive
+  // loader, whose reads wait on storage while frames go on).
   uint32_t fill_threads;
   // Launches a page must go unused before it may be evicted, as 2^(n-1) (default 1; 1..=14).
   uint32_t lru_threshold;

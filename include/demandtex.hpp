@@ -314,7 +314,7 @@ public:
     LoaderOptions& maxRequestsPerLaunch(std::uint32_t v) noexcept { raw_.max_requests_per_launch = v; return *this; }
     /// Whether stale tiles are evicted to stay in budget (default true).
     LoaderOptions& eviction(bool on) noexcept { raw_.eviction = on ? 1u : 0u; return *this; }
-    /// Fill threads (0 = one per core, the default).
+    /// Fill threads (0, the default: one per core, and at least 8 for an interactive loader).
     LoaderOptions& fillThreads(std::uint32_t v) noexcept { raw_.fill_threads = v; return *this; }
     /// LRU age a page must reach before it may be evicted (default 1).
     LoaderOptions& lruThreshold(std::uint32_t v) noexcept { raw_.lru_threshold = v; return *this; }
@@ -352,7 +352,7 @@ public:
     std::uint32_t maxRequestsPerLaunch() const noexcept { return raw_.max_requests_per_launch; }
     /// Whether eviction is on.
     bool eviction() const noexcept { return raw_.eviction != 0; }
-    /// Fill threads (0 = one per core).
+    /// Fill threads (0: the default, see the setter).
     std::uint32_t fillThreads() const noexcept { return raw_.fill_threads; }
     /// LRU eviction threshold.
     std::uint32_t lruThreshold() const noexcept { return raw_.lru_threshold; }

@@ -43,7 +43,8 @@ pub struct DtexLoaderOptions {
     pub max_requests_per_launch: u32,
     /// Boolean: evict stale tiles when memory is needed (default 1).
     pub eviction: u32,
-    /// Fill threads (0 = one per core; the default).
+    /// Fill threads (0, the default: one per core, and at least 8 for an interactive
+    /// loader, whose reads wait on storage while frames go on).
     pub fill_threads: u32,
     /// Launches a page must go unused before it may be evicted, as 2^(n-1) (default 1; 1..=14).
     pub lru_threshold: u32,

@@ -7,6 +7,10 @@ use crate::error::{Error, Result};
 /// thread about a tenth of the share of a render thread.
 pub const BACKGROUND_FILL_NICENESS: i32 = 10;
 
+/// The fewest fill threads an interactive loader starts by default
+/// ([`LoaderOptions::fill_thread_count`]).
+pub const INTERACTIVE_MIN_FILL_THREADS: usize = 8;
+
 /// How a [`crate::Loader`] is set up. Sizes are in pages and bytes, never "MB".
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct LoaderOptions {
@@ -25,7 +29,8 @@ pub struct LoaderOptions {
     /// Evict stale tiles when memory is needed (default true). Without eviction, requests
     /// beyond the budget are deferred.
     pub eviction: bool,
-    /// Fill threads (0 = one per core).
+    /// Fill threads (0 = the default: one per core, and in interactive mode at least
+    /// [`INTERACTIVE_MIN_FILL_THREADS`]; see [`LoaderOptions::fill_thread_count`]).
     pub fill_threads: usize,
     /// Fill threads run at a lower OS scheduling priority than the threads that created the
     /// loader (Linux: niceness [`BACKGROUND_FILL_NICENESS`] higher), so that a burst of
@@ -141,6 +146,24 @@ impl LoaderOptions {
         self.rejects_requests() || self.mode == StreamingMode::Interactive
     }
 
+    /// The fill threads a loader with these options starts: `fill_threads`, or when 0 one
+    /// per core — and in interactive mode at least [`INTERACTIVE_MIN_FILL_THREADS`]: an
+    /// interactive frame's reads wait on storage while the frame goes on, so they are
+    /// served by more threads than cores (which run in the background, below the render
+    /// threads' priority, and mostly sleep in their reads). With one per core on a 2-core
+    /// machine and 50 ms per read, 2 threads serve 40 tiles/s and a view never reached full
+    /// detail (docs/INTERACTIVE.md).
+    pub fn fill_thread_count(&self) -> usize {
+        if self.fill_threads != 0 {
+            return self.fill_threads;
+        }
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        match self.mode {
+            StreamingMode::Interactive => cores.max(INTERACTIVE_MIN_FILL_THREADS),
+            StreamingMode::Final => cores,
+        }
+    }
+
     /// Whether fill threads run in the background: `background_fills`, else on in
     /// interactive mode.
     pub fn fills_in_background(&self) -> bool {
@@ -185,5 +208,32 @@ impl LoaderOptions {
             )));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fill_threads_default_to_one_per_core_and_at_least_eight_when_interactive() {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let interactive = LoaderOptions {
+            mode: StreamingMode::Interactive,
+            ..LoaderOptions::default()
+        };
+        assert_eq!(LoaderOptions::default().fill_thread_count(), cores);
+        assert_eq!(
+            interactive.fill_thread_count(),
+            cores.max(INTERACTIVE_MIN_FILL_THREADS)
+        );
+        for mode in [StreamingMode::Final, StreamingMode::Interactive] {
+            let given = LoaderOptions {
+                mode,
+                fill_threads: 3,
+                ..LoaderOptions::default()
+            };
+            assert_eq!(given.fill_thread_count(), 3, "given: as given");
+        }
     }
 }

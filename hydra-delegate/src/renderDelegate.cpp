@@ -59,7 +59,7 @@ void HdDemandTexRenderDelegate::_Initialize() {
     _descriptors = {
         {"Texture memory budget (MiB)", HdDemandTexRenderSettingsTokens->textureMemoryMiB,
          VtValue(int(defaults.maxTextureMemory() >> 20))},
-        {"Texture fill threads (0 = one per core)", HdDemandTexRenderSettingsTokens->fillThreads, VtValue(0)},
+        {"Texture fill threads (0 = the default: one per core, at least 8 when interactive)", HdDemandTexRenderSettingsTokens->fillThreads, VtValue(0)},
         {"Interactive (coarser texels while tiles stream in)", HdDemandTexRenderSettingsTokens->interactive,
          VtValue(true)},
         {"Samples per pixel", HdRenderSettingsTokens->convergedSamplesPerPixel, VtValue(4)},

@@ -175,11 +175,8 @@ pub fn streaming_options(args: &DemoArgs, rejection: bool) -> LoaderOptions {
     let d = LoaderOptions::default();
     LoaderOptions {
         max_texture_memory: args.budget_mb << 20,
-        fill_threads: if args.fill_threads == 0 {
-            args.threads
-        } else {
-            args.fill_threads
-        },
+        // 0: the library's default for an interactive loader.
+        fill_threads: args.fill_threads,
         mode: StreamingMode::Interactive,
         request_rejection: Some(rejection),
         max_requests_per_launch: if args.request_cap == 0 {
@@ -509,7 +506,7 @@ pub(super) fn summarize(
     summary.insert("height".into(), args.height.into());
     summary.insert(
         "fill_threads".into(),
-        (streaming_options(args, true).fill_threads as u64).into(),
+        (streaming_options(args, true).fill_thread_count() as u64).into(),
     );
     summary
 }

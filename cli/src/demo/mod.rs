@@ -91,9 +91,10 @@ pub struct DemoArgs {
     /// the kernel (the default publishes them at `process_requests`, while it runs).
     #[arg(long)]
     pub publish_before_launch: bool,
-    /// With --interactive: fill threads of the streaming loader (0: --threads). Reads that
-    /// wait on a slow store (--io-latency-ms) need more threads than cores; they run in the
-    /// background (below the shading threads' priority).
+    /// With --interactive: fill threads of the streaming loader (0: the library's default,
+    /// one per core and at least 8). Reads that wait on a slow store (--io-latency-ms) need
+    /// more threads than cores; they run in the background (below the shading threads'
+    /// priority).
     #[arg(long, default_value_t = 0)]
     pub fill_threads: usize,
     /// With --interactive: a soak run instead: the streaming frames of the camera path,

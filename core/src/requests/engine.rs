@@ -77,11 +77,7 @@ impl Engine {
             options.page_table_entries,
             options.num_pages,
         )?;
-        let threads = match options.fill_threads {
-            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
-            n => n,
-        };
-        let workers = FillPool::new(threads, options.fills_in_background())?;
+        let workers = FillPool::new(options.fill_thread_count(), options.fills_in_background())?;
         let budget = options.max_texture_memory;
         Ok(Arc::new_cyclic(|me| Engine {
             me: me.clone(),
