@@ -17,11 +17,9 @@ PXR_NAMESPACE_OPEN_SCOPE
 
 namespace {
 
-/// Interactive passes in a row that finished no pixel before fewer rows are shaded (fills
-/// run in the background: a few passes without progress are normal).
+/// Interactive passes in a row that finished no pixel before fewer pixels are shaded
+/// (fills run in the background: a few passes without progress are normal).
 constexpr unsigned kStallLaunches = 8;
-/// The fewest rows an interactive pass shades.
-constexpr unsigned kMinRowWindow = 8;
 
 /// Sample `index` of a pixel, in [0, 1)²: the R2 low-discrepancy sequence, starting at the
 /// pixel centre, so any sample count covers the pixel evenly and deterministically.
@@ -120,7 +118,7 @@ void HdDemandTexRenderer::Restart() {
     const size_t h = size_t(std::max(0, _dataWindow.GetHeight()));
     _pixels.assign(w * h, Pixel());
     _unfinished = w * h;
-    _rowWindow = 0;
+    _pixelWindow = 0;
     _stalledPasses = 0;
 }
 
@@ -147,66 +145,81 @@ HdDemandTexIterationStats HdDemandTexRenderer::Iterate(const demandtex::Launch& 
     const unsigned height = unsigned(_dataWindow.GetHeight());
     std::atomic<std::uint64_t> traced{0}, finished{0}, missed{0}, finishedPixels{0};
 
-    // The rows shaded: all, or a window from the first row with an unfinished pixel.
-    size_t firstRow = 0, rows = height;
-    if (_rowWindow != 0) {
-        const auto first = std::find_if(_pixels.begin(), _pixels.end(),
-                                        [&](const Pixel& p) { return p.samples < _samplesPerPixel; });
-        firstRow = size_t(first - _pixels.begin()) / width;
-        rows = std::min<size_t>(_rowWindow, height - firstRow);
-    }
-    WorkParallelForN(rows, [&](size_t windowBegin, size_t windowEnd) {
-        const size_t rowBegin = firstRow + windowBegin, rowEnd = firstRow + windowEnd;
-        std::uint64_t t = 0, f = 0, m = 0, done = 0;
-        for (size_t y = rowBegin; y < rowEnd; ++y) {
-            for (unsigned x = 0; x < width; ++x) {
-                Pixel& pixel = _pixels[y * width + x];
-                if (pixel.samples >= _samplesPerPixel) continue;
-                // As many samples as have their texels resident; stop at the first miss.
-                while (pixel.samples < _samplesPerPixel) {
-                    Hit hit;
-                    GfVec4f color(0.0f);  // background: transparent
-                    Lookups found;
-                    const bool covered = _Intersect(x, unsigned(y), pixel.samples, &hit);
-                    // The sample's own seed: the same requests from the same image.
-                    const auto key = std::uint32_t((y * width + x) * _samplesPerPixel + pixel.samples);
-                    if (covered) color = _Shade(hit, launch, preview, key, &found);
-                    ++t;
-                    if (pixel.samples == 0) {
-                        // Depth and id do not wait for texels.
-                        pixel.depth = covered ? _Depth(hit) : 1.0f;
-                        pixel.primId = covered ? hit.mesh->primId : -1;
-                    }
-                    if (!found.fullDetail) {
-                        ++m;
-                        if (preview && pixel.samples == 0) {
-                            // Coarser texels that are resident now, for display only.
-                            pixel.preview = color;
-                            pixel.hasPreview = found.shown;
-                        }
-                        break;
-                    }
-                    ++f;
-                    pixel.sum += color;
-                    ++pixel.samples;
-                }
-                if (pixel.samples == _samplesPerPixel) ++done;
+    // One pixel's unfinished samples: as many as have their texels resident; the first miss
+    // stops it. Adds to the pass's counts (traced, finished, missed, pixels finished).
+    auto shadePixel = [&](size_t index, std::uint64_t* counts) {
+        Pixel& pixel = _pixels[index];
+        if (pixel.samples >= _samplesPerPixel) return;
+        const unsigned x = unsigned(index % width), y = unsigned(index / width);
+        while (pixel.samples < _samplesPerPixel) {
+            Hit hit;
+            GfVec4f color(0.0f);  // background: transparent
+            Lookups found;
+            const bool covered = _Intersect(x, y, pixel.samples, &hit);
+            // The sample's own seed: the same requests from the same image.
+            const auto key = std::uint32_t(index * _samplesPerPixel + pixel.samples);
+            if (covered) color = _Shade(hit, launch, preview, key, &found);
+            ++counts[0];
+            if (pixel.samples == 0) {
+                // Depth and id do not wait for texels.
+                pixel.depth = covered ? _Depth(hit) : 1.0f;
+                pixel.primId = covered ? hit.mesh->primId : -1;
             }
+            if (!found.fullDetail) {
+                ++counts[2];
+                if (preview && pixel.samples == 0) {
+                    // Coarser texels that are resident now, for display only.
+                    pixel.preview = color;
+                    pixel.hasPreview = found.shown;
+                }
+                break;
+            }
+            ++counts[1];
+            pixel.sum += color;
+            ++pixel.samples;
         }
-        traced += t;
-        finished += f;
-        missed += m;
-        finishedPixels += done;
-    });
+        if (pixel.samples == _samplesPerPixel) ++counts[3];
+    };
+    auto addCounts = [&](const std::uint64_t* counts) {
+        traced += counts[0];
+        finished += counts[1];
+        missed += counts[2];
+        finishedPixels += counts[3];
+    };
+
+    // The pixels shaded: every unfinished one, or the first _pixelWindow of them.
+    std::vector<size_t> window;
+    if (_pixelWindow != 0) {
+        window.reserve(_pixelWindow);
+        for (size_t i = 0; i < _pixels.size() && window.size() < _pixelWindow; ++i) {
+            if (_pixels[i].samples < _samplesPerPixel) window.push_back(i);
+        }
+        WorkParallelForN(window.size(), [&](size_t begin, size_t end) {
+            std::uint64_t counts[4] = {0, 0, 0, 0};
+            for (size_t k = begin; k < end; ++k) shadePixel(window[k], counts);
+            addCounts(counts);
+        });
+    } else {
+        WorkParallelForN(height, [&](size_t rowBegin, size_t rowEnd) {
+            std::uint64_t counts[4] = {0, 0, 0, 0};
+            for (size_t y = rowBegin; y < rowEnd; ++y) {
+                for (unsigned x = 0; x < width; ++x) shadePixel(y * width + x, counts);
+            }
+            addCounts(counts);
+        });
+    }
     _unfinished -= finishedPixels.load();
     if (preview) {
         // Interactive: a frame whose tiles do not all fit the budget stalls (every resident
-        // tile is in use, none can be evicted); shade fewer rows until pixels finish again.
+        // tile is in use, none can be evicted); shade fewer pixels until pixels finish
+        // again, and more again after a pass that finished its whole window.
         _stalledPasses = finishedPixels.load() == 0 ? _stalledPasses + 1 : 0;
         if (_stalledPasses >= kStallLaunches && _unfinished != 0) {
-            const unsigned current = _rowWindow == 0 ? height : _rowWindow;
-            _rowWindow = std::max(kMinRowWindow, current / 2);
+            const std::uint64_t current = _pixelWindow == 0 ? _unfinished : _pixelWindow;
+            _pixelWindow = std::max<std::uint64_t>(1, current / 2);
             _stalledPasses = 0;
+        } else if (_pixelWindow != 0 && finishedPixels.load() == window.size()) {
+            _pixelWindow = std::min<std::uint64_t>(_unfinished, 2 * _pixelWindow);
         }
     }
     stats.samplesTraced = traced;

@@ -105,10 +105,11 @@ private:
     std::vector<Pixel> _pixels;
     std::uint64_t _unfinished = 0;
     // Interactive passes over a frame larger than the texture budget: when no pixel has
-    // finished for kStallLaunches passes, only the rows [first unfinished row, + _rowWindow)
-    // are shaded (halved at each further stall, at least kMinRowWindow), so that the tiles
-    // of the other pixels go unused and can be evicted. 0: every row.
-    unsigned _rowWindow = 0;
+    // finished for kStallLaunches passes, only the first _pixelWindow unfinished pixels (in
+    // row order) are shaded — half the unfinished ones, halved at each further stall down to
+    // one pixel, twice as many after a pass that finished its whole window — so that
+    // the tiles of the other pixels go unused and can be evicted. 0: every pixel.
+    std::uint64_t _pixelWindow = 0;
     unsigned _stalledPasses = 0;
 };
 
