@@ -225,7 +225,11 @@ fn blocking_lookups_on_a_cache_of_a_few_pages_equal_the_resident_values() {
 #[test]
 fn the_decode_cache_size_is_set_through_the_c_abi_and_changes_no_result() {
     let before = dtex_ptex_decode_cache_bytes();
-    assert_eq!(before, 64 << 20, "the default");
+    assert_eq!(
+        before,
+        engine::sources::ptex::DEFAULT_DECODE_CACHE_BYTES as u64,
+        "the default"
+    );
     dtex_ptex_set_decode_cache_bytes(0);
     assert_eq!(dtex_ptex_decode_cache_bytes(), 0);
     blocking_lookups_equal_the_resident_values();

@@ -79,9 +79,6 @@ pub(crate) fn prepare_tile(
     let region = layout.tile_region(job.level, job.tile_x, job.tile_y);
     let texel_bytes = layout.format.texel_bytes();
     host.queued_fills += 1;
-    if let Some(launch) = job.launch {
-        host.queued_wanted.insert(job.page, launch);
-    }
     Some(TileTask {
         job,
         source: record.source.clone(),
@@ -104,6 +101,11 @@ impl TileTask {
             by_file_tile: yes,
             ..self
         }
+    }
+
+    /// The page the task fills.
+    pub(crate) fn page(&self) -> PageId {
+        self.job.page
     }
 
     /// Take the task's ticket guard, for a caller that completes the ticket itself after
@@ -133,10 +135,11 @@ impl TileTask {
             return Some(self); // a blocking fill: never dropped
         };
         let mut host = engine.host.lock();
-        let wanted = host.queued_wanted.remove(&self.job.page).unwrap_or(launch);
         let cancelled = host.cancel_through != 0 && launch <= host.cancel_through;
-        let stale = engine.options.mode == StreamingMode::Interactive
-            && host.launch_num.wrapping_sub(wanted) >= engine.options.max_fill_age;
+        let stale = engine.options.mode == StreamingMode::Interactive && {
+            let wanted = host.queued_wanted.remove(&self.job.page).unwrap_or(launch);
+            host.launch_num.wrapping_sub(wanted) >= engine.options.max_fill_age
+        };
         if !(cancelled || stale) {
             return Some(self);
         }

@@ -68,8 +68,8 @@ pub(crate) struct HostState {
     pub launch_num: u32,
     /// Tile fills handed to the fill threads and not yet taken up or ended.
     pub queued_fills: usize,
-    /// The last launch that asked for each page whose tile fill is queued and not yet
-    /// taken up: interactive mode drops a queued fill only when no launch of the last
+    /// Interactive mode: the last launch that asked for each page whose tile fill is queued
+    /// and not yet taken up (empty in final mode): interactive mode drops a queued fill only when no launch of the last
     /// `max_fill_age` asked for its page (the view moved on), never one a frame still
     /// wants, however long the queue takes.
     pub queued_wanted: HashMap<PageId, u32>,

@@ -92,8 +92,10 @@ fn process_pulled(engine: &Arc<Engine>, launch_num: u32, pulled: Option<PullResu
     for page in candidates {
         if host.in_flight.contains(&page) {
             // Still wanted: a queued fill of it is not one the view moved on from.
-            if let Some(wanted) = host.queued_wanted.get_mut(&page) {
-                *wanted = launch_num;
+            if interactive {
+                if let Some(wanted) = host.queued_wanted.get_mut(&page) {
+                    *wanted = launch_num;
+                }
             }
             continue;
         }
@@ -234,6 +236,12 @@ fn process_pulled(engine: &Arc<Engine>, launch_num: u32, pulled: Option<PullResu
         .into_iter()
         .filter_map(|(job, buffer)| fill::prepare_tile(&mut host, job, buffer, ticket.task()))
         .collect();
+    if interactive {
+        // Their age for `TileTask::take_up`, refreshed by later requests (above).
+        for task in &tile_tasks {
+            host.queued_wanted.insert(task.page(), launch_num);
+        }
+    }
     drop(host);
 
     // Each task lets go of the engine before its guard completes the ticket: a caller who
