@@ -185,6 +185,14 @@ typedef unsigned long long uint64_t;
 // (`p % DTEX_PTEX_PAGES_ACROSS`, `p / DTEX_PTEX_PAGES_ACROSS`) of level 0.
 #define DTEX_PTEX_PAGES_ACROSS 1024
 
+// Bytes of a Ptex page that units (or tiles) smaller than this may fill; the rest of
+// such a page holds its validity bitmap. A unit larger than this has a page to itself.
+#define DTEX_PTEX_UNIT_CAPACITY 65024
+
+// On a page of units of at most `DTEX_PTEX_UNIT_CAPACITY` bytes, each unit (or tile)
+// starts at a multiple of this many bytes.
+#define DTEX_PTEX_CHUNK_BYTES 16
+
 // Ptex mesh type: triangles.
 #define DTEX_PTEX_MESH_TRIANGLE 0
 
@@ -958,7 +966,7 @@ typedef struct DtexPtexDeviceUnit {
 } DtexPtexDeviceUnit;
 
 // A Ptex texture as device code reads it: the pages texture to sample, the tables'
-// device addresses and how texels are stored (64 bytes).
+// device addresses and how texels are stored (56 bytes).
 typedef struct DtexPtexDeviceTexture {
   // The face table, `num_faces` entries (device memory).
   const struct DtexPtexDeviceFace *faces;
@@ -980,8 +988,14 @@ typedef struct DtexPtexDeviceTexture {
   uint32_t pixel_size;
   // Entries of the unit table.
   uint32_t num_units;
+  // `DTEX_PTEX_BORDER_*` in u (the separable filters fold or drop their kernel there).
+  uint8_t u_border;
+  // `DTEX_PTEX_BORDER_*` in v.
+  uint8_t v_border;
+  // `DTEX_PTEX_EDGE_FILTER_*` (tangent vectors rotate across edges).
+  uint8_t edge_filter;
   // Zero.
-  uint32_t reserved;
+  uint8_t reserved;
 } DtexPtexDeviceTexture;
 
 // One mip level as the samplers see it.
@@ -2239,7 +2253,7 @@ DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexDeviceTexture, data_type) == 36, "offse
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexDeviceTexture, num_channels) == 40, "offsetof(DtexPtexDeviceTexture, num_channels)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexDeviceTexture, pixel_size) == 44, "offsetof(DtexPtexDeviceTexture, pixel_size)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexDeviceTexture, num_units) == 48, "offsetof(DtexPtexDeviceTexture, num_units)");
-DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexDeviceTexture, reserved) == 52, "offsetof(DtexPtexDeviceTexture, reserved)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexDeviceTexture, reserved) == 55, "offsetof(DtexPtexDeviceTexture, reserved)");
 DTEX_STATIC_ASSERT(sizeof(DtexPtexFilterOptions) == 40, "sizeof(DtexPtexFilterOptions)");
 DTEX_STATIC_ASSERT(DTEX_ALIGNOF(DtexPtexFilterOptions) == 4, "alignof(DtexPtexFilterOptions)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexPtexFilterOptions, struct_size) == 0, "offsetof(DtexPtexFilterOptions, struct_size)");

@@ -83,6 +83,9 @@ impl DevicePtex {
             num_channels: t.num_channels,
             pixel_size: t.pixel_size,
             num_units: t.units.len() as u32,
+            u_border: t.u_border,
+            v_border: t.v_border,
+            edge_filter: t.edge_filter,
             reserved: 0,
         };
         Ok(DevicePtex {

@@ -2,8 +2,9 @@
 //! registered with a `CudaLoader` (tables uploaded by `create_ptex_texture`) and sampled
 //! by a kernel (gpu_support/ptex.cu) launch after launch: the first launch finds nothing
 //! resident and gives the faces' constant colours; once converged, point lookups equal
-//! core's resident `ptex_sample` exactly and stochastic ones within 1e-6; the other filters
-//! report `supported` false. Skips (printing why) without a device.
+//! core's resident `ptex_sample` exactly, stochastic ones within 1e-6, and the bilinear,
+//! box and Gaussian filters (edge blending, triangles) within 1e-5; an unknown filter code
+//! reports `supported` false. Skips (printing why) without a device.
 
 mod gpu_support;
 
@@ -77,8 +78,8 @@ fn lookups(num_faces: u32) -> Vec<Lookup> {
             let w = [0.0, 0.002, 0.02, 0.2][(i % 4) as usize];
             Lookup {
                 face: i % num_faces,
-                // point 0, stochastic 8, and bilinear 1 (not on the device).
-                filter: [0, 8, 0, 8, 8, 1][(i / 4 % 6) as usize],
+                // point 0, stochastic 8, bilinear 1, box 2, Gaussian 3, and 9 (no filter).
+                filter: [0, 8, 1, 2, 3, 9][(i / 4 % 6) as usize],
                 u: next() * 1.1 - 0.05,
                 v: next() * 1.1 - 0.05,
                 dudx: w * next(),
@@ -134,7 +135,7 @@ fn ptex_lookups_on_the_device_converge_to_cores_values() {
             let out = stream.clone_dtoh(&d_out).unwrap();
             let flags = stream.clone_dtoh(&d_flags).unwrap();
             stream.synchronize().unwrap();
-            let supported = |l: &Lookup| l.filter != 1;
+            let supported = |l: &Lookup| l.filter <= 8;
             let all = lookups
                 .iter()
                 .zip(&flags)
@@ -159,15 +160,16 @@ fn ptex_lookups_on_the_device_converge_to_cores_values() {
         let (out, flags) =
             converged.unwrap_or_else(|| panic!("{}: no convergence", path.display()));
         for (i, l) in lookups.iter().enumerate() {
-            if l.filter == 1 {
-                continue;
-            }
+            let filter = match l.filter {
+                0 => PtexFilterType::Point,
+                1 => PtexFilterType::Bilinear,
+                2 => PtexFilterType::Box,
+                3 => PtexFilterType::Gaussian,
+                8 => PtexFilterType::StochasticPoint,
+                _ => continue,
+            };
             let o = PtexFilterOptions {
-                filter: if l.filter == 0 {
-                    PtexFilterType::Point
-                } else {
-                    PtexFilterType::StochasticPoint
-                },
+                filter,
                 jitter: [l.jitter_u, l.jitter_v],
                 ..Default::default()
             };
@@ -183,7 +185,11 @@ fn ptex_lookups_on_the_device_converge_to_cores_values() {
             );
             for c in 0..nch {
                 let got = out[i * 4 + c];
-                let tol = if l.filter == 0 { 0.0 } else { 1e-6 };
+                let tol = match l.filter {
+                    0 => 0.0,
+                    8 => 1e-6,
+                    _ => 1e-5 * want[c].abs().max(1.0),
+                };
                 assert!(
                     (got - want[c]).abs() <= tol,
                     "{} lookup {i} {l:?} channel {c}: device {got}, core {}",
@@ -193,7 +199,7 @@ fn ptex_lookups_on_the_device_converge_to_cores_values() {
             }
         }
         println!(
-            "{}: device point and stochastic lookups equal core's",
+            "{}: device point, stochastic, bilinear, box and Gaussian lookups equal core's",
             path.display()
         );
     }

@@ -48,6 +48,17 @@ const _: () = assert!(DTEX_PTEX_NO_UNIT == engine::ptex::device::PTEX_NO_UNIT);
 pub const DTEX_PTEX_PAGES_ACROSS: u32 = 1024;
 const _: () = assert!(DTEX_PTEX_PAGES_ACROSS == engine::sources::ptex::pages::PAGES_ACROSS);
 
+/// Bytes of a Ptex page that units (or tiles) smaller than this may fill; the rest of
+/// such a page holds its validity bitmap. A unit larger than this has a page to itself.
+pub const DTEX_PTEX_UNIT_CAPACITY: u32 = 65024;
+const _: () =
+    assert!(DTEX_PTEX_UNIT_CAPACITY as usize == engine::sources::ptex::pack::UNIT_CAPACITY);
+
+/// On a page of units of at most `DTEX_PTEX_UNIT_CAPACITY` bytes, each unit (or tile)
+/// starts at a multiple of this many bytes.
+pub const DTEX_PTEX_CHUNK_BYTES: u32 = 16;
+const _: () = assert!(DTEX_PTEX_CHUNK_BYTES as usize == engine::sources::ptex::pack::CHUNK_BYTES);
+
 /// Ptex mesh type: triangles.
 pub const DTEX_PTEX_MESH_TRIANGLE: u32 = 0;
 /// Ptex mesh type: quads.

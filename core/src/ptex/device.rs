@@ -11,7 +11,7 @@
 //! [`PackLayout::locate`]'s answer, so host and device agree on every byte.
 
 use crate::sources::ptex::pack::PackLayout;
-use crate::sources::ptex::{DataType, MeshType, PtexPages, Res};
+use crate::sources::ptex::{BorderMode, DataType, EdgeFilterMode, MeshType, PtexPages, Res};
 
 /// `PtexDeviceUnit::page` of a resolution that has no unit (a constant face, 1×1, or a
 /// reduction a triangle does not have): the face's constant colour stands for it.
@@ -56,7 +56,7 @@ pub struct PtexDeviceUnit {
 }
 
 /// A Ptex texture as device code reads it: the pages texture to sample, the tables'
-/// device addresses and how texels are stored (64 bytes).
+/// device addresses and how texels are stored (56 bytes).
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct PtexDeviceTexture {
@@ -80,8 +80,14 @@ pub struct PtexDeviceTexture {
     pub pixel_size: u32,
     /// Entries of the unit table.
     pub num_units: u32,
+    /// `DTEX_PTEX_BORDER_*` in u (the separable filters fold or drop their kernel there).
+    pub u_border: u8,
+    /// `DTEX_PTEX_BORDER_*` in v.
+    pub v_border: u8,
+    /// `DTEX_PTEX_EDGE_FILTER_*` (tangent vectors rotate across edges).
+    pub edge_filter: u8,
     /// Zero.
-    pub reserved: u32,
+    pub reserved: u8,
 }
 
 /// The host copies of the tables of one Ptex file.
@@ -101,6 +107,12 @@ pub struct PtexDeviceTables {
     pub num_channels: u32,
     /// Bytes per texel.
     pub pixel_size: u32,
+    /// `DTEX_PTEX_BORDER_*` in u (clamp 0, black 1, periodic 2).
+    pub u_border: u8,
+    /// `DTEX_PTEX_BORDER_*` in v.
+    pub v_border: u8,
+    /// `DTEX_PTEX_EDGE_FILTER_*` (none 0, tangent vectors 1).
+    pub edge_filter: u8,
 }
 
 /// The device entry of `face` at `res`, from the pack layout.
@@ -128,6 +140,15 @@ fn unit(layout: &PackLayout, face: u32, res: Res) -> PtexDeviceUnit {
     }
 }
 
+/// `DTEX_PTEX_BORDER_*` of `mode`.
+fn border(mode: BorderMode) -> u8 {
+    match mode {
+        BorderMode::Clamp => 0,
+        BorderMode::Black => 1,
+        BorderMode::Periodic => 2,
+    }
+}
+
 impl PtexDeviceTables {
     /// The tables of the file behind `pages`: `O(Σ (ulog2 + 1)(vlog2 + 1))` entries.
     pub fn new(pages: &PtexPages) -> PtexDeviceTables {
@@ -147,6 +168,12 @@ impl PtexDeviceTables {
             },
             num_channels: file.num_channels() as u32,
             pixel_size: ps as u32,
+            u_border: border(file.u_border_mode()),
+            v_border: border(file.v_border_mode()),
+            edge_filter: match file.edge_filter_mode() {
+                EdgeFilterMode::None => 0,
+                EdgeFilterMode::TanVec => 1,
+            },
             ..Default::default()
         };
         for (face, info) in file.faces().iter().enumerate() {

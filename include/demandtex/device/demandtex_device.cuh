@@ -7,7 +7,9 @@
  * - footprint.cuh: level of detail, anisotropic probes and the pages a lookup touches
  * - texture.cuh:   `dtex::tex2D<T>`, `dtex::tex2DLod<T>`, `dtex::tex2DGrad<T>`
  * - udim.cuh:      `dtex::tex2DGradUdim<T>`
- * - ptex.cuh:      `dtex::ptexSample` (Ptex: point and stochastic two-level point)
+ * - ptex.cuh:      `dtex::ptexSample` (Ptex: point, bilinear, box, the cubics, Gaussian,
+ *                  stochastic two-level point; ptex_units, ptex_kernel, ptex_build,
+ *                  ptex_separable and ptex_triangle.cuh)
  *
  * Header-only CUDA C++17 for NVRTC or nvcc (sm_75 and newer); it reads the shared structs
  * of <demandtex.h> (`DtexDeviceContext`, `DtexTextureSampler`, ...) and needs no CUDA

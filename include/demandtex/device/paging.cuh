@@ -37,9 +37,13 @@ namespace dtex {
 /// This thread's lane in its warp (`%laneid`, right for any block shape).
 static __device__ __forceinline__ unsigned int laneId()
 {
+#ifdef DTEX_DEVICE_HOST_EMULATION  // host tests (tests/cuda-host/dtex_host_shim.h): no PTX
+    return dtexHostLaneId();
+#else
     unsigned int lane;
     asm("mov.u32 %0, %%laneid;" : "=r"(lane));
     return lane;
+#endif
 }
 
 /// Whether bit `i` of a bit array is set.
@@ -180,9 +184,13 @@ static __device__ __forceinline__ bool mapOrRequest(const DtexDeviceContext& ctx
 /// One half-float (IEEE binary16 bits) as a float (PTX `cvt.f32.f16`).
 static __device__ __forceinline__ float halfBitsToFloat(unsigned short bits)
 {
+#ifdef DTEX_DEVICE_HOST_EMULATION  // host tests: the exact conversion in software
+    return dtexHostHalfBitsToFloat(bits);
+#else
     float f;
     asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(bits));
     return f;
+#endif
 }
 
 /// Decode a base-colour entry (four halfs, red in the low 16 bits) into `*rgba`; false for

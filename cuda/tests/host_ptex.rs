@@ -1,0 +1,425 @@
+//! Host emulation test of the device Ptex lookup `dtex::ptexSample`
+//! (include/demandtex/device/ptex.cuh), no GPU needed: the device headers are compiled by the
+//! host C++ compiler (`$CXX`, else `c++`) after tests/cuda-host/dtex_host_shim.h, which
+//! defines the CUDA built-ins for a one-lane "warp" (tests/cuda-host/README.md), into the
+//! program tests/cuda-host/ptex_host.cpp. For every Ptex fixture the test writes what the
+//! CUDA backend would publish (the device tables of `PtexDeviceTables`, the pages texture's
+//! sampler and every page of the pack, all resident) and a few thousand lookups covering
+//! every face and every filter, runs the program, and compares its answers with core's
+//! `ptex_sample` over a `ResidentPtex`: channels equal, everything resident, point lookups
+//! bit-exact, stochastic ones within 1e-6, the other filters within 1e-5 (relative above 1)
+//! where the device reports them supported. The filters of [`REQUIRED_FILTERS`] must be.
+//!
+//! Run it with `cargo test -p demandtex-cuda --test host_ptex -- --nocapture` (a summary per
+//! fixture). Without a C++ compiler it fails, unless `DEMANDTEX_SKIP_HOST_CUDA=1`.
+//! cuda/tests/gpu_ptex.rs checks the same on a real device.
+
+use demandtex::ptex::device::PtexDeviceTables;
+use demandtex::sampling::ptex::{ptex_sample, PtexFilterOptions, PtexFilterType, ResidentPtex};
+use demandtex::sources::ptex::{PtexFile, PtexPages};
+use demandtex::sources::ImageSource;
+use demandtex::textures::{FilterMode, MipFilter, TextureDesc, TextureLayout, TextureSampler};
+use demandtex::TILE_BYTES;
+use demandtex_cuda::ptex::{face_bytes, unit_bytes};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+
+/// The `DTEX_PTEX_FILTER_*` codes whose lookups the device must report `supported` (and then
+/// match core's): every filter, since the separable and triangle filters were ported
+/// (2026-11-29). A code left out is compared only where the device reports it supported.
+const REQUIRED_FILTERS: &[u32] = &[0, 1, 2, 3, 4, 5, 6, 7, 8];
+
+/// Every filter: its `DTEX_PTEX_FILTER_*` code (the index), core's type and a name.
+const FILTERS: [(PtexFilterType, &str); 9] = [
+    (PtexFilterType::Point, "point"),
+    (PtexFilterType::Bilinear, "bilinear"),
+    (PtexFilterType::Box, "box"),
+    (PtexFilterType::Gaussian, "gaussian"),
+    (PtexFilterType::Bicubic, "bicubic"),
+    (PtexFilterType::BSpline, "bspline"),
+    (PtexFilterType::CatmullRom, "catmull-rom"),
+    (PtexFilterType::Mitchell, "mitchell"),
+    (PtexFilterType::StochasticPoint, "stochastic"),
+];
+
+/// Lookups per face and filter.
+const PER_FACE_AND_FILTER: u32 = 48;
+
+/// The emulated context: texture ids `0..MAX_TEXTURES`, the Ptex pages texture is
+/// `PAGES_TEXTURE`, its page range starts at `START_PAGE` (past the entry pages).
+const MAX_TEXTURES: u32 = 4;
+/// The Ptex pages texture's id (its sampler page).
+const PAGES_TEXTURE: u32 = 3;
+/// The first page of the pages texture's range.
+const START_PAGE: u32 = 2 * MAX_TEXTURES + 5;
+
+/// How the host program is compiled (besides `-I` and the files).
+const CXX_FLAGS: &[&str] = &["-std=c++17", "-ffp-contract=off", "-O1", "-Wall", "-Wextra"];
+
+/// The fixtures (as gpu_ptex.rs): `$DEMANDTEX_PTEX_FIXTURES`, else the repository's.
+fn fixtures() -> Vec<PathBuf> {
+    let dir = std::env::var_os("DEMANDTEX_PTEX_FIXTURES")
+        .map_or_else(|| repo_root().join("tests/fixtures/ptex"), PathBuf::from);
+    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.expect("a fixture directory entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "ptx"))
+        .collect();
+    v.sort();
+    assert_eq!(v.len(), 7, "the Ptex fixtures");
+    v
+}
+
+/// The repository's root directory.
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// Compile tests/cuda-host/ptex_host.cpp; `None` (after saying so) if there is no compiler
+/// and `DEMANDTEX_SKIP_HOST_CUDA=1`.
+fn build_host_program() -> Option<PathBuf> {
+    let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".to_owned());
+    // `$CXX` may carry arguments ("ccache g++").
+    let mut words = cxx.split_whitespace();
+    let program = words.next().unwrap_or("c++");
+    let compiler = || {
+        let mut c = Command::new(program);
+        c.args(words.clone());
+        c
+    };
+    if compiler().arg("--version").output().is_err() {
+        if std::env::var("DEMANDTEX_SKIP_HOST_CUDA").is_ok_and(|v| v == "1") {
+            println!("host_ptex: skipped (no C++ compiler `{cxx}`; DEMANDTEX_SKIP_HOST_CUDA=1)");
+            return None;
+        }
+        panic!(
+            "host_ptex needs a C++17 compiler: `{cxx}` ($CXX, else c++) cannot be run. \
+             Install g++ (or set CXX), or set DEMANDTEX_SKIP_HOST_CUDA=1 to skip this test."
+        );
+    }
+    let root = repo_root();
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("host_ptex");
+    std::fs::create_dir_all(&dir).expect("the test's temporary directory");
+    let exe = dir.join("ptex_host");
+    let out = compiler()
+        .args(CXX_FLAGS)
+        .arg("-I")
+        .arg(root.join("include"))
+        .arg("-I")
+        .arg(root.join("tests/cuda-host"))
+        .arg(root.join("tests/cuda-host/ptex_host.cpp"))
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .expect("running the C++ compiler");
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "compiling ptex_host.cpp with {cxx}:\n{log}"
+    );
+    if !log.trim().is_empty() {
+        println!("host_ptex: compiler warnings:\n{log}");
+    }
+    Some(exe)
+}
+
+/// One lookup: a face, a point, a footprint and core's options (with the filter's code).
+#[derive(Clone, Copy, Debug)]
+struct Lookup {
+    face: u32,
+    u: f32,
+    v: f32,
+    /// dudx, dvdx, dudy, dvdy.
+    d: [f32; 4],
+    code: u32,
+    options: PtexFilterOptions,
+}
+
+/// A xorshift generator (deterministic lookups).
+struct Rng(u32);
+
+impl Rng {
+    /// The next 32 random bits.
+    fn bits(&mut self) -> u32 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 17;
+        self.0 ^= self.0 << 5;
+        self.0
+    }
+
+    /// Uniform in [0, 1).
+    fn unit(&mut self) -> f32 {
+        (self.bits() >> 8) as f32 / (1u32 << 24) as f32
+    }
+}
+
+/// Deterministic lookups: every face with every filter; points uniform in [-0.05, 1.05],
+/// exactly on the face's sides and corners, and on texel edges (of full and reduced
+/// resolutions); footprints from 0 to 0.5, some anisotropic or skewed; the options' switches
+/// drawn at random (lerp, noedgeblend, width 1 / 2, blur 0 / 0.01, first channel 0 / 1).
+fn lookups(tables: &PtexDeviceTables) -> Vec<Lookup> {
+    let mut rng = Rng(0x9E37_79B9);
+    let mut out = Vec::new();
+    for (face, f) in tables.faces.iter().enumerate() {
+        for i in 0..PER_FACE_AND_FILTER * 9 {
+            // A texel edge of the face at its resolution reduced by a random step.
+            let mut on_edge = |log2: u8| {
+                let reduce = (rng.unit() * (f32::from(log2) + 1.0)) as u8;
+                let res = (1u32 << (log2 - reduce)) as f32;
+                (rng.unit() * (res + 1.0)).floor() / res
+            };
+            let (u, v) = match i / 9 % 4 {
+                0 | 1 => (rng.unit() * 1.1 - 0.05, rng.unit() * 1.1 - 0.05),
+                2 => {
+                    let sides = [0.0, 1.0, 0.5, 1.0 - f32::EPSILON / 2.0, -0.0, 1.05, -0.05];
+                    let k = rng.bits() as usize;
+                    (sides[k % 7], sides[k / 7 % 7])
+                }
+                _ => (on_edge(f.ulog2), on_edge(f.vlog2)),
+            };
+            let w = [0.0, 1e-4, 1e-3, 0.01, 0.05, 0.2, 0.5][rng.bits() as usize % 7];
+            let mut d = [w * rng.unit(), 0.0, 0.0, w * rng.unit()];
+            let b = rng.bits();
+            // Anisotropic either way, or any pair of per-axis resolutions (2^-k wide).
+            match b & 0x301 {
+                1 => d[3] *= 0.05,
+                0x100 => d[0] *= 0.05,
+                0x200 => [0, 3]
+                    .iter()
+                    .for_each(|&a| d[a] = 0.5f32.powi((rng.bits() % 11) as i32)),
+                _ => {}
+            }
+            if b & 2 != 0 {
+                d[1] = w * (rng.unit() - 0.5);
+                d[2] = w * (rng.unit() - 0.5);
+            }
+            let code = i % 9;
+            let options = PtexFilterOptions {
+                filter: FILTERS[code as usize].0,
+                lerp: b & 4 != 0,
+                sharpness: rng.unit(),
+                noedgeblend: b & 8 != 0,
+                width: if b & 16 != 0 { 2.0 } else { 1.0 },
+                blur: if b & 32 != 0 { 0.01 } else { 0.0 },
+                first_channel: usize::from(b & 192 == 192),
+                jitter: [rng.unit(), rng.unit()],
+            };
+            out.push(Lookup {
+                face: face as u32,
+                u,
+                v,
+                d,
+                code,
+                options,
+            });
+        }
+    }
+    out
+}
+
+/// Append little-endian 32-bit words (floats as their bits).
+fn put(out: &mut Vec<u8>, words: &[u32]) {
+    out.extend(words.iter().flat_map(|w| w.to_le_bytes()));
+}
+
+/// The `DtexTextureSampler` bytes of `s`: core's `TextureSampler` is its `repr(C)` twin
+/// (demandtex.h asserts the layout), read in this host's byte order, which the program shares.
+fn sampler_bytes(s: &TextureSampler) -> Vec<u8> {
+    assert_eq!(std::mem::size_of::<TextureSampler>(), 376);
+    // SAFETY: a repr(C) struct of 64- and 32-bit integers and floats without padding (376
+    // bytes: 8 + 8 + 18 * 4 + 16 + 17 * 16), read as bytes while borrowed.
+    unsafe { std::slice::from_raw_parts(s as *const TextureSampler as *const u8, 376).to_vec() }
+}
+
+/// The program's input for the texture of `pages` and `lookups` (format: ptex_host.cpp).
+fn input(pages: &PtexPages, tables: &PtexDeviceTables, lookups: &[Lookup]) -> Vec<u8> {
+    // The pages texture as the engine lays it out (core's `PtexTexture::create_filled`).
+    let info = pages.open().expect("the pages texture's image");
+    let layout = TextureLayout::new(info.width, info.height, info.num_levels, info.format)
+        .expect("the pages texture's layout");
+    let desc = TextureDesc {
+        filter: FilterMode::Point,
+        mip_filter: MipFilter::Point,
+        ..TextureDesc::default()
+    };
+    let sampler = TextureSampler::new(&layout, &desc, START_PAGE);
+    let mut b = b"DTXHOST1".to_vec();
+    let t = tables;
+    // `DtexPtexDeviceTexture` from `pages_texture` to its end (as cuda/src/ptex.rs fills it).
+    let (num_faces, num_units) = (t.faces.len() as u32, t.units.len() as u32);
+    put(&mut b, &[32, PAGES_TEXTURE, num_faces, t.mesh_type]);
+    put(
+        &mut b,
+        &[t.data_type, t.num_channels, t.pixel_size, num_units],
+    );
+    b.extend_from_slice(&[t.u_border, t.v_border, t.edge_filter, 0]);
+    // max_textures, page_table_entries, num_pages (a few past the texture's range).
+    let num_pages = START_PAGE + sampler.num_pages + 3;
+    put(&mut b, &[MAX_TEXTURES, 2 * MAX_TEXTURES, num_pages]);
+    b.extend(sampler_bytes(&sampler));
+    put(&mut b, &[num_faces]);
+    b.extend(face_bytes(&t.faces));
+    put(&mut b, &[num_units]);
+    b.extend(unit_bytes(&t.units));
+    put(&mut b, &[t.constants.len() as u32]);
+    b.extend_from_slice(&t.constants);
+    let num_pages = pages.layout().num_pages();
+    put(&mut b, &[num_pages]);
+    for p in 0..num_pages {
+        let mut page = vec![0u8; TILE_BYTES];
+        pages
+            .fill_page(p, &mut page)
+            .unwrap_or_else(|e| panic!("filling page {p}: {e:?}"));
+        b.extend(page);
+    }
+    put(&mut b, &[lookups.len() as u32]);
+    for l in lookups {
+        let (o, f) = (&l.options, f32::to_bits);
+        put(&mut b, &[l.face, f(l.u), f(l.v)]);
+        put(&mut b, &l.d.map(f));
+        // DtexPtexFilterOptions: struct_size, filter, lerp, sharpness, noedgeblend, width,
+        // blur, first_channel, jitter_u, jitter_v.
+        put(&mut b, &[40, l.code, o.lerp.into(), f(o.sharpness)]);
+        put(&mut b, &[o.noedgeblend.into(), f(o.width), f(o.blur)]);
+        put(
+            &mut b,
+            &[o.first_channel as u32, f(o.jitter[0]), f(o.jitter[1])],
+        );
+    }
+    b
+}
+
+/// One answer of the program: values, channels, resident, supported.
+struct Answer {
+    values: [f32; 4],
+    channels: u32,
+    resident: bool,
+    supported: bool,
+}
+
+/// Parse the program's output (format: ptex_host.cpp); checks that nothing was requested.
+fn answers(bytes: &[u8], n: usize) -> Vec<Answer> {
+    assert_eq!(&bytes[..8], b"DTXHOUT1", "ptex_host's output");
+    let word = |i: usize| u32::from_le_bytes(bytes[i..i + 4].try_into().expect("4 bytes"));
+    assert_eq!(word(8) as usize, n, "lookups answered");
+    assert_eq!(word(12), 0, "reference bits set with every page resident");
+    assert_eq!(bytes.len(), 16 + 28 * n, "ptex_host's output length");
+    (0..n)
+        .map(|i| {
+            let at = 16 + 28 * i;
+            Answer {
+                values: std::array::from_fn(|c| f32::from_bits(word(at + 4 * c))),
+                channels: word(at + 16),
+                resident: word(at + 20) != 0,
+                supported: word(at + 24) != 0,
+            }
+        })
+        .collect()
+}
+
+/// Per filter: lookups compared (with channels), with no channel, unsupported, and the
+/// largest |device - core|.
+type Stats = [(u32, u32, u32, f32); 9];
+
+/// Compare the device's answers with core's over `store`, pushing every difference (named
+/// with `name`) onto `failures`.
+fn compare(
+    name: &str,
+    store: &ResidentPtex,
+    lookups: &[Lookup],
+    got: &[Answer],
+    failures: &mut Vec<String>,
+) -> Stats {
+    let mut stats: Stats = [(0, 0, 0, 0.0); 9];
+    for (i, (l, a)) in lookups.iter().zip(got).enumerate() {
+        let mut fail = |what: String| failures.push(format!("{name} lookup {i} {l:?}: {what}"));
+        let mut want = [0f32; 4];
+        let s = ptex_sample(
+            store, l.face, l.u, l.v, l.d[0], l.d[1], l.d[2], l.d[3], &l.options, &mut want,
+        );
+        let st = &mut stats[l.code as usize];
+        if !a.resident || !s.resident || a.channels as usize != s.channels {
+            let (resident, channels) = (a.resident, a.channels);
+            fail(format!(
+                "device resident {resident}, {channels} channels; core {s:?}"
+            ));
+        }
+        if !a.supported {
+            if REQUIRED_FILTERS.contains(&l.code) {
+                fail("unsupported on the device".to_owned());
+            }
+            st.2 += 1;
+            continue;
+        }
+        if s.channels == 0 {
+            st.1 += 1;
+        } else {
+            st.0 += 1;
+        }
+        let tol = |w: f32| match l.options.filter {
+            PtexFilterType::Point => 0.0,
+            PtexFilterType::StochasticPoint => 1e-6 * w.abs().max(1.0),
+            _ => 1e-5 * w.abs().max(1.0),
+        };
+        for (c, (&g, &w)) in a.values.iter().zip(&want).take(s.channels).enumerate() {
+            let same = g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan());
+            let diff = if same { 0.0 } else { (g - w).abs() };
+            st.3 = st.3.max(diff);
+            // (A NaN on one side only fails: `diff` is NaN.)
+            let close = same || diff <= tol(w);
+            if !close {
+                fail(format!("channel {c}: device {g:e}, core {w:e}"));
+            }
+        }
+    }
+    stats
+}
+
+#[test]
+fn device_ptex_lookups_on_the_host_match_cores() {
+    let Some(exe) = build_host_program() else {
+        return;
+    };
+    let dir = exe.parent().expect("the program's directory").to_owned();
+    let mut failures = Vec::new();
+    for path in fixtures() {
+        let name = path.file_name().expect("a file name").to_string_lossy();
+        let open = || Arc::new(PtexFile::open(&path).expect("opening the fixture"));
+        let pages = PtexPages::new(open()).expect("packing the fixture");
+        let tables = PtexDeviceTables::new(&pages);
+        let store = ResidentPtex::new(open()).expect("the resident store");
+        let lookups = lookups(&tables);
+        let input_path = dir.join(format!("{name}.in"));
+        let output_path = dir.join(format!("{name}.out"));
+        std::fs::write(&input_path, input(&pages, &tables, &lookups)).expect("writing the input");
+        let run = Command::new(&exe)
+            .arg(&input_path)
+            .arg(&output_path)
+            .output()
+            .expect("running ptex_host");
+        assert!(
+            run.status.success(),
+            "{name}: ptex_host failed ({}):\n{}",
+            run.status,
+            String::from_utf8_lossy(&run.stderr)
+        );
+        let output = std::fs::read(&output_path).expect("reading ptex_host's output");
+        let got = answers(&output, lookups.len());
+        let stats = compare(&name, &store, &lookups, &got, &mut failures);
+        println!("{name}: {} lookups", lookups.len());
+        for (code, (compared, empty, unsupported, max)) in stats.iter().enumerate() {
+            println!(
+                "  {:>11}: {compared:>4} compared (max |device - core| {max:e}), {empty:>3} \
+                 with no channel, {unsupported:>4} unsupported",
+                FILTERS[code].1
+            );
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} lookups differ from core's (required filters: {REQUIRED_FILTERS:?}); the first:\n{}",
+        failures.len(),
+        failures[..failures.len().min(30)].join("\n")
+    );
+}
