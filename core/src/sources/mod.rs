@@ -38,6 +38,7 @@ pub(crate) mod inflate;
 pub mod limits;
 pub mod memory;
 pub mod mips;
+pub(crate) mod oiio_hints;
 mod positioned;
 pub mod procedural;
 pub mod ptex;

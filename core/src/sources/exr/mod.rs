@@ -28,6 +28,11 @@
 //! `F32`. One or two selected channels give one or two components; three (RGB) are widened
 //! to four with an alpha of 1; four give four. See [`ChannelSelection`].
 //!
+//! maketx's attributes: `wrapmodes` ([`ImageSource::address_modes`]), `oiio:SHA-1` (the
+//! [`ContentIdentity`](crate::sources::ContentIdentity) fingerprint), and
+//! `oiio:ConstantColor` / `oiio:AverageColor` as the base colour when every channel is
+//! served in OpenImageIO's order ([`ImageSource::read_base_color`]).
+//!
 //! Not served, with an error naming the file and the reason: rip-mapped files, deep data,
 //! HTJ2K compression (the crate cannot decode it), subsampled channels, sides over 65536,
 //! selections naming missing channels. Multi-part files: part [`ExrOptions::part`] (0 by
@@ -576,6 +581,34 @@ impl ImageSource for ExrSource {
     fn file_tile(&self, level: u32) -> Option<(u32, u32)> {
         let o = self.opened().ok()?;
         serve::file_tile(&o.file, o.stored_levels, level)
+    }
+
+    /// maketx's `oiio:ConstantColor`, else `oiio:AverageColor` ([`oiio_hints`]), when the
+    /// source serves every channel of the file in OpenImageIO's order (R, G, B and A, R, G
+    /// and B, or Y alone), which is the order of the hint's values.
+    ///
+    /// [`oiio_hints`]: crate::sources::oiio_hints
+    fn read_base_color(&self) -> Result<Option<[f32; 4]>, SourceError> {
+        let o = self.opened()?;
+        let file_channels = o.file.header().channels.list.len();
+        let served: Vec<&str> = o.plan.names.iter().map(String::as_str).collect();
+        let in_oiio_order = matches!(
+            served.as_slice(),
+            ["R", "G", "B", "A"] | ["R", "G", "B"] | ["Y"]
+        );
+        if !in_oiio_order || served.len() != file_channels {
+            return Ok(None);
+        }
+        let hint = |name: &str| {
+            o.file
+                .string_attribute(name)
+                .and_then(|t| crate::sources::oiio_hints::parse_color(&t))
+        };
+        Ok(crate::sources::oiio_hints::base_color(
+            hint("oiio:ConstantColor").as_deref(),
+            hint("oiio:AverageColor").as_deref(),
+            served.len(),
+        ))
     }
 
     /// The standard `wrapmodes` attribute (OpenImageIO's names, as maketx writes them).

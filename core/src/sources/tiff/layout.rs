@@ -10,6 +10,7 @@
 use super::ifd::{Directory, Reader};
 use crate::sources::identity::maketx_fingerprint;
 use crate::sources::limits::SizeLimits;
+use crate::sources::oiio_hints;
 use crate::textures::{AddressMode, TexelFormat, TexelType};
 
 const NEW_SUBFILE_TYPE: u16 = 254;
@@ -161,19 +162,11 @@ impl TxMetadata {
     /// The base colour these hints give (constant colour first, then the average), as
     /// RGBA the way the served format decodes `channels` channels.
     pub fn base_color(&self, channels: u32) -> Option<[f32; 4]> {
-        let c = self
-            .constant_color
-            .as_ref()
-            .or(self.average_color.as_ref())?;
-        if c.len() != channels as usize {
-            return None;
-        }
-        Some(match c.len() {
-            1 => [c[0], c[0], c[0], 1.0],
-            2 => [c[0], c[1], 0.0, 1.0],
-            3 => [c[0], c[1], c[2], 1.0],
-            _ => [c[0], c[1], c[2], c[3]],
-        })
+        oiio_hints::base_color(
+            self.constant_color.as_deref(),
+            self.average_color.as_deref(),
+            channels as usize,
+        )
     }
 }
 
@@ -193,11 +186,6 @@ fn description_value<'d>(description: &'d str, key: &str) -> Option<&'d str> {
     description
         .split_whitespace()
         .find_map(|w| w.strip_prefix(key)?.strip_prefix('='))
-}
-
-fn floats(text: &str) -> Option<Vec<f32>> {
-    let v: Option<Vec<f32>> = text.split(',').map(|s| s.trim().parse().ok()).collect();
-    v.filter(|v| (1..=4).contains(&v.len()) && v.iter().all(|x| x.is_finite()))
 }
 
 impl TiffLayout {
@@ -258,8 +246,10 @@ impl TiffLayout {
             wrap: wrap_text
                 .as_deref()
                 .and_then(AddressMode::parse_oiio_wrapmodes),
-            constant_color: description_value(&description, "oiio:ConstantColor").and_then(floats),
-            average_color: description_value(&description, "oiio:AverageColor").and_then(floats),
+            constant_color: description_value(&description, "oiio:ConstantColor")
+                .and_then(oiio_hints::parse_color),
+            average_color: description_value(&description, "oiio:AverageColor")
+                .and_then(oiio_hints::parse_color),
             fingerprint: description_value(&description, "oiio:SHA-1")
                 .or_else(|| description_value(&description, "SHA-1"))
                 .and_then(maketx_fingerprint),

@@ -61,3 +61,30 @@ fn maketx_exr_files_decode_as_oiio_reads_them_at_every_level() {
         assert_eq!(identity.fingerprint.as_deref(), fingerprint, "{name}");
     }
 }
+
+#[test]
+fn maketx_colour_hints_are_the_base_colour_when_every_channel_is_served_in_oiio_order() {
+    use crate::sources::exr::{ChannelSelection, ExrOptions};
+    // (file, base colour: `oiio:AverageColor` as the served format decodes it)
+    let cases = [
+        ("rgb_half_zip.exr", Some([0.699765, 0.649882, 0.6, 1.0])),
+        ("rgba_float_piz.exr", Some([0.275, 0.125, 0.225, 0.375])),
+        ("gray_half_tile32.exr", Some([1.425, 1.425, 1.425, 1.0])),
+    ];
+    for (name, want) in cases {
+        let src = ExrSource::new(fixture("exr", name));
+        src.open().unwrap();
+        assert_eq!(src.read_base_color().unwrap(), want, "{name}");
+    }
+    // Channels in another order than the hint's, or only some of them: no hint.
+    let path = fixture("exr", "rgba_float_piz.exr");
+    for names in [vec!["B", "G", "R", "A"], vec!["R", "G", "B"]] {
+        let options = ExrOptions {
+            channels: ChannelSelection::Names(names.iter().map(|s| s.to_string()).collect()),
+            ..ExrOptions::default()
+        };
+        let src = ExrSource::with_options(&path, options);
+        src.open().unwrap();
+        assert_eq!(src.read_base_color().unwrap(), None, "{names:?}");
+    }
+}
