@@ -92,7 +92,7 @@ static __device__ __forceinline__ bool ptexTexel(PtexUnits* units, uint32_t face
         row = 1u << t.tile_ulog2;
     }
     PtexUnitReader reader;
-    if (!ptexOpenUnit(units, f, ulog2, vlog2, tile, &reader))
+    if (!ptexOpenUnitInline(units, f, ulog2, vlog2, tile, &reader))
         return false;
     const uint32_t at = (tv * row + tu) * ptex.pixel_size;
     for (uint32_t c = 0; c < n; ++c)

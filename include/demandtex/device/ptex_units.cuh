@@ -262,9 +262,10 @@ struct PtexUnitReader {
 /// Open tile `tile` (0 for an untiled unit) of `face` (face-table entry `f`) at resolution
 /// (`ulog2`, `vlog2`) for reading into `*reader`, recording its page as used; false if it
 /// is missing (the page was requested) or does not exist. Core's `EnginePtex::texels`.
-static __device__ DTEX_NOINLINE bool ptexOpenUnit(PtexUnits* u, const DtexPtexDeviceFace& f,
-                                                    uint32_t ulog2, uint32_t vlog2,
-                                                    uint32_t tile, PtexUnitReader* reader)
+static __device__ __forceinline__ bool ptexOpenUnitInline(PtexUnits* u,
+                                                          const DtexPtexDeviceFace& f,
+                                                          uint32_t ulog2, uint32_t vlog2,
+                                                          uint32_t tile, PtexUnitReader* reader)
 {
     DtexPtexDeviceUnit unit;
     if (!ptexUnitEntry(*u->ptex, f, ulog2, vlog2, &unit))
@@ -314,6 +315,15 @@ static __device__ DTEX_NOINLINE bool ptexOpenUnit(PtexUnits* u, const DtexPtexDe
     reader->last_offset = 0xFFFFFFFFu;
     reader->last_word = 0u;
     return true;
+}
+
+/// `ptexOpenUnitInline` out of line, for the filters that open many units (the point
+/// filters inline it: one unit per lookup, and no call frame).
+static __device__ DTEX_NOINLINE bool ptexOpenUnit(PtexUnits* u, const DtexPtexDeviceFace& f,
+                                                  uint32_t ulog2, uint32_t vlog2, uint32_t tile,
+                                                  PtexUnitReader* reader)
+{
+    return ptexOpenUnitInline(u, f, ulog2, vlog2, tile, reader);
 }
 
 /// The face-table entry of `face`'s neighbour across edge `e` (0..3), or false at a mesh
