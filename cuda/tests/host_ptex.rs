@@ -10,6 +10,10 @@
 //! bit-exact, stochastic ones within 1e-6, the other filters within 1e-5 (relative above 1)
 //! where the device reports them supported. The filters of [`REQUIRED_FILTERS`] must be.
 //!
+//! A second test runs the fixtures' own reference results (the `PtexFilter` values of the
+//! reference library in each fixture's `.json`, all but the 80 premultiplied ones) through
+//! the device code and requires them within 1e-5 (relative above 1).
+//!
 //! Run it with `cargo test -p demandtex-cuda --test host_ptex -- --nocapture` (a summary per
 //! fixture). Without a C++ compiler it fails, unless `DEMANDTEX_SKIP_HOST_CUDA=1`.
 //! cuda/tests/gpu_ptex.rs checks the same on a real device.
@@ -76,9 +80,15 @@ fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
+/// The host program, compiled once for all the tests of this file (they run in parallel).
+fn build_host_program() -> Option<PathBuf> {
+    static PROGRAM: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    PROGRAM.get_or_init(compile_host_program).clone()
+}
+
 /// Compile tests/cuda-host/ptex_host.cpp; `None` (after saying so) if there is no compiler
 /// and `DEMANDTEX_SKIP_HOST_CUDA=1`.
-fn build_host_program() -> Option<PathBuf> {
+fn compile_host_program() -> Option<PathBuf> {
     let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".to_owned());
     // `$CXX` may carry arguments ("ccache g++").
     let mut words = cxx.split_whitespace();
@@ -376,12 +386,147 @@ fn compare(
     stats
 }
 
+/// Run the host program (`exe`) over `lookups` of the texture `pages` / `tables` (files
+/// named after `name` in the program's directory); its answers.
+fn run_host_program(
+    exe: &Path,
+    name: &str,
+    pages: &PtexPages,
+    tables: &PtexDeviceTables,
+    lookups: &[Lookup],
+) -> Vec<Answer> {
+    let dir = exe.parent().expect("the program's directory");
+    let input_path = dir.join(format!("{name}.in"));
+    let output_path = dir.join(format!("{name}.out"));
+    std::fs::write(&input_path, input(pages, tables, lookups)).expect("writing the input");
+    let run = Command::new(exe)
+        .arg(&input_path)
+        .arg(&output_path)
+        .output()
+        .expect("running ptex_host");
+    assert!(
+        run.status.success(),
+        "{name}: ptex_host failed ({}):\n{}",
+        run.status,
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let output = std::fs::read(&output_path).expect("reading ptex_host's output");
+    answers(&output, lookups.len())
+}
+
+/// The reference library's `PtexFilter` results of a fixture (its `.json`, as core's
+/// `sampling::ptex` tests read them) that the device can be asked for: not premultiplied
+/// (the device reads the file's values as stored). Each with the values expected.
+fn reference_cases(path: &Path) -> Vec<(Lookup, Vec<f32>)> {
+    let json_path = path.with_extension("json");
+    let text = std::fs::read_to_string(&json_path)
+        .unwrap_or_else(|e| panic!("{}: {e}", json_path.display()));
+    let json: serde_json::Value = serde_json::from_str(&text).expect("the fixture's JSON");
+    let f = |v: &serde_json::Value| v.as_f64().expect("a number") as f32;
+    let flag = |v: &serde_json::Value| v.as_bool().unwrap_or(false);
+    let cases = json["filters"]
+        .as_array()
+        .expect("the fixture's filter results");
+    cases
+        .iter()
+        .filter(|c| !flag(&c["premultiply"]))
+        .map(|c| {
+            let name = c["filter"].as_str().expect("a filter name");
+            let code = match name {
+                "point" => 0,
+                "bilinear" => 1,
+                "box" => 2,
+                "gaussian" => 3,
+                "bicubic" => 4,
+                "bspline" => 5,
+                "catmullrom" => 6,
+                "mitchell" => 7,
+                other => panic!("unknown filter {other}"),
+            };
+            let options = PtexFilterOptions {
+                filter: FILTERS[code as usize].0,
+                lerp: flag(&c["lerp"]),
+                sharpness: f(&c["sharpness"]),
+                noedgeblend: flag(&c["noedgeblend"]),
+                width: f(&c["width"]),
+                blur: f(&c["blur"]),
+                first_channel: c["firstchan"].as_u64().expect("firstchan") as usize,
+                jitter: [0.5, 0.5],
+            };
+            let lookup = Lookup {
+                face: c["face"].as_u64().expect("face") as u32,
+                u: f(&c["u"]),
+                v: f(&c["v"]),
+                d: [f(&c["uw1"]), f(&c["vw1"]), f(&c["uw2"]), f(&c["vw2"])],
+                code,
+                options,
+            };
+            let want = c["result"]
+                .as_array()
+                .expect("result")
+                .iter()
+                .map(f)
+                .collect();
+            (lookup, want)
+        })
+        .collect()
+}
+
+/// The device lookups (on the host) give the reference library's `PtexFilter` results of
+/// every fixture within 1e-5 (relative above 1), the tolerance for core: a check
+/// of the device code against the reference itself, not only against core.
+#[test]
+fn device_ptex_lookups_on_the_host_match_the_reference_library() {
+    let Some(exe) = build_host_program() else {
+        return;
+    };
+    let (mut count, mut worst, mut failures) = (0usize, 0f32, Vec::new());
+    for path in fixtures() {
+        let name = path.file_name().expect("a file name").to_string_lossy();
+        let pages = PtexPages::new(Arc::new(PtexFile::open(&path).expect("the fixture")))
+            .expect("packing the fixture");
+        let tables = PtexDeviceTables::new(&pages);
+        let cases = reference_cases(&path);
+        let lookups: Vec<Lookup> = cases.iter().map(|(l, _)| *l).collect();
+        let got = run_host_program(&exe, &format!("{name}.ref"), &pages, &tables, &lookups);
+        for ((l, want), a) in cases.iter().zip(&got) {
+            count += 1;
+            // The reference was asked for `want.len()` channels; the device writes all it
+            // can (up to 4) from the first.
+            let n = want.len().min(4);
+            if !a.resident || !a.supported || (a.channels as usize) < n {
+                failures.push(format!(
+                    "{name} {l:?}: resident {}, supported {}, {} channels",
+                    a.resident, a.supported, a.channels
+                ));
+                continue;
+            }
+            for (c, (&g, &w)) in a.values.iter().zip(want).take(n).enumerate() {
+                let err = (g - w).abs() / w.abs().max(1.0);
+                worst = worst.max(err);
+                if err.is_nan() || err > 1e-5 {
+                    failures.push(format!(
+                        "{name} {l:?} channel {c}: device {g}, reference {w}"
+                    ));
+                }
+            }
+        }
+    }
+    println!("{count} reference filter results, largest relative error {worst:e}");
+    assert!(count > 3000, "only {count} reference cases");
+    assert!(
+        failures.is_empty(),
+        "{} of {count} device results differ from the reference library's; the first:\n{}",
+        failures.len(),
+        failures[..failures.len().min(20)].join("\n")
+    );
+}
+
 #[test]
 fn device_ptex_lookups_on_the_host_match_cores() {
     let Some(exe) = build_host_program() else {
         return;
     };
-    let dir = exe.parent().expect("the program's directory").to_owned();
     let mut failures = Vec::new();
     for path in fixtures() {
         let name = path.file_name().expect("a file name").to_string_lossy();
@@ -390,22 +535,7 @@ fn device_ptex_lookups_on_the_host_match_cores() {
         let tables = PtexDeviceTables::new(&pages);
         let store = ResidentPtex::new(open()).expect("the resident store");
         let lookups = lookups(&tables);
-        let input_path = dir.join(format!("{name}.in"));
-        let output_path = dir.join(format!("{name}.out"));
-        std::fs::write(&input_path, input(&pages, &tables, &lookups)).expect("writing the input");
-        let run = Command::new(&exe)
-            .arg(&input_path)
-            .arg(&output_path)
-            .output()
-            .expect("running ptex_host");
-        assert!(
-            run.status.success(),
-            "{name}: ptex_host failed ({}):\n{}",
-            run.status,
-            String::from_utf8_lossy(&run.stderr)
-        );
-        let output = std::fs::read(&output_path).expect("reading ptex_host's output");
-        let got = answers(&output, lookups.len());
+        let got = run_host_program(&exe, &name, &pages, &tables, &lookups);
         let stats = compare(&name, &store, &lookups, &got, &mut failures);
         println!("{name}: {} lookups", lookups.len());
         for (code, (compared, empty, unsupported, max)) in stats.iter().enumerate() {
