@@ -37,13 +37,14 @@ impl AddressMode {
         }
     }
 
-    /// OpenImageIO's name of a wrap mode (`black`, `clamp`, `periodic`, `mirror`), as
-    /// maketx writes it; `None` for another name.
+    /// OpenImageIO's name of a wrap mode (`black`, `clamp`, `periodic`, `mirror`, and its
+    /// `periodic_pow2` and `periodic_sharedborder`, which repeat as `periodic` does), as
+    /// maketx writes it; `None` for another name (OpenImageIO's `default`, or none it knows).
     pub fn from_oiio_name(name: &str) -> Option<AddressMode> {
         Some(match name.trim() {
             "black" => AddressMode::Border,
             "clamp" => AddressMode::Clamp,
-            "periodic" => AddressMode::Wrap,
+            "periodic" | "periodic_pow2" | "periodic_sharedborder" => AddressMode::Wrap,
             "mirror" => AddressMode::Mirror,
             _ => return None,
         })
@@ -61,19 +62,22 @@ impl AddressMode {
     }
 
     /// OpenImageIO's `wrapmodes` metadata, `s,t` (one name stands for both): the value of
-    /// maketx's `wrapmodes` in a `.tx` and of the OpenEXR standard attribute. `None` if
-    /// either name is unknown.
+    /// maketx's `wrapmodes` in a `.tx` and of the OpenEXR standard attribute, read as
+    /// OpenImageIO's `Tex::parse_wrapmodes` reads it: s is the text up to the first comma,
+    /// t everything after it (so `a,b,c` gives t the unknown name `b,c`), and an axis whose
+    /// name is unknown is black. `None` when neither axis names a mode.
     pub fn parse_oiio_wrapmodes(text: &str) -> Option<[AddressMode; 2]> {
-        let mut parts = text.split(',');
-        let s = AddressMode::from_oiio_name(parts.next()?)?;
-        let t = match parts.next() {
-            Some(t) => AddressMode::from_oiio_name(t)?,
-            None => s,
-        };
-        if parts.next().is_some() {
-            return None;
+        let (s, t) = text.split_once(',').unwrap_or((text, text));
+        match (
+            AddressMode::from_oiio_name(s),
+            AddressMode::from_oiio_name(t),
+        ) {
+            (None, None) => None,
+            (s, t) => Some([
+                s.unwrap_or(AddressMode::Border),
+                t.unwrap_or(AddressMode::Border),
+            ]),
         }
-        Some([s, t])
     }
 }
 
@@ -185,8 +189,14 @@ mod tests {
         assert_eq!(p("periodic,clamp"), Some([Wrap, Clamp]));
         assert_eq!(p("mirror"), Some([Mirror, Mirror]));
         assert_eq!(p(" clamp , periodic "), Some([Clamp, Wrap]));
-        assert_eq!(p("periodic,default"), None);
-        assert_eq!(p("clamp,clamp,clamp"), None);
+        assert_eq!(p("periodic_pow2,periodic_sharedborder"), Some([Wrap, Wrap]));
+        // As OpenImageIO: an unknown name (its `default`) is black on its axis, and t is
+        // everything after the first comma.
+        assert_eq!(p("periodic,default"), Some([Wrap, Border]));
+        assert_eq!(p("bogus,clamp"), Some([Border, Clamp]));
+        assert_eq!(p("clamp,clamp,clamp"), Some([Clamp, Border]));
+        assert_eq!(p("default"), None);
+        assert_eq!(p("default,default"), None);
         assert_eq!(p(""), None);
     }
 
