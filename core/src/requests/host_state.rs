@@ -69,9 +69,9 @@ pub(crate) struct HostState {
     /// Tile fills handed to the fill threads and not yet taken up or ended.
     pub queued_fills: usize,
     /// Interactive mode: the last launch that asked for each page whose tile fill is queued
-    /// and not yet taken up (empty in final mode): interactive mode drops a queued fill only when no launch of the last
-    /// `max_fill_age` asked for its page (the view moved on), never one a frame still
-    /// wants, however long the queue takes.
+    /// and not yet taken up (empty in final mode). A queued fill is dropped only when no
+    /// launch of the last `max_fill_age` asked for its page (the view moved on), never one
+    /// a frame still wants, however long the queue takes.
     pub queued_wanted: HashMap<PageId, u32>,
     /// Queued fills of launches up to this one are dropped when taken up
     /// (`Engine::cancel_queued_fills`); 0: none.

@@ -82,7 +82,10 @@ static __device__ __forceinline__ bool ptexTexel(PtexUnits* units, uint32_t face
         return true;
     }
     // The tile holding the texel, and the texel within it.
-    const PtexTiling t = ptexTiling(ptex, f, ulog2, vlog2);
+    DtexPtexDeviceUnit unit;
+    if (!ptexUnitEntry(ptex, f, ulog2, vlog2, &unit))
+        return false;
+    const PtexTiling t = ptexTiling(unit, ulog2, vlog2);
     uint32_t tile = 0, tu = ui, tv = vi, row = 1u << ulog2;
     if (t.ntiles_u != 0u) {
         const uint32_t cu = ui >> t.tile_ulog2, cv = vi >> t.tile_vlog2;
@@ -92,7 +95,7 @@ static __device__ __forceinline__ bool ptexTexel(PtexUnits* units, uint32_t face
         row = 1u << t.tile_ulog2;
     }
     PtexUnitReader reader;
-    if (!ptexOpenUnitInline(units, f, ulog2, vlog2, tile, &reader))
+    if (!ptexOpenUnitInline(units, unit, vlog2, tile, &reader))
         return false;
     const uint32_t at = (tv * row + tu) * ptex.pixel_size;
     for (uint32_t c = 0; c < n; ++c)

@@ -64,16 +64,6 @@ struct PtexSepStack {
     int count;
 };
 
-/// The face-table entry of `id`, or false for an id the texture lacks.
-static __device__ __forceinline__ bool ptexFaceInfo(const DtexPtexDeviceTexture& ptex, int id,
-                                                    DtexPtexDeviceFace* f)
-{
-    if (id < 0 || static_cast<uint32_t>(id) >= ptex.num_faces)
-        return false;
-    *f = ptex.faces[id];
-    return true;
-}
-
 /// Add the window of `k` over one unit's texels (`row` texels per row, the window's first
 /// texel at (`u0`, `v0`)) to `dst`: each row's sum from its first product, then the rows
 /// weighted by `kv` (core's `apply_texels`, to the bit).
@@ -117,10 +107,13 @@ static __device__ DTEX_NOINLINE bool ptexSepApplyData(PtexSepEval& e, const Ptex
     }
     float* dst = rotated != nullptr ? rotated : acc;
     const uint32_t ul = static_cast<uint32_t>(k.ulog2), vl = static_cast<uint32_t>(k.vlog2);
-    const PtexTiling t = ptexTiling(ptex, f, ul, vl);
+    DtexPtexDeviceUnit unit;
+    if (!ptexUnitEntry(ptex, f, ul, vl, &unit))
+        return false;
+    const PtexTiling t = ptexTiling(unit, ul, vl);
     PtexUnitReader reader;
     if (t.ntiles_u == 0u) {
-        if (!ptexOpenUnit(e.units, f, ul, vl, 0u, &reader))
+        if (!ptexOpenUnit(e.units, unit, vl, 0u, &reader))
             return false;
         ptexSepApplyTexels(e, reader, k.u, k.v, 1 << k.ulog2, k.uw, k.vw, k.ku + k.ku0,
                            k.kv + k.kv0, dst);
@@ -138,7 +131,7 @@ static __device__ DTEX_NOINLINE bool ptexSepApplyData(PtexSepEval& e, const Ptex
             const int tile_u = u / tru, tu0 = u % tru;
             const int tuw = uw < tru - tu0 ? uw : tru - tu0;
             const uint32_t tile = static_cast<uint32_t>(tile_v) * t.ntiles_u + tile_u;
-            if (ptexOpenUnit(e.units, f, ul, vl, tile, &reader))
+            if (ptexOpenUnit(e.units, unit, vl, tile, &reader))
                 ptexSepApplyTexels(e, reader, tu0, tv0, tru, tuw, tvw, k.ku + k.ku0 + (u - k.u),
                                    k.kv + k.kv0 + (v - k.v), dst);
             else

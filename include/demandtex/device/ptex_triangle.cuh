@@ -300,10 +300,15 @@ static __device__ DTEX_NOINLINE void ptexTriApplyIter(PtexTriEval& e, const Ptex
         return;
     }
     const uint32_t l = static_cast<uint32_t>(log2);
-    const PtexTiling t = ptexTiling(ptex, f, l, l);
+    DtexPtexDeviceUnit unit;
+    if (!ptexUnitEntry(ptex, f, l, l, &unit)) {
+        e.resident = false;
+        return;
+    }
+    const PtexTiling t = ptexTiling(unit, l, l);
     PtexUnitReader reader;
     if (t.ntiles_u == 0u) {
-        if (ptexOpenUnit(e.units, f, l, l, 0u, &reader))
+        if (ptexOpenUnit(e.units, unit, l, 0u, &reader))
             e.weight = __fadd_rn(e.weight, ptexTriApplyTexels(e, k, reader, 1 << (2 * log2)));
         else
             e.resident = false;
@@ -327,7 +332,7 @@ static __device__ DTEX_NOINLINE void ptexTriApplyIter(PtexTriEval& e, const Ptex
             kt.w1 = k.w1 - woff;
             kt.w2 = k.w2 - woff;
             const uint32_t tile = static_cast<uint32_t>(tv) * t.ntiles_u + static_cast<uint32_t>(tu);
-            if (ptexOpenUnit(e.units, f, l, l, tile, &reader))
+            if (ptexOpenUnit(e.units, unit, l, tile, &reader))
                 e.weight = __fadd_rn(e.weight, ptexTriApplyTexels(e, kt, reader, tru * trv));
             else
                 e.resident = false;
@@ -376,7 +381,8 @@ static __device__ DTEX_NOINLINE void ptexTriSplitApply(PtexTriEval& e, PtexTriKe
         *lo = 0.0f;
         float* hi = eid == 2 ? &ka.u2 : eid == 0 ? &ka.v2 : &ka.w2;
         *hi = 0.0f;
-        if (static_cast<uint32_t>(afid) >= ptex.num_faces)
+        DtexPtexDeviceFace af;
+        if (!ptexFaceInfo(ptex, afid, &af))
             continue;
         ptexTriReorient(&ka, eid, ptexAdjEdge(f, eid));
         PtexTriJob& j = e.jobs[e.count++];

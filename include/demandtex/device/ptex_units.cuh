@@ -11,8 +11,8 @@
  * unsigned integers per texel and read back bit for bit through its texture object.
  *
  * A lookup keeps one `PtexUnits` (its context, texture, the pages texture's sampler once
- * resolved, and whether every unit it needed was resident). `ptexOpenUnit` finds one unit
- * or tile, records its page as used (requests are de-duplicated per warp: the lanes asking
+ * resolved). `ptexUnitEntry` finds a face's unit at one resolution and `ptexOpenUnit` one
+ * unit or tile of it, records its page as used (requests are de-duplicated per warp: the lanes asking
  * for the same page elect one lane, `__match_any_sync`, that records the request with the
  * launch's rejection, and all of them get its answer) and returns a `PtexUnitReader` over
  * its texels, or false when it is missing.
@@ -217,22 +217,15 @@ static __device__ __forceinline__ bool ptexUnitEntry(const DtexPtexDeviceTexture
     return unit->page != DTEX_PTEX_NO_UNIT;
 }
 
-/// The tiling of `face` at (`ulog2`, `vlog2`) (core's `PtexFaces::tiling`): `ntiles_u` 0
-/// for one unit, or when there is no unit at all.
-static __device__ __forceinline__ PtexTiling ptexTiling(const DtexPtexDeviceTexture& ptex,
-                                                        const DtexPtexDeviceFace& f,
+/// The tiling of a unit-table entry at (`ulog2`, `vlog2`) (core's `PtexFaces::tiling`):
+/// `ntiles_u` 0 for one unit.
+static __device__ __forceinline__ PtexTiling ptexTiling(const DtexPtexDeviceUnit& unit,
                                                         uint32_t ulog2, uint32_t vlog2)
 {
     PtexTiling t;
-    t.ntiles_u = 0u;
-    t.tile_ulog2 = ulog2;
-    t.tile_vlog2 = vlog2;
-    DtexPtexDeviceUnit unit;
-    if (ptexUnitEntry(ptex, f, ulog2, vlog2, &unit) && unit.ntiles_u != 0u) {
-        t.ntiles_u = unit.ntiles_u;
-        t.tile_ulog2 = unit.tile_ulog2;
-        t.tile_vlog2 = unit.tile_vlog2;
-    }
+    t.ntiles_u = unit.ntiles_u;
+    t.tile_ulog2 = unit.ntiles_u != 0u ? unit.tile_ulog2 : ulog2;
+    t.tile_vlog2 = unit.ntiles_u != 0u ? unit.tile_vlog2 : vlog2;
     return t;
 }
 
@@ -259,17 +252,15 @@ struct PtexUnitReader {
     }
 };
 
-/// Open tile `tile` (0 for an untiled unit) of `face` (face-table entry `f`) at resolution
-/// (`ulog2`, `vlog2`) for reading into `*reader`, recording its page as used; false if it
-/// is missing (the page was requested) or does not exist. Core's `EnginePtex::texels`.
+/// Open tile `tile` (0 for an untiled unit) of the unit whose entry (`ptexUnitEntry`) is
+/// `unit`, at a resolution of 2^`vlog2` rows, for reading into `*reader`, recording its
+/// page as used; false if it is missing (the page was requested) or does not exist. Core's
+/// `EnginePtex::texels`.
 static __device__ __forceinline__ bool ptexOpenUnitInline(PtexUnits* u,
-                                                          const DtexPtexDeviceFace& f,
-                                                          uint32_t ulog2, uint32_t vlog2,
-                                                          uint32_t tile, PtexUnitReader* reader)
+                                                          const DtexPtexDeviceUnit& unit,
+                                                          uint32_t vlog2, uint32_t tile,
+                                                          PtexUnitReader* reader)
 {
-    DtexPtexDeviceUnit unit;
-    if (!ptexUnitEntry(*u->ptex, f, ulog2, vlog2, &unit))
-        return false;
     const uint32_t ntiles_v =
         unit.tile_vlog2 < vlog2 ? 1u << (vlog2 - unit.tile_vlog2) : 1u;
     const uint32_t ntiles = unit.ntiles_u == 0u ? 1u : unit.ntiles_u * ntiles_v;
@@ -319,24 +310,21 @@ static __device__ __forceinline__ bool ptexOpenUnitInline(PtexUnits* u,
 
 /// `ptexOpenUnitInline` out of line, for the filters that open many units (the point
 /// filters inline it: one unit per lookup, and no call frame).
-static __device__ DTEX_NOINLINE bool ptexOpenUnit(PtexUnits* u, const DtexPtexDeviceFace& f,
-                                                  uint32_t ulog2, uint32_t vlog2, uint32_t tile,
+static __device__ DTEX_NOINLINE bool ptexOpenUnit(PtexUnits* u, const DtexPtexDeviceUnit& unit,
+                                                  uint32_t vlog2, uint32_t tile,
                                                   PtexUnitReader* reader)
 {
-    return ptexOpenUnitInline(u, f, ulog2, vlog2, tile, reader);
+    return ptexOpenUnitInline(u, unit, vlog2, tile, reader);
 }
 
-/// The face-table entry of `face`'s neighbour across edge `e` (0..3), or false at a mesh
-/// boundary or for an id the texture lacks.
-static __device__ __forceinline__ bool ptexNeighbor(const DtexPtexDeviceTexture& ptex,
-                                                    const DtexPtexDeviceFace& f, uint32_t e,
-                                                    int* id, DtexPtexDeviceFace* out)
+/// The face-table entry of `id`, or false for an id the texture lacks (a mesh boundary's
+/// -1, or a corrupt adjacency).
+static __device__ __forceinline__ bool ptexFaceInfo(const DtexPtexDeviceTexture& ptex, int id,
+                                                    DtexPtexDeviceFace* f)
 {
-    const int a = f.adjfaces[e & 3u];
-    *id = a;
-    if (a < 0 || static_cast<uint32_t>(a) >= ptex.num_faces)
+    if (id < 0 || static_cast<uint32_t>(id) >= ptex.num_faces)
         return false;
-    *out = ptex.faces[a];
+    *f = ptex.faces[id];
     return true;
 }
 
