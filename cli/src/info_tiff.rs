@@ -55,7 +55,7 @@ fn predictor_name(p: TiffPredictor) -> Option<&'static str> {
 fn sample_kind(layout: &TiffLayout) -> String {
     let s = &layout.samples;
     format!(
-        "{} channel{}, {}-bit {}, {}",
+        "{} channel{}, {}-bit {}, {}{}",
         s.samples,
         if s.samples == 1 { "" } else { "s" },
         s.bits,
@@ -64,6 +64,11 @@ fn sample_kind(layout: &TiffLayout) -> String {
             "separate planes"
         } else {
             "contiguous"
+        },
+        if s.unassociated_alpha {
+            ", unassociated alpha (associated when read)"
+        } else {
+            ""
         },
     )
 }
@@ -201,7 +206,7 @@ fn to_json(
     serde_json::json!({
         "file": args.file, "format": "TIFF", "width": info.width, "height": info.height,
         "channels": s.samples, "bits_per_sample": s.bits, "float": s.float,
-        "separate_planes": s.separate,
+        "separate_planes": s.separate, "unassociated_alpha": s.unassociated_alpha,
         "compression": compression_name(s.compression),
         "predictor": predictor_name(s.predictor),
         "bytes_on_disk": on_disk, "levels": levels,

@@ -49,7 +49,8 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Convert an EXR, PNG, JPEG or TIFF image to a tiled, mip-mapped OpenEXR file.
     Convert(convert::ConvertArgs),
-    /// Describe an OpenEXR file from its headers; --check reads every tile (exit 1 if damaged).
+    /// Describe a texture file (OpenEXR, TIFF / .tx, DDS, Ptex, PNG, JPEG) from its headers;
+    /// --check reads every tile (exit 1 if damaged or not served).
     Info(info::InfoArgs),
     /// Ptex tools: `ptex gen` writes synthetic Ptex sets.
     Ptex(ptex::PtexArgs),

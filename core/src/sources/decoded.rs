@@ -10,8 +10,12 @@
 //!
 //! Samples are served as stored: 8-bit and 16-bit unsigned (normalised by the sampler),
 //! 1, 2 or 4 channels (RGB widened to RGBA with an opaque alpha); sRGB-encoded values are
-//! not linearised (convert with `demandtex convert --linearize` for that).
+//! not linearised (convert with `demandtex convert --linearize` for that). A PNG's alpha,
+//! unassociated by the format's definition, is associated (premultiplied) as OpenImageIO
+//! associates it on read ([`associate`]), so lookups give what `TextureSystem` gives and
+//! filtering does not bleed the colour of transparent texels.
 
+use super::associate;
 use super::exr::mips::{self, GenLevel};
 use super::region::{check_read, full_chain_info};
 use super::{ImageInfo, ImageSource, Readiness, SizeLimits, SourceError};
@@ -133,6 +137,7 @@ impl DecodedImageSource {
         let mut limits = image::Limits::no_limits();
         limits.max_alloc = Some(self.limits.max_image_bytes);
         reader.limits(limits);
+        let png = reader.format() == Some(image::ImageFormat::Png);
         let image = reader
             .decode()
             .map_err(|e| self.error(format_args!("cannot decode: {e}")))?;
@@ -159,6 +164,16 @@ impl DecodedImageSource {
             }
         };
         let sb = info.format.texel_type.bytes();
+        let mut bytes = bytes;
+        let channels = info.format.channels as usize;
+        if png && !widen && (channels == 2 || channels == 4) {
+            // A PNG's alpha is unassociated: associated here as OpenImageIO does.
+            let file = std::fs::File::open(&self.path)
+                .map_err(|e| self.error(format_args!("cannot open: {e}")))?;
+            let gamma = associate::png_alpha_gamma(std::io::BufReader::new(file))
+                .ok_or_else(|| self.error("cannot read the PNG's chunks again"))?;
+            associate::associate_alpha(&mut bytes, sb, channels, gamma);
+        }
         let data = if widen {
             let one: &[u8] = match info.format.texel_type {
                 TexelType::U8 => &[255],
@@ -356,5 +371,107 @@ mod tests {
         assert!((126..=130).contains(&px[0]), "{px:?}");
         std::fs::remove_file(&path).unwrap();
         std::fs::remove_file(&jpg).unwrap();
+    }
+
+    /// A 4×1 PNG of `texels` (RGBA, or grey and alpha) at `depth` bits, with an sRGB chunk
+    /// or a gAMA chunk as asked.
+    fn alpha_png(
+        path: &Path,
+        texels: &[u16],
+        color: png::ColorType,
+        depth: png::BitDepth,
+        chunk: &str,
+    ) {
+        let channels = if color == png::ColorType::Rgba { 4 } else { 2 };
+        let file = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+        let mut e = png::Encoder::new(file, (texels.len() / channels) as u32, 1);
+        e.set_color(color);
+        e.set_depth(depth);
+        match chunk {
+            "srgb" => e.set_source_srgb(png::SrgbRenderingIntent::Perceptual),
+            "gama 0.45455" => e.set_source_gamma(png::ScaledFloat::from_scaled(45455)),
+            "gama 1" => e.set_source_gamma(png::ScaledFloat::from_scaled(100_000)),
+            _ => {}
+        }
+        let data: Vec<u8> = match depth {
+            png::BitDepth::Eight => texels.iter().map(|&v| v as u8).collect(),
+            _ => texels.iter().flat_map(|v| v.to_be_bytes()).collect(),
+        };
+        let mut w = e.write_header().unwrap();
+        w.write_image_data(&data).unwrap();
+    }
+
+    fn level_0(path: &Path, channels: usize, sample_bytes: usize) -> Vec<u16> {
+        let src = DecodedImageSource::new(path);
+        let info = src.open().unwrap();
+        let tb = channels * sample_bytes;
+        let mut out = vec![0u8; info.width as usize * tb];
+        let region = TileRegion {
+            level: 0,
+            x: 0,
+            y: 0,
+            width: info.width,
+            height: 1,
+        };
+        src.read_region(region, &mut out, info.width as usize * tb)
+            .unwrap();
+        match sample_bytes {
+            1 => out.iter().map(|&v| u16::from(v)).collect(),
+            _ => out
+                .chunks_exact(2)
+                .map(|v| u16::from_le_bytes([v[0], v[1]]))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn png_alpha_is_associated_as_openimageio_associates_it() {
+        // The expected texels are OpenImageIO 2.4.7's (`oiiotool --dumpdata`) of the same
+        // files: integer `c · a / 255` without a gAMA chunk, with an sRGB chunk, or with a
+        // gAMA of 1; `c · (a / 255)^2.2` truncated with a gAMA of 0.45455.
+        let texels = [
+            200, 100, 50, 128, 255, 255, 255, 1, 77, 180, 3, 254, 10, 20, 30, 0,
+        ];
+        let linear = [100, 50, 25, 128, 1, 1, 1, 1, 76, 179, 2, 254, 0, 0, 0, 0];
+        let gamma = [43, 21, 10, 128, 0, 0, 0, 1, 76, 178, 2, 254, 0, 0, 0, 0];
+        let path = temp("alpha.png");
+        for (chunk, want) in [
+            ("", linear),
+            ("srgb", linear),
+            ("gama 1", linear),
+            ("gama 0.45455", gamma),
+        ] {
+            alpha_png(
+                &path,
+                &texels,
+                png::ColorType::Rgba,
+                png::BitDepth::Eight,
+                chunk,
+            );
+            assert_eq!(level_0(&path, 4, 1), want, "{chunk:?}");
+        }
+        // Grey and alpha.
+        alpha_png(
+            &path,
+            &[200, 128, 255, 1],
+            png::ColorType::GrayscaleAlpha,
+            png::BitDepth::Eight,
+            "",
+        );
+        assert_eq!(level_0(&path, 2, 1), [100, 128, 1, 1]);
+        // 16-bit: c · a / 65535.
+        let texels = [60000, 30000, 100, 40000, 65535, 1, 2, 65535];
+        alpha_png(
+            &path,
+            &texels,
+            png::ColorType::Rgba,
+            png::BitDepth::Sixteen,
+            "",
+        );
+        assert_eq!(
+            level_0(&path, 4, 2),
+            [36621, 18310, 61, 40000, 65535, 1, 2, 65535]
+        );
+        std::fs::remove_file(&path).unwrap();
     }
 }

@@ -21,6 +21,7 @@
 //! tiles; [`ptex::PtexPages`] serves its units packed into 64 KiB pages as the tiles of
 //! an [`ImageSource`] (`docs/PTEX.md`), and `crate::sampling::ptex` filters them.
 
+mod associate;
 pub mod box_filter;
 pub(crate) mod byte_sums;
 pub mod check;

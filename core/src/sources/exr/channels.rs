@@ -25,6 +25,8 @@ pub(crate) struct Plan {
     pub components: [Component; 4],
     /// The selected channel names, for messages.
     pub names: Vec<String>,
+    /// The file's channels that are not served, in name order.
+    pub unserved: Vec<String>,
     /// Bytes of one texel of the decoded data (every channel of the file).
     pub file_texel_bytes: usize,
 }
@@ -48,24 +50,51 @@ pub(crate) fn resolve(selection: &ChannelSelection, list: &ChannelList) -> Resul
     let in_layer = |prefix: &str, letters: &[&str]| -> Vec<String> {
         letters.iter().map(|l| format!("{prefix}{l}")).collect()
     };
-    // RGBA, RGB (+1) or Y of one layer ("" or "name."), whichever is complete first.
-    let standard = |prefix: &str| -> Option<(Vec<String>, bool)> {
+    // RGBA, RGB (+1) or luminance (Y, with A when the layer has one) of one layer ("" or
+    // "name."), whichever is complete first. Y beside X is a vector's (X, Y, Z), not
+    // luminance; with RY and BY it is luminance-chroma, which is not served (its chroma
+    // would be lost).
+    let standard = |prefix: &str| -> Result<Option<(Vec<String>, bool)>, String> {
         let rgba = in_layer(prefix, &["R", "G", "B", "A"]);
         if rgba.iter().all(|n| has(n)) {
-            return Some((rgba, false));
+            return Ok(Some((rgba, false)));
         }
         let rgb = in_layer(prefix, &["R", "G", "B"]);
         if rgb.iter().all(|n| has(n)) {
-            return Some((rgb, true));
+            return Ok(Some((rgb, true)));
         }
-        let y = in_layer(prefix, &["Y"]);
-        y.iter().all(|n| has(n)).then_some((y, false))
+        let y = format!("{prefix}Y");
+        if !has(&y) {
+            return Ok(None);
+        }
+        let layer: Vec<&str> = names
+            .iter()
+            .filter_map(|n| n.strip_prefix(prefix))
+            .filter(|rest| !rest.contains('.'))
+            .collect();
+        if layer.contains(&"RY") || layer.contains(&"BY") {
+            return Err(format!(
+                "luminance-chroma channels ({prefix}Y, {prefix}RY, {prefix}BY) are not served \
+                 (convert the file to RGB, or select {y} alone by name)"
+            ));
+        }
+        if layer.contains(&"X") {
+            return Ok(None);
+        }
+        if layer.contains(&"A") {
+            return Ok(Some((vec![y, format!("{prefix}A")], false)));
+        }
+        Ok(Some((vec![y], false)))
     };
     let (selected, widened): (Vec<String>, bool) = match selection {
         ChannelSelection::Auto => {
-            if let Some(s) = standard("") {
+            let layer = single_layer(&names).map(|l| format!("{l}."));
+            if let Some(s) = standard("")? {
                 s
-            } else if let Some(s) = single_layer(&names).and_then(|l| standard(&format!("{l}."))) {
+            } else if let Some(s) = match &layer {
+                Some(prefix) => standard(prefix)?,
+                None => None,
+            } {
                 s
             } else {
                 let first: Vec<String> = names.iter().take(4).cloned().collect();
@@ -96,7 +125,7 @@ pub(crate) fn resolve(selection: &ChannelSelection, list: &ChannelList) -> Resul
         }
         ChannelSelection::Layer(layer) => {
             let prefix = format!("{layer}.");
-            if let Some(s) = standard(&prefix) {
+            if let Some(s) = standard(&prefix)? {
                 s
             } else {
                 let members: Vec<String> = names
@@ -179,12 +208,19 @@ fn plan(list: &ChannelList, selected: Vec<String>, widen: bool) -> Result<Plan, 
     } else {
         TexelType::F32
     };
+    let unserved = list
+        .list
+        .iter()
+        .map(|c| c.name.to_string())
+        .filter(|n| !selected.contains(n))
+        .collect();
     Ok(Plan {
         format: TexelFormat {
             texel_type,
             channels,
         },
         components,
+        unserved,
         names: selected,
         file_texel_bytes: at,
     })
@@ -333,5 +369,76 @@ fn convert_component<const N: usize, const B: usize>(
                 t.copy_from_slice(&v.to_le_bytes());
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use exr::meta::attribute::ChannelDescription;
+
+    /// A channel list of half channels, sorted by name as EXR stores them.
+    fn list(names: &[&str]) -> ChannelList {
+        let mut sorted = names.to_vec();
+        sorted.sort_unstable();
+        let channels = sorted
+            .iter()
+            .map(|n| ChannelDescription::named(*n, SampleType::F16))
+            .collect();
+        ChannelList::new(channels)
+    }
+
+    fn auto(names: &[&str]) -> Result<(Vec<String>, u32, Vec<String>), String> {
+        let p = resolve(&ChannelSelection::Auto, &list(names))?;
+        Ok((p.names, p.format.channels, p.unserved))
+    }
+
+    fn strings(names: &[&str]) -> Vec<String> {
+        names.iter().map(|n| n.to_string()).collect()
+    }
+
+    #[test]
+    fn auto_serves_rgba_rgb_and_luminance_images() {
+        let (n, c, u) = auto(&["A", "B", "G", "R"]).unwrap();
+        assert_eq!((n, c, u), (strings(&["R", "G", "B", "A"]), 4, vec![]));
+        let (n, c, u) = auto(&["B", "G", "R", "Z"]).unwrap();
+        assert_eq!((n, c, u), (strings(&["R", "G", "B"]), 4, strings(&["Z"])));
+        let (n, c, _) = auto(&["Y"]).unwrap();
+        assert_eq!((n, c), (strings(&["Y"]), 1));
+        let (n, c, _) = auto(&["A", "Y"]).unwrap();
+        assert_eq!((n, c), (strings(&["Y", "A"]), 2));
+        let (n, c, _) = auto(&["diffuse.A", "diffuse.Y"]).unwrap();
+        assert_eq!((n, c), (strings(&["diffuse.Y", "diffuse.A"]), 2));
+    }
+
+    #[test]
+    fn a_y_beside_other_channels_is_not_a_luminance_image() {
+        // A vector (X, Y, Z, W): every channel, in name order, not Y alone.
+        let (n, c, u) = auto(&["X", "Y", "Z", "W"]).unwrap();
+        assert_eq!((n, c, u), (strings(&["W", "X", "Y", "Z"]), 4, vec![]));
+        let (n, c, u) = auto(&["X", "Y"]).unwrap();
+        assert_eq!((n, c, u), (strings(&["X", "Y"]), 2, vec![]));
+        // Luminance and depth: Y, the depth named as not served.
+        let (n, c, u) = auto(&["Y", "Z"]).unwrap();
+        assert_eq!((n, c, u), (strings(&["Y"]), 1, strings(&["Z"])));
+        // More than four: the first four, the rest named as not served.
+        let (n, _, u) = auto(&["a", "b", "c", "d", "e"]).unwrap();
+        assert_eq!((n, u), (strings(&["a", "b", "c", "d"]), strings(&["e"])));
+    }
+
+    #[test]
+    fn luminance_chroma_is_an_error_unless_y_is_chosen() {
+        let e = auto(&["BY", "RY", "Y"]).unwrap_err();
+        assert!(e.contains("luminance-chroma"), "{e}");
+        let e = auto(&["A", "BY", "RY", "Y"]).unwrap_err();
+        assert!(e.contains("luminance-chroma"), "{e}");
+        let p = resolve(&ChannelSelection::Y, &list(&["BY", "RY", "Y"])).unwrap();
+        assert_eq!(p.names, strings(&["Y"]));
+        let e = resolve(
+            &ChannelSelection::Layer("l".into()),
+            &list(&["l.BY", "l.RY", "l.Y"]),
+        )
+        .unwrap_err();
+        assert!(e.contains("l.RY"), "{e}");
     }
 }

@@ -1,9 +1,11 @@
 //! One TIFF chunk from its compressed bytes to samples, and from samples to texels:
 //! decompression (none, ZIP, LZW, PackBits), the predictors (horizontal differencing,
 //! floating-point byte planes), byte order, and the copy of a rectangle into a
-//! destination of the served format (three samples widened to four, planes interleaved).
+//! destination of the served format (three samples widened to four, planes interleaved,
+//! unassociated alpha associated).
 
 use super::layout::{SampleLayout, TiffCompression, TiffPredictor};
+use crate::sources::associate;
 use crate::sources::byte_sums::byte_prefix_sums;
 use crate::sources::inflate::inflate_whole;
 use half::f16;
@@ -216,7 +218,20 @@ pub(crate) struct Rect {
 
 /// Copy `rect` of a decoded chunk (`planes`: one buffer for interleaved samples, one per
 /// sample for separate planes) into `dest` as texels of the served format.
+/// Unassociated alpha ([`SampleLayout::unassociated_alpha`]) is associated in `dest`.
 pub(crate) fn copy(s: &SampleLayout, planes: &[&[u8]], rect: Rect, dest: &mut [u8]) {
+    copy_as_stored(s, planes, rect, dest);
+    if s.unassociated_alpha {
+        let tb = s.samples as usize * s.sample_bytes();
+        for j in 0..rect.h {
+            let d = rect.dest_at + j * rect.row_bytes;
+            associate::associate_rounded(&mut dest[d..d + rect.w * tb], s.format());
+        }
+    }
+}
+
+/// [`copy`] of the samples as the file stores them.
+fn copy_as_stored(s: &SampleLayout, planes: &[&[u8]], rect: Rect, dest: &mut [u8]) {
     let sb = s.sample_bytes();
     let n = s.samples as usize;
     let out_c = if n == 3 { 4 } else { n };
@@ -277,6 +292,7 @@ mod tests {
                         compression: TiffCompression::None,
                         predictor: TiffPredictor::Horizontal,
                         little,
+                        unassociated_alpha: false,
                     };
                     let (sb, n, width, rows) = ((bits / 8) as usize, samples as usize, 37, 3);
                     let stored: Vec<u64> = (0..width * n * rows)
@@ -338,6 +354,7 @@ mod tests {
             compression: TiffCompression::None,
             predictor: TiffPredictor::Horizontal,
             little: false,
+            unassociated_alpha: false,
         };
         // Values 1000, 1010, 990 stored as differences 1000, 10, -20 big-endian.
         let mut data = Vec::new();
@@ -380,6 +397,7 @@ mod tests {
             compression: TiffCompression::None,
             predictor: TiffPredictor::FloatingPoint,
             little: true,
+            unassociated_alpha: false,
         };
         let values = [0.5f32, -2.25, 1e-3];
         let mut planes = libtiff_float_predicted(&values.map(|v| v.to_be_bytes().to_vec()), 1);

@@ -31,6 +31,7 @@ const TILE_LENGTH: u16 = 323;
 const TILE_OFFSETS: u16 = 324;
 const TILE_BYTE_COUNTS: u16 = 325;
 const SUB_IFDS: u16 = 330;
+const EXTRA_SAMPLES: u16 = 338;
 const SAMPLE_FORMAT: u16 = 339;
 const IMAGE_DEPTH: u16 = 32997;
 /// OIIO's private tags, as `maketx` writes them.
@@ -78,6 +79,9 @@ pub struct SampleLayout {
     pub predictor: TiffPredictor,
     /// Multi-byte samples are little-endian in the file.
     pub little: bool,
+    /// The last sample is unassociated alpha (ExtraSamples 2, of 2 or 4 samples): the
+    /// source associates it as OpenImageIO does on read ([`crate::sources::associate`]).
+    pub unassociated_alpha: bool,
 }
 
 impl SampleLayout {
@@ -335,7 +339,12 @@ fn sample_layout(r: &Reader<'_>, d: &Directory) -> Result<SampleLayout, String> 
         2 => samples > 1,
         p => return Err(format!("planar configuration {p}")),
     };
+    // ExtraSamples 2: unassociated alpha (1 is associated, 0 unspecified: both served as
+    // stored, as OpenImageIO serves them).
+    let extra = r.uints(d, EXTRA_SAMPLES)?.unwrap_or_default();
+    let unassociated_alpha = (samples == 2 || samples == 4) && extra.last() == Some(&2);
     Ok(SampleLayout {
+        unassociated_alpha,
         samples: samples as u32,
         bits,
         float,

@@ -12,7 +12,8 @@
 //! Served: 8/16-bit unsigned and 16/32-bit float samples, 1–4 channels (three widened to
 //! four with an alpha of 1), interleaved or separate planes, no compression, ZIP, LZW or
 //! PackBits, with the horizontal or floating-point predictor, either byte order, classic
-//! TIFF or BigTIFF. The mip chain is read as `maketx` writes it (see [`layout`]); stored
+//! TIFF or BigTIFF. Unassociated alpha (ExtraSamples 2) is associated as OpenImageIO
+//! associates it on read ([`crate::sources::associate`]). The mip chain is read as `maketx` writes it (see [`layout`]); stored
 //! levels must have demandtex's sizes (rounded down, as `maketx`'s are); the levels after
 //! the last matching one — all but level 0 for a TIFF without mips, or with strips —
 //! are generated in memory from it when first read, as for scan-line OpenEXR files (with

@@ -189,6 +189,60 @@ fn half_float_tiles_decode() {
 }
 
 #[test]
+fn unassociated_alpha_is_associated_as_openimageio_reads_it() {
+    // 4×1 RGBA strips with ExtraSamples 2 (unassociated), 1 (associated) and 0
+    // (unspecified). The expected texels are OpenImageIO 2.4.7's (`oiiotool --dumpdata`)
+    // of the same files: `c · a / max` rounded for unassociated alpha; as stored otherwise.
+    let path = temp("alpha.tif");
+    let write = |extra: u32, bits: u32, data: &[u8]| {
+        let (n, sb) = (4, bits / 8);
+        let w = data.len() as u32 / (n * sb);
+        write_tiff(
+            &path,
+            &[
+                (256, 3, vec![w]),
+                (257, 3, vec![1]),
+                (258, 3, vec![bits; 4]),
+                (259, 3, vec![1]),
+                (262, 3, vec![2]),
+                (273, 4, vec![8]),
+                (277, 3, vec![4]),
+                (278, 3, vec![1]),
+                (279, 4, vec![data.len() as u32]),
+                (338, 3, vec![extra]),
+            ],
+            data,
+        );
+    };
+    let stored = [
+        200u8, 100, 50, 128, 255, 255, 255, 1, 77, 180, 3, 254, 10, 20, 30, 0,
+    ];
+    let level_0 = || {
+        let src = TiffSource::new(&path);
+        let info = src.open().unwrap();
+        levels(&src, &info).swap_remove(0)
+    };
+    write(2, 8, &stored);
+    let associated = [100u8, 50, 25, 128, 1, 1, 1, 1, 77, 179, 3, 254, 0, 0, 0, 0];
+    assert_eq!(level_0(), associated);
+    for extra in [0, 1] {
+        write(extra, 8, &stored);
+        assert_eq!(level_0(), stored, "ExtraSamples {extra}");
+    }
+    let stored16: Vec<u8> = [60000u16, 30000, 100, 40000, 65535, 1, 2, 65535]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    write(2, 16, &stored16);
+    let want: Vec<u8> = [36622u16, 18311, 61, 40000, 65535, 1, 2, 65535]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    assert_eq!(level_0(), want);
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
 fn bad_files_are_errors_naming_the_file_never_panics_or_huge_allocations() {
     let path = temp("bad.tif");
     std::fs::write(&path, b"hello, not a tiff").unwrap();

@@ -1,0 +1,145 @@
+//! Unassociated ("straight") alpha made associated (premultiplied) as OpenImageIO makes it
+//! when it reads a PNG or a TIFF, so that textures filter and sample as `TextureSystem`
+//! would serve them. One home for the rules, used by [`crate::sources::decoded`] (PNG)
+//! and [`crate::sources::tiff`] (ExtraSamples 2).
+//!
+//! OpenImageIO 2.4 (`png.imageio`): a PNG's alpha is unassociated by definition and is
+//! associated on read, in the integer samples, with the file's gamma: 1 unless the file
+//! has a gAMA chunk and no sRGB chunk, then `1 / gAMA` rounded to hundredths (2.2 for
+//! 0.45455). With a gamma of 1 a colour sample `c` becomes `c · a / max` (integer
+//! division); otherwise `c · (a / max)^gamma`, truncated.
+
+//!
+//! OpenImageIO 2.4 (`tiff.imageio`), for a TIFF whose ExtraSamples say unassociated alpha:
+//! `c · a / max` rounded to the nearest integer (unsigned samples; no ties: `max` is odd),
+//! `c · a` for float samples (half rounded to nearest).
+
+use crate::textures::{TexelFormat, TexelType};
+use half::f16;
+use std::io::{BufRead, Seek};
+
+/// The gamma OpenImageIO associates a PNG's alpha with: 1 unless the file has a gAMA chunk
+/// and no sRGB chunk. `None` when the file cannot be read as a PNG.
+pub(crate) fn png_alpha_gamma(reader: impl BufRead + Seek) -> Option<f32> {
+    let info = png::Decoder::new(reader).read_info().ok()?;
+    let info = info.info();
+    if info.srgb.is_some() {
+        return Some(1.0);
+    }
+    Some(match info.gama_chunk {
+        Some(g) if g.into_scaled() > 0 => {
+            let g = (1.0 / (f64::from(g.into_scaled()) / 100_000.0)) as f32;
+            ((100.0 * f64::from(g)) as f32).round() / 100.0
+        }
+        _ => 1.0,
+    })
+}
+
+/// Associate the alpha of `texels`: unsigned samples of `bytes_per_sample` (1, or 2
+/// little-endian), `channels` a texel (2 or 4), alpha last, as OpenImageIO does (see the
+/// [module docs](self)). Other channel counts have no alpha and are left as they are.
+pub(crate) fn associate_alpha(
+    texels: &mut [u8],
+    bytes_per_sample: usize,
+    channels: usize,
+    gamma: f32,
+) {
+    if channels != 2 && channels != 4 {
+        return;
+    }
+    match bytes_per_sample {
+        1 => {
+            for t in texels.chunks_exact_mut(channels) {
+                let a = u32::from(t[channels - 1]);
+                let associate = Associate::new(a, 255, gamma);
+                for c in &mut t[..channels - 1] {
+                    *c = associate.apply(u32::from(*c)) as u8;
+                }
+            }
+        }
+        2 => {
+            for t in texels.chunks_exact_mut(channels * 2) {
+                let at = (channels - 1) * 2;
+                let a = u32::from(u16::from_le_bytes([t[at], t[at + 1]]));
+                let associate = Associate::new(a, 65535, gamma);
+                for c in t[..at].chunks_exact_mut(2) {
+                    let v = associate.apply(u32::from(u16::from_le_bytes([c[0], c[1]])));
+                    c.copy_from_slice(&(v as u16).to_le_bytes());
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// How one texel's colour samples are associated with its alpha.
+enum Associate {
+    /// Gamma 1: `c · a / max`, integer division.
+    Linear { a: u32, max: u32 },
+    /// `c · (a / max)^gamma`, truncated.
+    Gamma { factor: f32 },
+}
+
+impl Associate {
+    fn new(a: u32, max: u32, gamma: f32) -> Associate {
+        if gamma == 1.0 {
+            return Associate::Linear { a, max };
+        }
+        let inv_max = (1.0 / f64::from(max)) as f32;
+        let factor = f64::from(a as f32 * inv_max).powf(f64::from(gamma)) as f32;
+        Associate::Gamma { factor }
+    }
+
+    fn apply(&self, c: u32) -> u32 {
+        match *self {
+            // c, a ≤ 65535: the product fits in 32 bits.
+            Associate::Linear { a, max } => c * a / max,
+            Associate::Gamma { factor } => (c as f32 * factor) as u32,
+        }
+    }
+}
+
+/// Associate the alpha (the last of 2 or 4 channels) of `texels` of `format` as
+/// OpenImageIO associates a TIFF's unassociated alpha (see the [module docs](self)).
+/// Other channel counts are left as they are.
+pub(crate) fn associate_rounded(texels: &mut [u8], format: TexelFormat) {
+    let n = format.channels as usize;
+    if n != 2 && n != 4 {
+        return;
+    }
+    let sb = format.texel_type.bytes();
+    for t in texels.chunks_exact_mut(n * sb) {
+        let (colour, alpha) = t.split_at_mut((n - 1) * sb);
+        match format.texel_type {
+            TexelType::U8 => {
+                let a = u32::from(alpha[0]);
+                for c in colour.iter_mut() {
+                    *c = ((u32::from(*c) * a + 127) / 255) as u8;
+                }
+            }
+            TexelType::U16 => {
+                let a = u32::from(u16::from_le_bytes([alpha[0], alpha[1]]));
+                for c in colour.chunks_exact_mut(2) {
+                    let v = u32::from(u16::from_le_bytes([c[0], c[1]]));
+                    // ≤ 65535² + 32767 < 2^32.
+                    let v = ((v * a + 32767) / 65535) as u16;
+                    c.copy_from_slice(&v.to_le_bytes());
+                }
+            }
+            TexelType::F16 => {
+                let a = f16::from_le_bytes([alpha[0], alpha[1]]).to_f32();
+                for c in colour.chunks_exact_mut(2) {
+                    let v = f16::from_le_bytes([c[0], c[1]]).to_f32() * a;
+                    c.copy_from_slice(&f16::from_f32(v).to_le_bytes());
+                }
+            }
+            TexelType::F32 => {
+                let a = f32::from_le_bytes([alpha[0], alpha[1], alpha[2], alpha[3]]);
+                for c in colour.chunks_exact_mut(4) {
+                    let v = f32::from_le_bytes([c[0], c[1], c[2], c[3]]) * a;
+                    c.copy_from_slice(&v.to_le_bytes());
+                }
+            }
+        }
+    }
+}
