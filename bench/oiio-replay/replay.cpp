@@ -181,7 +181,8 @@ void choose_map(const std::vector<std::string>& names, TexInfo& ti)
     int r = find("R"), g = find("G"), b = find("B"), a = find("A"), y = find("Y");
     if (r == 0 && g == 1 && b == 2) {
         ti.map = a == 3 ? Map::Rgba : Map::Rgb;
-    } else if (r < 0 && y >= 0 && y < 4) {
+    } else if (r < 0 && y >= 0 && y < 4 && find("X") < 0) {
+        // Luminance (a Y beside an X is a vector's, served in name order below).
         ti.map  = Map::Gray;
         ti.gray = y;
     } else {

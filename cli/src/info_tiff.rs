@@ -59,7 +59,11 @@ fn sample_kind(layout: &TiffLayout) -> String {
         s.samples,
         if s.samples == 1 { "" } else { "s" },
         s.bits,
-        if s.float { "float" } else { "unsigned" },
+        match (s.float, s.signed) {
+            (true, _) => "float",
+            (false, true) => "signed",
+            (false, false) => "unsigned",
+        },
         if s.separate {
             "separate planes"
         } else {
@@ -205,7 +209,7 @@ fn to_json(
         .collect();
     serde_json::json!({
         "file": args.file, "format": "TIFF", "width": info.width, "height": info.height,
-        "channels": s.samples, "bits_per_sample": s.bits, "float": s.float,
+        "channels": s.samples, "bits_per_sample": s.bits, "float": s.float, "signed": s.signed,
         "separate_planes": s.separate, "unassociated_alpha": s.unassociated_alpha,
         "compression": compression_name(s.compression),
         "predictor": predictor_name(s.predictor),

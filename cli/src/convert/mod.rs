@@ -75,8 +75,10 @@ pub struct ConvertArgs {
     /// Treat 8/16-bit inputs as sRGB-encoded and convert them to linear (alpha unchanged).
     #[arg(long)]
     pub linearize: bool,
-    /// Multiply colour by alpha (the OpenEXR convention; PNG, JPEG and TIFF store
-    /// straight alpha). Off by default: samples are kept as stored.
+    /// Multiply colour by alpha (the OpenEXR convention; PNG stores straight alpha, and
+    /// TIFF may). Off by default: samples are kept as stored. The engine serves a PNG (or a
+    /// TIFF marked unassociated) with its alpha associated as OpenImageIO does; this flag
+    /// multiplies in float, after --linearize.
     #[arg(long)]
     pub premultiply: bool,
     /// What to write: `exr` (tiled, mip-mapped OpenEXR) or a DDS encoding, `dds-bc7`,

@@ -103,12 +103,12 @@ pub const DEFAULT_DECODED_BLOCK_CACHE_BYTES: usize = 8 << 20;
 /// Which channels of the file a source serves, and in what order.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum ChannelSelection {
-    /// R, G, B, A if all are present, else R, G, B (alpha 1), else luminance: Y, or Y and
-    /// A as two components (OpenImageIO's order) — unless an X beside Y makes it a
-    /// vector's; then the same within the file's one layer if every channel is
-    /// `layer.X`; else the first (up to four) channels in name order (X, Y, Z, W is served
-    /// as W, X, Y, Z, as OpenImageIO orders it). A warning names the channels left out.
-    /// Luminance-chroma files (Y, RY, BY) are an error: their chroma would be lost.
+    /// R, G, B, A if all are present, else R, G, B (alpha 1), else luminance, Y — unless
+    /// an X beside Y makes it a vector's; then the same within the file's one layer if
+    /// every channel is `layer.X`; else the first (up to four) channels in name order (X,
+    /// Y, Z, W is served as W, X, Y, Z, as OpenImageIO orders it). A warning names the
+    /// channels left out. Luminance-chroma files (Y, RY, BY) are an error: their chroma
+    /// would be lost.
     #[default]
     Auto,
     /// R, G, B, A (all required).
@@ -609,7 +609,7 @@ impl ImageSource for ExrSource {
 
     /// maketx's `oiio:ConstantColor`, else `oiio:AverageColor` ([`oiio_hints`]), when the
     /// source serves every channel of the file in OpenImageIO's order (R, G, B and A, R, G
-    /// and B, Y alone, or Y and A), which is the order of the hint's values.
+    /// and B, or Y alone), which is the order of the hint's values.
     ///
     /// [`oiio_hints`]: crate::sources::oiio_hints
     fn read_base_color(&self) -> Result<Option<[f32; 4]>, SourceError> {
@@ -618,7 +618,7 @@ impl ImageSource for ExrSource {
         let served: Vec<&str> = o.plan.names.iter().map(String::as_str).collect();
         let in_oiio_order = matches!(
             served.as_slice(),
-            ["R", "G", "B", "A"] | ["R", "G", "B"] | ["Y"] | ["Y", "A"]
+            ["R", "G", "B", "A"] | ["R", "G", "B"] | ["Y"]
         );
         if !in_oiio_order || served.len() != file_channels {
             return Ok(None);

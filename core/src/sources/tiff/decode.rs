@@ -8,6 +8,7 @@ use super::layout::{SampleLayout, TiffCompression, TiffPredictor};
 use crate::sources::associate;
 use crate::sources::byte_sums::byte_prefix_sums;
 use crate::sources::inflate::inflate_whole;
+use crate::textures::TexelType;
 use half::f16;
 use std::cell::RefCell;
 
@@ -185,16 +186,27 @@ fn sample_sums<const SB: usize>(row: &mut [u8], acc: &mut [u32]) {
 }
 
 /// The value of one (opaque) alpha sample of the served type, little-endian.
-fn one(s: &SampleLayout) -> [u8; 4] {
-    match (s.float, s.bits) {
-        (false, 8) => [255, 0, 0, 0],
-        (false, _) => [0xff, 0xff, 0, 0],
-        (true, 16) => {
+fn one(t: TexelType) -> [u8; 4] {
+    match t {
+        TexelType::U8 => [255, 0, 0, 0],
+        TexelType::U16 => [0xff, 0xff, 0, 0],
+        TexelType::F16 => {
             let b = f16::ONE.to_le_bytes();
             [b[0], b[1], 0, 0]
         }
-        (true, _) => 1.0f32.to_le_bytes(),
+        TexelType::F32 => 1.0f32.to_le_bytes(),
     }
+}
+
+/// A signed integer sample (1 or 2 little-endian bytes) as OpenImageIO converts it to
+/// float: `v · (1 / max)`, little-endian.
+fn signed_to_float(sample: &[u8]) -> [u8; 4] {
+    let (v, max) = match *sample {
+        [b] => (f32::from(b as i8), 127.0f64),
+        [lo, hi] => (f32::from(i16::from_le_bytes([lo, hi])), 32767.0f64),
+        _ => unreachable!("8- and 16-bit signed samples only"),
+    };
+    (v * (1.0 / max) as f32).to_le_bytes()
 }
 
 /// Where a copy goes: a rectangle of a chunk into the destination.
@@ -222,21 +234,25 @@ pub(crate) struct Rect {
 pub(crate) fn copy(s: &SampleLayout, planes: &[&[u8]], rect: Rect, dest: &mut [u8]) {
     copy_as_stored(s, planes, rect, dest);
     if s.unassociated_alpha {
-        let tb = s.samples as usize * s.sample_bytes();
+        let format = s.format();
+        let tb = format.texel_bytes();
         for j in 0..rect.h {
             let d = rect.dest_at + j * rect.row_bytes;
-            associate::associate_rounded(&mut dest[d..d + rect.w * tb], s.format());
+            associate::associate_rounded(&mut dest[d..d + rect.w * tb], format);
         }
     }
 }
 
-/// [`copy`] of the samples as the file stores them.
+/// [`copy`] of the first four samples of each pixel (signed integers as float), three
+/// widened to four.
 fn copy_as_stored(s: &SampleLayout, planes: &[&[u8]], rect: Rect, dest: &mut [u8]) {
     let sb = s.sample_bytes();
     let n = s.samples as usize;
-    let out_c = if n == 3 { 4 } else { n };
-    let tb = out_c * sb;
-    if !s.separate && n != 3 {
+    let served = s.served_samples() as usize;
+    let format = s.format();
+    let (out_c, ob) = (format.channels as usize, format.texel_type.bytes());
+    let tb = out_c * ob;
+    if !s.separate && n == out_c && !s.signed {
         let src_px = n * sb;
         for j in 0..rect.h {
             let src = ((rect.sy + j) * rect.chunk_w + rect.sx) * src_px;
@@ -245,22 +261,27 @@ fn copy_as_stored(s: &SampleLayout, planes: &[&[u8]], rect: Rect, dest: &mut [u8
         }
         return;
     }
-    let alpha = one(s);
+    let alpha = one(format.texel_type);
     for j in 0..rect.h {
         let d0 = rect.dest_at + j * rect.row_bytes;
         for i in 0..rect.w {
             let px = (rect.sy + j) * rect.chunk_w + rect.sx + i;
             let d = d0 + i * tb;
-            for c in 0..n {
+            for c in 0..served {
                 let src = if s.separate {
                     &planes[c][px * sb..px * sb + sb]
                 } else {
                     &planes[0][(px * n + c) * sb..(px * n + c) * sb + sb]
                 };
-                dest[d + c * sb..d + (c + 1) * sb].copy_from_slice(src);
+                let out = &mut dest[d + c * ob..d + (c + 1) * ob];
+                if s.signed {
+                    out.copy_from_slice(&signed_to_float(src));
+                } else {
+                    out.copy_from_slice(src);
+                }
             }
-            if n == 3 {
-                dest[d + 3 * sb..d + 4 * sb].copy_from_slice(&alpha[..sb]);
+            if served == 3 {
+                dest[d + 3 * ob..d + 4 * ob].copy_from_slice(&alpha[..ob]);
             }
         }
     }
@@ -292,6 +313,7 @@ mod tests {
                         compression: TiffCompression::None,
                         predictor: TiffPredictor::Horizontal,
                         little,
+                        signed: false,
                         unassociated_alpha: false,
                     };
                     let (sb, n, width, rows) = ((bits / 8) as usize, samples as usize, 37, 3);
@@ -354,6 +376,7 @@ mod tests {
             compression: TiffCompression::None,
             predictor: TiffPredictor::Horizontal,
             little: false,
+            signed: false,
             unassociated_alpha: false,
         };
         // Values 1000, 1010, 990 stored as differences 1000, 10, -20 big-endian.
@@ -397,6 +420,7 @@ mod tests {
             compression: TiffCompression::None,
             predictor: TiffPredictor::FloatingPoint,
             little: true,
+            signed: false,
             unassociated_alpha: false,
         };
         let values = [0.5f32, -2.25, 1e-3];

@@ -62,15 +62,24 @@ pub enum TiffPredictor {
     FloatingPoint,
 }
 
+/// The most samples per pixel read (the first four are served): a bound on a chunk's
+/// decoded size before the limits check it, and more than any texture holds (maketx's
+/// bump slopes have 6).
+pub const MAX_SAMPLES: u32 = 64;
+
 /// The sample layout every level shares.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SampleLayout {
-    /// Samples per pixel, 1 to 4.
+    /// Samples per pixel in the file, 1 to [`MAX_SAMPLES`]; the first four are served
+    /// ([`served_samples`](Self::served_samples)).
     pub samples: u32,
-    /// Bits per sample: 8 or 16 (unsigned), 16 or 32 (float).
+    /// Bits per sample: 8 or 16 (integers), 16 or 32 (float).
     pub bits: u32,
-    /// Float samples rather than unsigned integers.
+    /// Float samples rather than integers.
     pub float: bool,
+    /// Signed integers (SampleFormat 2, as `maketx --prman -d uint16` writes them), served
+    /// as float `v / max` (OpenImageIO's conversion: -1 to 1).
+    pub signed: bool,
     /// One plane per sample (PlanarConfiguration 2) rather than interleaved.
     pub separate: bool,
     /// How chunks are compressed.
@@ -90,15 +99,23 @@ impl SampleLayout {
         self.bits as usize / 8
     }
 
-    /// The texel format served: the sample type, three samples widened to four.
+    /// The samples of a pixel that are served: the first four.
+    pub fn served_samples(&self) -> u32 {
+        self.samples.min(4)
+    }
+
+    /// The texel format served: the sample type (signed integers as float), three samples
+    /// widened to four.
     pub fn format(&self) -> TexelFormat {
-        let texel_type = match (self.float, self.bits) {
-            (false, 8) => TexelType::U8,
-            (false, _) => TexelType::U16,
-            (true, 16) => TexelType::F16,
-            (true, _) => TexelType::F32,
+        let texel_type = match (self.float, self.signed, self.bits) {
+            (false, false, 8) => TexelType::U8,
+            (false, false, _) => TexelType::U16,
+            (false, true, _) => TexelType::F32,
+            (true, _, 16) => TexelType::F16,
+            (true, _, _) => TexelType::F32,
         };
-        let channels = if self.samples == 3 { 4 } else { self.samples };
+        let served = self.served_samples();
+        let channels = if served == 3 { 4 } else { served };
         TexelFormat {
             texel_type,
             channels,
@@ -269,8 +286,10 @@ impl TiffLayout {
 /// The sample layout of one directory, or why it is not served.
 fn sample_layout(r: &Reader<'_>, d: &Directory) -> Result<SampleLayout, String> {
     let samples = r.uint(d, SAMPLES_PER_PIXEL)?.unwrap_or(1);
-    if !(1..=4).contains(&samples) {
-        return Err(format!("{samples} samples per pixel (1 to 4 are served)"));
+    if !(1..=u64::from(MAX_SAMPLES)).contains(&samples) {
+        return Err(format!(
+            "{samples} samples per pixel (1 to {MAX_SAMPLES} are read, the first 4 served)"
+        ));
     }
     let bits = r.uints(d, BITS_PER_SAMPLE)?.unwrap_or_else(|| vec![1]);
     if bits.is_empty() {
@@ -286,11 +305,11 @@ fn sample_layout(r: &Reader<'_>, d: &Directory) -> Result<SampleLayout, String> 
     if formats.iter().any(|&f| f != formats[0]) {
         return Err("samples of different types".into());
     }
-    let float = match formats[0] {
-        1 => false,
-        3 => true,
-        2 => return Err("signed integer samples (unsigned 8/16-bit and float are served)".into()),
-        f => return Err(format!("sample format {f} (unsigned and float are served)")),
+    let (float, signed) = match formats[0] {
+        1 => (false, false),
+        2 => (false, true),
+        3 => (true, false),
+        f => return Err(format!("sample format {f} (integer and float are served)")),
     };
     let bits = u32::try_from(bits[0]).unwrap_or(u32::MAX);
     let ok = if float {
@@ -299,9 +318,13 @@ fn sample_layout(r: &Reader<'_>, d: &Directory) -> Result<SampleLayout, String> 
         bits == 8 || bits == 16
     };
     if !ok {
-        let kind = if float { "float" } else { "unsigned" };
+        let kind = match (float, signed) {
+            (true, _) => "float",
+            (false, true) => "signed",
+            (false, false) => "unsigned",
+        };
         return Err(format!(
-            "{bits}-bit {kind} samples (8/16-bit unsigned, 16/32-bit float are served)"
+            "{bits}-bit {kind} samples (8/16-bit integer, 16/32-bit float are served)"
         ));
     }
     match r.uint(d, PHOTOMETRIC)? {
@@ -345,6 +368,7 @@ fn sample_layout(r: &Reader<'_>, d: &Directory) -> Result<SampleLayout, String> 
     let unassociated_alpha = (samples == 2 || samples == 4) && extra.last() == Some(&2);
     Ok(SampleLayout {
         unassociated_alpha,
+        signed,
         samples: samples as u32,
         bits,
         float,

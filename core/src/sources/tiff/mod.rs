@@ -9,8 +9,10 @@
 //! file tiles it covers and nothing else. Open files come from a bounded [`FileHandles`]
 //! set, shared with the OpenEXR sources.
 //!
-//! Served: 8/16-bit unsigned and 16/32-bit float samples, 1–4 channels (three widened to
-//! four with an alpha of 1), interleaved or separate planes, no compression, ZIP, LZW or
+//! Served: 8/16-bit unsigned and 16/32-bit float samples, 8/16-bit signed ones as float
+//! (`v / max`, as OpenImageIO converts them: `maketx --prman` writes 16-bit textures
+//! signed), 1–4 channels (three widened to four with an alpha of 1; of more, the first
+//! four, with a warning), interleaved or separate planes, no compression, ZIP, LZW or
 //! PackBits, with the horizontal or floating-point predictor, either byte order, classic
 //! TIFF or BigTIFF. Unassociated alpha (ExtraSamples 2) is associated as OpenImageIO
 //! associates it on read ([`crate::sources::associate`]). The mip chain is read as `maketx` writes it (see [`layout`]); stored
@@ -26,8 +28,8 @@
 //! part of the source's [`ContentIdentity`](crate::sources::ContentIdentity), so that
 //! files of one source share tiles ([`crate::sources::identity`]).
 //!
-//! Not served, with an error naming the file: signed, 1/4/32-bit integer or 64-bit float
-//! samples, palette, YCbCr or CMYK images, JPEG or other compressions, volume textures.
+//! Not served, with an error naming the file: 1/4/32-bit integer or 64-bit float samples,
+//! palette, YCbCr or CMYK images, JPEG or other compressions, volume textures.
 //! A file changed on disk after it was opened fails its reads until the texture is
 //! invalidated, as for OpenEXR ([`crate::sources::exr`]).
 
@@ -202,6 +204,15 @@ impl TiffSource {
     }
 
     fn warn_if_slow(&self, o: &Opened) {
+        let s = &o.layout.samples;
+        if s.samples > s.served_samples() {
+            tracing::warn!(
+                "{}: {} samples per pixel: the first {} are served",
+                self.path().display(),
+                s.samples,
+                s.served_samples()
+            );
+        }
         if o.stored_levels >= o.info.num_levels {
             return;
         }
@@ -263,7 +274,12 @@ impl TiffSource {
         let (across, down) = level.chunks();
         let (cw, ch) = (level.chunk_w as usize, level.chunk_h as usize);
         let per_plane = (across * down) as usize;
-        let n_planes = if s.separate { s.samples as usize } else { 1 };
+        // Separate planes: only the served ones are read.
+        let n_planes = if s.separate {
+            s.served_samples() as usize
+        } else {
+            1
+        };
         let per_pixel = if s.separate { 1 } else { s.samples as usize };
         let tb = o.info.format.texel_bytes();
         let (x0, y0) = (region.x as usize, region.y as usize);

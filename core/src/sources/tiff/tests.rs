@@ -11,7 +11,8 @@ fn fixture(name: &str) -> PathBuf {
     fixture_refs::fixture("tx", name)
 }
 
-/// Compare the served texels with OIIO's (integers exactly after scaling, floats exactly).
+/// Compare the served texels with OIIO's (integers exactly after scaling, floats to the
+/// nine decimals the reference prints).
 fn assert_matches_oiio(name: &str, only_level0: bool) -> (TiffSource, ImageInfo) {
     let src = TiffSource::new(fixture(name));
     let info = src.open().unwrap();
@@ -31,6 +32,12 @@ fn maketx_files_decode_as_oiio_reads_them_at_every_level() {
         ("rgba8_none_tile32.tx", TexelType::U8, 4, (60, 40)),
         ("rgba8_packbits.tx", TexelType::U8, 4, (60, 40)),
         ("const.tx", TexelType::U8, 4, (64, 64)),
+        // Signed integers, served as float v / max: `maketx --prman -d uint16` writes
+        // signed 16-bit separate planes; `-d int8`.
+        ("signed16_prman.tx", TexelType::F32, 4, (64, 40)),
+        ("signed8.tx", TexelType::F32, 4, (64, 40)),
+        // `maketx --bumpslopes`: six float channels, the first four served.
+        ("bump6.tx", TexelType::F32, 4, (32, 32)),
     ];
     for (name, texel_type, channels, size) in cases {
         let (src, info) = assert_matches_oiio(name, false);
@@ -281,19 +288,31 @@ fn bad_files_are_errors_naming_the_file_never_panics_or_huge_allocations() {
     );
     let e = TiffSource::new(&path).open().unwrap_err().0;
     assert!(e.contains("past the end"), "{e}");
-    // Unsupported samples.
+    // Unsupported samples: 32-bit signed integers; more samples than are read.
+    write_tiff(
+        &path,
+        &[
+            (256, 3, vec![4]),
+            (257, 3, vec![4]),
+            (258, 3, vec![32]),
+            (339, 3, vec![2]),
+        ],
+        &[0],
+    );
+    let e = TiffSource::new(&path).open().unwrap_err().0;
+    assert!(e.contains("32-bit signed"), "{e}");
     write_tiff(
         &path,
         &[
             (256, 3, vec![4]),
             (257, 3, vec![4]),
             (258, 3, vec![8]),
-            (339, 3, vec![2]),
+            (277, 3, vec![65535]),
         ],
         &[0],
     );
     let e = TiffSource::new(&path).open().unwrap_err().0;
-    assert!(e.contains("signed"), "{e}");
+    assert!(e.contains("65535 samples per pixel"), "{e}");
     // Every truncation of a real file: an error or a served image, never a panic.
     let whole = std::fs::read(fixture("rgba8_packbits.tx")).unwrap();
     for cut in (0..whole.len()).step_by(97) {
