@@ -171,14 +171,19 @@ struct TexInfo {
     int gray  = 0;  // Map::Gray: the channel to replicate
 };
 
-// The channels demandtex's EXR reader would serve from a file with these channel names.
-void choose_map(const std::vector<std::string>& names, TexInfo& ti)
+// The channels demandtex would serve from a file with these channel names: by name for
+// OpenEXR (its reader's rule), by count for other formats (PNG's grey and alpha, named
+// Y and A by OIIO, are served as two channels).
+void choose_map(const std::vector<std::string>& names, bool openexr, TexInfo& ti)
 {
     auto find = [&](const char* n) {
         auto it = std::find(names.begin(), names.end(), n);
         return it == names.end() ? -1 : int(it - names.begin());
     };
     int r = find("R"), g = find("G"), b = find("B"), a = find("A"), y = find("Y");
+    if (!openexr) {
+        r = g = b = a = y = -1;
+    }
     if (r == 0 && g == 1 && b == 2) {
         ti.map = a == 3 ? Map::Rgba : Map::Rgb;
     } else if (r < 0 && y >= 0 && y < 4 && find("X") < 0) {
@@ -346,7 +351,10 @@ int main(int argc, char** argv)
                     if (ts->get_imagespec(handles[tex], pt, 0, spec)) {
                         info[tex].width  = spec.width;
                         info[tex].height = spec.height;
-                        choose_map(spec.channelnames, info[tex]);
+                        ustring format;
+                        ts->get_texture_info(handles[tex], pt, 0, ustring("fileformat"),
+                                             TypeDesc::STRING, &format);
+                        choose_map(spec.channelnames, format == "openexr", info[tex]);
                     }
                     if (ts->get_texture_info(handles[tex], pt, 0, ustring("miplevels"),
                                              TypeDesc::INT, &levels))
