@@ -29,6 +29,9 @@ const MAX_BLOCK_BYTES: usize = 1 << 30;
 pub(crate) enum Storage {
     /// Tiles with a mip chain: levels rounded down (ours), or rounded up.
     TiledMip(RoundingMode),
+    /// Tiles with a rip map: its diagonal levels (`(l, l)`, then `(l, last)` or
+    /// `(last, l)` past the shorter side's last level) are the mip chain served.
+    TiledRip(RoundingMode),
     /// Tiles, one level.
     TiledSingle,
     /// Scan-line blocks.
@@ -52,6 +55,9 @@ pub(crate) struct BlockGrid {
     pub blocks_y: usize,
     /// Index of the level's first chunk in the offset table.
     first_chunk: usize,
+    /// The file's level index `(x, y)`: `(l, l)` for a mip level `l`, the diagonal's for
+    /// a rip map.
+    level_index: (usize, usize),
 }
 
 impl BlockGrid {
@@ -153,8 +159,7 @@ impl ExrFile {
             ))
         })?;
         let storage = check_header(header).map_err(fail)?;
-        let grids = block_grids(header, storage);
-        let chunks: usize = grids.iter().map(|g| g.blocks_x * g.blocks_y).sum();
+        let (grids, chunks) = block_grids(header, storage);
         let table = &tables[part];
         if table.len() != chunks || header.chunk_count != chunks {
             return Err(fail(format!(
@@ -266,10 +271,11 @@ impl ExrFile {
         let compressed = match &chunk.compressed_block {
             CompressedBlock::Tile(t) => {
                 let c = t.coordinates;
-                if c.tile_index != Vec2(bx, by) || c.level_index != Vec2(level, level) {
+                let (lx, ly) = self.grids[level].level_index;
+                if c.tile_index != Vec2(bx, by) || c.level_index != Vec2(lx, ly) {
                     return Err(format!(
                         "the chunk holds tile ({}, {}) of level ({}, {}), not ({bx}, {by}) of \
-                         level ({level}, {level}): corrupt offset table",
+                         level ({lx}, {ly}): corrupt offset table",
                         c.tile_index.x(),
                         c.tile_index.y(),
                         c.level_index.x(),
@@ -385,13 +391,7 @@ fn check_header(h: &Header) -> Result<Storage, String> {
             match t.level_mode {
                 LevelMode::Singular => Storage::TiledSingle,
                 LevelMode::MipMap => Storage::TiledMip(t.rounding_mode),
-                LevelMode::RipMap => {
-                    return Err(
-                        "rip-mapped files are not supported (convert to a mip-mapped \
-                                tiled EXR, e.g. with `demandtex convert`)"
-                            .into(),
-                    )
-                }
+                LevelMode::RipMap => Storage::TiledRip(t.rounding_mode),
             }
         }
     };
@@ -406,25 +406,44 @@ fn check_header(h: &Header) -> Result<Storage, String> {
     Ok(storage)
 }
 
-/// The block grid of every stored level, in offset-table order.
-fn block_grids(h: &Header, storage: Storage) -> Vec<BlockGrid> {
+/// The block grid of every stored level served, finest first — a mip chain's levels, a rip
+/// map's diagonal (its other levels are skipped), one level otherwise — and the chunks of
+/// every level the file stores.
+fn block_grids(h: &Header, storage: Storage) -> (Vec<BlockGrid>, usize) {
     let Vec2(w, ht) = h.layer_size;
     let Vec2(bw, bh) = h.max_block_pixel_size();
-    let sizes: Vec<(usize, usize)> = match storage {
+    // Every level the offset table holds, in its order, with its level index.
+    let levels: Vec<(usize, usize)> = match storage {
         Storage::TiledMip(round) => (0..compute_level_count(round, w.max(ht)))
-            .map(|l| {
-                (
-                    compute_level_size(round, w, l),
-                    compute_level_size(round, ht, l),
-                )
-            })
+            .map(|l| (l, l))
             .collect(),
-        Storage::TiledSingle | Storage::ScanLines => vec![(w, ht)],
+        // Rip levels are stored y-major: (0, 0), (1, 0), …, (0, 1), …
+        Storage::TiledRip(round) => {
+            let (nx, ny) = (
+                compute_level_count(round, w),
+                compute_level_count(round, ht),
+            );
+            (0..ny)
+                .flat_map(|ly| (0..nx).map(move |lx| (lx, ly)))
+                .collect()
+        }
+        Storage::TiledSingle | Storage::ScanLines => vec![(0, 0)],
+    };
+    let round = match storage {
+        Storage::TiledMip(r) | Storage::TiledRip(r) => r,
+        Storage::TiledSingle | Storage::ScanLines => RoundingMode::Down,
     };
     let mut first_chunk = 0;
-    sizes
+    let all: Vec<BlockGrid> = levels
         .into_iter()
-        .map(|(width, height)| {
+        .map(|(lx, ly)| {
+            let (width, height) = match storage {
+                Storage::TiledSingle | Storage::ScanLines => (w, ht),
+                _ => (
+                    compute_level_size(round, w, lx),
+                    compute_level_size(round, ht, ly),
+                ),
+            };
             let g = BlockGrid {
                 width,
                 height,
@@ -433,11 +452,23 @@ fn block_grids(h: &Header, storage: Storage) -> Vec<BlockGrid> {
                 blocks_x: compute_block_count(width, bw),
                 blocks_y: compute_block_count(height, bh),
                 first_chunk,
+                level_index: (lx, ly),
             };
             first_chunk += g.blocks_x * g.blocks_y;
             g
         })
-        .collect()
+        .collect();
+    let Storage::TiledRip(round) = storage else {
+        return (all, first_chunk);
+    };
+    let (nx, ny) = (
+        compute_level_count(round, w),
+        compute_level_count(round, ht),
+    );
+    let diagonal = (0..nx.max(ny))
+        .map(|l| all[l.min(ny - 1) * nx + l.min(nx - 1)])
+        .collect();
+    (diagonal, first_chunk)
 }
 
 /// The most bytes a chunk of `h` can take: its header fields and a block of raw samples.

@@ -33,9 +33,13 @@
 //! `oiio:ConstantColor` / `oiio:AverageColor` as the base colour when every channel is
 //! served in OpenImageIO's order ([`ImageSource::read_base_color`]).
 //!
-//! Not served, with an error naming the file and the reason: rip-mapped files, deep data,
-//! HTJ2K compression (the crate cannot decode it), subsampled channels, sides over 65536,
-//! selections naming missing channels. Multi-part files: part [`ExrOptions::part`] (0 by
+//! Rip-mapped files serve their diagonal levels (`(l, l)`, then `(l, last)` past the
+//! shorter side's last level: the mip chain, rounded as the file rounds it); the other
+//! rip levels are never read.
+//!
+//! Not served, with an error naming the file and the reason: deep data, HTJ2K compression
+//! (the crate cannot decode it), subsampled channels, sides over 65536, selections naming
+//! missing channels. Multi-part files: part [`ExrOptions::part`] (0 by
 //! default) is served; the data window is the image (the display window is ignored).
 //!
 //! # Files that change on disk

@@ -82,6 +82,7 @@ impl Served {
             Storage::ScanLines => "a scan-line file (no tiles, no mip levels)",
             Storage::TiledSingle => "a tiled file without mip levels",
             Storage::TiledMip(_) => "a tiled file with mip levels rounded up",
+            Storage::TiledRip(_) => "a tiled file with rip-map levels rounded up",
         })
     }
 

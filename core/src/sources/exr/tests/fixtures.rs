@@ -232,7 +232,18 @@ impl Reference {
                         let levels = match c.sample_data {
                             Levels::Singular(s) => vec![s],
                             Levels::Mip { level_data, .. } => level_data,
-                            Levels::Rip { .. } => panic!("rip maps are not a reference"),
+                            // A rip map's diagonal: the mip chain the source serves.
+                            Levels::Rip { level_data, .. } => {
+                                let Vec2(nx, ny) = level_data.level_count;
+                                let mut maps: Vec<Option<FlatSamples>> =
+                                    level_data.map_data.into_iter().map(Some).collect();
+                                (0..nx.max(ny))
+                                    .map(|l| {
+                                        let i = l.min(ny - 1) * nx + l.min(nx - 1);
+                                        maps[i].clone().expect("a rip level")
+                                    })
+                                    .collect()
+                            }
                         };
                         (c.name.to_string(), levels)
                     })

@@ -205,6 +205,16 @@ fn half_float_and_uint_channels_convert() {
 }
 
 #[test]
+fn rip_maps_serve_their_diagonal_as_the_mip_chain() {
+    // Levels (l, l), then (l, last) past the shorter side's last level; every other rip
+    // level is skipped, never read.
+    for (w, h) in [(64, 32), (100, 260), (48, 48)] {
+        let spec = Spec::rgba_half(w, h, 16).with(|s| s.levels = LevelSpec::Rip);
+        round_trip("rip", &spec, ChannelSelection::Auto, &RGBA, half(4), 99);
+    }
+}
+
+#[test]
 fn channels_are_selected_by_name_and_layer() {
     let spec = Spec::rgba_half(130, 70, 32).with(|s| {
         s.channels = vec![
