@@ -240,7 +240,7 @@ impl Reference {
                                 (0..nx.max(ny))
                                     .map(|l| {
                                         let i = l.min(ny - 1) * nx + l.min(nx - 1);
-                                        maps[i].clone().expect("a rip level")
+                                        maps[i].take().expect("a rip level, once")
                                     })
                                     .collect()
                             }
