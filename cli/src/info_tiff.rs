@@ -41,6 +41,7 @@ fn compression_name(c: TiffCompression) -> &'static str {
         TiffCompression::Lzw => "LZW",
         TiffCompression::Zip => "ZIP (deflate)",
         TiffCompression::PackBits => "PackBits",
+        TiffCompression::Jpeg => "JPEG",
     }
 }
 

@@ -1,5 +1,5 @@
 //! One TIFF chunk from its compressed bytes to samples, and from samples to texels:
-//! decompression (none, ZIP, LZW, PackBits), the predictors (horizontal differencing,
+//! decompression (none, ZIP, LZW, PackBits, JPEG), the predictors (horizontal differencing,
 //! floating-point byte planes), byte order, and the copy of a rectangle into a
 //! destination of the served format (three samples widened to four, planes interleaved,
 //! unassociated alpha associated).
@@ -19,8 +19,73 @@ thread_local! {
     static INFLATE: RefCell<Option<flate2::Decompress>> = const { RefCell::new(None) };
 }
 
+/// Decode the JPEG chunk `input` (an abbreviated stream: its tables are the level's
+/// `tables`, a JPEGTables stream) of `width × height` pixels of `samples` 8-bit samples
+/// into `out` (`width · height · samples` bytes): grey, or RGB (YCbCr converted by the
+/// decoder, as libtiff's JPEGCOLORMODE_RGB gives OpenImageIO).
+pub(crate) fn decompress_jpeg(
+    tables: &[u8],
+    input: &[u8],
+    (width, height): (usize, usize),
+    samples: usize,
+    out: &mut [u8],
+) -> Result<(), String> {
+    use image::ImageDecoder;
+    // The tables stream without its EOI, then the chunk without its SOI: one whole JPEG.
+    let tables = match tables {
+        [body @ .., 0xFF, 0xD9] if tables.starts_with(&[0xFF, 0xD8]) => body,
+        [] => &[0xFF, 0xD8][..],
+        _ => return Err("the JPEGTables tag is not a JPEG stream (SOI … EOI)".into()),
+    };
+    let Some(body) = input.strip_prefix(&[0xFF, 0xD8]) else {
+        return Err("a JPEG chunk does not start with SOI (corrupt)".into());
+    };
+    let mut stream = Vec::with_capacity(tables.len() + body.len());
+    stream.extend_from_slice(tables);
+    stream.extend_from_slice(body);
+    let decoder = image::codecs::jpeg::JpegDecoder::new(std::io::Cursor::new(stream))
+        .map_err(|e| format!("a JPEG chunk is corrupt: {e}"))?;
+    let (w, h) = decoder.dimensions();
+    let want = match samples {
+        1 => image::ColorType::L8,
+        _ => image::ColorType::Rgb8,
+    };
+    if (w as usize, h as usize) != (width, height) || decoder.color_type() != want {
+        return Err(format!(
+            "a JPEG chunk holds {w}×{h} {:?} pixels, {width}×{height} {want:?} expected",
+            decoder.color_type()
+        ));
+    }
+    if out.len() != width * height * samples {
+        return Err("a JPEG chunk's buffer has the wrong size".into());
+    }
+    decoder
+        .read_image(out)
+        .map_err(|e| format!("a JPEG chunk is corrupt: {e}"))
+}
+
+/// [`decompress_jpeg`], with a panic of the JPEG decoder (a crate outside this one, fed
+/// the file's bytes) turned into an error.
+pub(crate) fn decompress_jpeg_contained(
+    tables: &[u8],
+    input: &[u8],
+    size: (usize, usize),
+    samples: usize,
+    out: &mut [u8],
+) -> Result<(), String> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        decompress_jpeg(tables, input, size, samples, out)
+    }))
+    .unwrap_or_else(|p| {
+        Err(format!(
+            "the JPEG decoder panicked: {}",
+            crate::error::panic_message(&*p)
+        ))
+    })
+}
+
 /// Decompress `input` into exactly `out.len()` bytes. A chunk that decodes to fewer bytes
-/// is an error; extra bytes are ignored.
+/// is an error; extra bytes are ignored. JPEG chunks go through [`decompress_jpeg`].
 pub(crate) fn decompress(
     compression: TiffCompression,
     input: &[u8],
@@ -73,6 +138,9 @@ pub(crate) fn decompress(
             if got < out.len() {
                 return short(got);
             }
+        }
+        TiffCompression::Jpeg => {
+            return Err("JPEG chunks need their tables and size (decompress_jpeg)".into())
         }
         TiffCompression::PackBits => {
             let (mut i, mut o) = (0usize, 0usize);

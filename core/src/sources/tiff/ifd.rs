@@ -266,6 +266,17 @@ impl<'a> Reader<'a> {
         Ok(self.uints(dir, tag)?.and_then(|v| v.first().copied()))
     }
 
+    /// The bytes of a BYTE or UNDEFINED `tag` (JPEGTables), if present.
+    pub fn bytes_of(&self, dir: &Directory, tag: u16) -> Result<Option<Vec<u8>>, String> {
+        let Some((e, data)) = self.raw(dir, tag)? else {
+            return Ok(None);
+        };
+        match e.kind {
+            1 | 7 => Ok(Some(data)),
+            k => Err(format!("tag {tag} has type {k}, not bytes")),
+        }
+    }
+
     /// The text of an ASCII `tag` (up to its first NUL), if present.
     pub fn ascii(&self, dir: &Directory, tag: u16) -> Result<Option<String>, String> {
         let Some((e, data)) = self.raw(dir, tag)? else {

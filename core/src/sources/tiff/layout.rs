@@ -31,6 +31,7 @@ const TILE_LENGTH: u16 = 323;
 const TILE_OFFSETS: u16 = 324;
 const TILE_BYTE_COUNTS: u16 = 325;
 const SUB_IFDS: u16 = 330;
+const JPEG_TABLES: u16 = 347;
 const EXTRA_SAMPLES: u16 = 338;
 const SAMPLE_FORMAT: u16 = 339;
 const IMAGE_DEPTH: u16 = 32997;
@@ -49,6 +50,9 @@ pub enum TiffCompression {
     Zip,
     /// PackBits run lengths.
     PackBits,
+    /// JPEG ("new-style", code 7), 8-bit grey or YCbCr / RGB, each chunk a JPEG stream
+    /// completed by the level's JPEGTables ([`TiffLevel::jpeg_tables`]).
+    Jpeg,
 }
 
 /// The predictor undone after decompression.
@@ -138,6 +142,9 @@ pub struct TiffLevel {
     pub tiled: bool,
     /// Offset of every chunk (plane-major for separate planes).
     pub offsets: Vec<u64>,
+    /// JPEG compression: the tables (DQT, DHT) the chunks' abbreviated streams omit, as
+    /// the directory's JPEGTables tag holds them (SOI … EOI); empty otherwise.
+    pub jpeg_tables: Vec<u8>,
     /// Compressed bytes of every chunk.
     pub byte_counts: Vec<u64>,
 }
@@ -327,8 +334,12 @@ fn sample_layout(r: &Reader<'_>, d: &Directory) -> Result<SampleLayout, String> 
             "{bits}-bit {kind} samples (8/16-bit integer, 16/32-bit float are served)"
         ));
     }
+    let code = r.uint(d, COMPRESSION)?.unwrap_or(1);
     match r.uint(d, PHOTOMETRIC)? {
         None | Some(1) | Some(2) => {}
+        // YCbCr in JPEG chunks: the JPEG decoder gives RGB (as libtiff's JPEGCOLORMODE_RGB
+        // does for OpenImageIO).
+        Some(6) if code == 7 && samples == 3 => {}
         Some(0) => return Err("white-is-zero photometric interpretation".into()),
         Some(3) => return Err("palette colour (not served; convert to RGB)".into()),
         Some(p) => {
@@ -340,17 +351,25 @@ fn sample_layout(r: &Reader<'_>, d: &Directory) -> Result<SampleLayout, String> 
     if r.uint(d, IMAGE_DEPTH)?.unwrap_or(1) > 1 {
         return Err("a volume texture (ImageDepth > 1)".into());
     }
-    let compression = match r.uint(d, COMPRESSION)?.unwrap_or(1) {
+    let compression = match code {
         1 => TiffCompression::None,
         5 => TiffCompression::Lzw,
         8 | 32946 => TiffCompression::Zip,
         32773 => TiffCompression::PackBits,
+        7 => TiffCompression::Jpeg,
         c => {
             return Err(format!(
-                "compression {c} (none, LZW, ZIP and PackBits are served)"
+                "compression {c} (none, LZW, ZIP, PackBits and JPEG are served)"
             ))
         }
     };
+    if compression == TiffCompression::Jpeg
+        && (float || signed || bits != 8 || !(samples == 1 || samples == 3))
+    {
+        return Err(format!(
+            "JPEG chunks of {samples} {bits}-bit samples (8-bit grey or colour are served)"
+        ));
+    }
     let predictor = match r.uint(d, PREDICTOR)?.unwrap_or(1) {
         1 => TiffPredictor::None,
         2 => TiffPredictor::Horizontal,
@@ -362,6 +381,9 @@ fn sample_layout(r: &Reader<'_>, d: &Directory) -> Result<SampleLayout, String> 
         2 => samples > 1,
         p => return Err(format!("planar configuration {p}")),
     };
+    if compression == TiffCompression::Jpeg && (separate || predictor != TiffPredictor::None) {
+        return Err("JPEG chunks in separate planes or with a predictor".into());
+    }
     // ExtraSamples 2: unassociated alpha (1 is associated, 0 unspecified: both served as
     // stored, as OpenImageIO serves them).
     let extra = r.uints(d, EXTRA_SAMPLES)?.unwrap_or_default();
@@ -446,6 +468,10 @@ fn level(
             ));
         }
     }
+    let jpeg_tables = match s.compression {
+        TiffCompression::Jpeg => r.bytes_of(d, JPEG_TABLES)?.unwrap_or_default(),
+        _ => Vec::new(),
+    };
     Ok(TiffLevel {
         width: width as u32,
         height: height as u32,
@@ -453,6 +479,7 @@ fn level(
         chunk_h: chunk_h as u32,
         tiled,
         offsets,
+        jpeg_tables,
         byte_counts: counts,
     })
 }

@@ -12,14 +12,16 @@
 //! Served: 8/16-bit unsigned and 16/32-bit float samples, 8/16-bit signed ones as float
 //! (`v / max`, as OpenImageIO converts them: `maketx --prman` writes 16-bit textures
 //! signed), 1–4 channels (three widened to four with an alpha of 1; of more, the first
-//! four, with a warning), interleaved or separate planes, no compression, ZIP, LZW or
-//! PackBits, with the horizontal or floating-point predictor, either byte order, classic
-//! TIFF or BigTIFF. Unassociated alpha (ExtraSamples 2) is associated as OpenImageIO
-//! associates it on read ([`crate::sources::associate`]). The mip chain is read as `maketx` writes it (see [`layout`]); stored
-//! levels must have demandtex's sizes (rounded down, as `maketx`'s are); the levels after
-//! the last matching one — all but level 0 for a TIFF without mips, or with strips —
-//! are generated in memory from it when first read, as for scan-line OpenEXR files (with
-//! a warning; outside the texture budget, within [`SizeLimits::max_image_bytes`]).
+//! four, with a warning), interleaved or separate planes, no compression, ZIP, LZW,
+//! PackBits or JPEG (8-bit grey, RGB or YCbCr, as `maketx --compression jpeg` writes),
+//! with the horizontal or floating-point predictor, either byte order, classic TIFF or
+//! BigTIFF. Unassociated alpha (ExtraSamples 2) is associated as OpenImageIO associates it
+//! on read ([`crate::sources::associate`]). The mip chain is read as `maketx` writes it
+//! (see [`layout`]); stored levels must have demandtex's sizes (rounded down, as
+//! `maketx`'s are); the levels after the last matching one — all but level 0 for a TIFF
+//! without mips, or with strips — are generated in memory from it when first read, as for
+//! scan-line OpenEXR files (with a warning; outside the texture budget, within
+//! [`SizeLimits::max_image_bytes`]).
 //!
 //! OIIO's texture metadata ([`TxMetadata`]): `oiio:ConstantColor`, else
 //! `oiio:AverageColor`, is the base colour ([`ImageSource::read_base_color`]) with no read;
@@ -29,7 +31,8 @@
 //! files of one source share tiles ([`crate::sources::identity`]).
 //!
 //! Not served, with an error naming the file: 1/4/32-bit integer or 64-bit float samples,
-//! palette, YCbCr or CMYK images, JPEG or other compressions, volume textures.
+//! palette or CMYK images, YCbCr other than in JPEG chunks, other compressions, volume
+//! textures.
 //! A file changed on disk after it was opened fails its reads until the texture is
 //! invalidated, as for OpenEXR ([`crate::sources::exr`]).
 
@@ -336,7 +339,17 @@ impl TiffSource {
                     let id = ids[slot];
                     let input = &raw[starts[slot]..starts[slot] + level.byte_counts[id] as usize];
                     buf.resize(chunk_bytes, 0);
-                    decode::decompress(s.compression, input, buf).map_err(|e| {
+                    let decoded = match s.compression {
+                        TiffCompression::Jpeg => decode::decompress_jpeg_contained(
+                            &level.jpeg_tables,
+                            input,
+                            (cw, rows),
+                            per_pixel,
+                            buf,
+                        ),
+                        c => decode::decompress(c, input, buf),
+                    };
+                    decoded.map_err(|e| {
                         self.file.error(format_args!(
                             "level {} chunk ({cx}, {cy}) plane {p}: {e}",
                             region.level

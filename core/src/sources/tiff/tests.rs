@@ -4,7 +4,7 @@
 use super::*;
 use crate::sources::check::check_source;
 use crate::sources::fixture_refs::{self, levels};
-use crate::textures::{AddressMode, TexelType};
+use crate::textures::{AddressMode, TexelFormat, TexelType};
 use std::path::PathBuf;
 
 fn fixture(name: &str) -> PathBuf {
@@ -250,6 +250,38 @@ fn unassociated_alpha_is_associated_as_openimageio_reads_it() {
 }
 
 #[test]
+fn jpeg_chunks_decode_as_openimageio_reads_them_to_the_decoders_rounding() {
+    // JPEG strips (oiiotool) and tiles (libtiff's tiffcp), YCbCr with JPEGTables. Two JPEG
+    // decoders (zune-jpeg here, libjpeg-turbo in OIIO) differ by a few levels at most.
+    for name in ["jpeg_strips.tif", "jpeg_tiled.tif"] {
+        let src = TiffSource::new(fixture(name));
+        let info = src.open().unwrap();
+        assert_eq!(info.format, TexelFormat::RGBA8, "{name}");
+        assert_eq!((info.width, info.height), (100, 68), "{name}");
+        let data = levels(&src, &info);
+        let (mut worst, mut squares, mut count) = (0i32, 0f64, 0u32);
+        for (l, x, y, want) in fixture_refs::reference(&fixture(name)) {
+            if l > 0 {
+                continue;
+            }
+            let at = ((y * info.width + x) * 4) as usize;
+            for (c, &v) in want.iter().enumerate().take(3) {
+                let d = i32::from(data[0][at + c]) - (v * 255.0).round() as i32;
+                worst = worst.max(d.abs());
+                squares += f64::from(d * d);
+                count += 1;
+            }
+            assert_eq!(data[0][at + 3], 255, "{name}: opaque");
+        }
+        let psnr = 10.0 * (255.0f64 * 255.0 / (squares / f64::from(count))).log10();
+        assert!(
+            count > 0 && worst <= 4 && psnr >= 45.0,
+            "{name}: worst {worst}, {psnr} dB"
+        );
+    }
+}
+
+#[test]
 fn bad_files_are_errors_naming_the_file_never_panics_or_huge_allocations() {
     let path = temp("bad.tif");
     std::fs::write(&path, b"hello, not a tiff").unwrap();
@@ -323,5 +355,26 @@ fn bad_files_are_errors_naming_the_file_never_panics_or_huge_allocations() {
             assert!(info.width > 0);
         }
     }
+    // JPEG chunks and tables cut short or overwritten: errors naming the chunk.
+    let whole = std::fs::read(fixture("jpeg_tiled.tif")).unwrap();
+    let mut damaged_reads = 0;
+    for at in (8..whole.len()).step_by(61) {
+        for damage in [0u8, 1] {
+            let mut bytes = whole.clone();
+            match damage {
+                0 => bytes.truncate(at),
+                _ => bytes[at..(at + 16).min(whole.len())].fill(0xA5),
+            }
+            std::fs::write(&path, &bytes).unwrap();
+            let src = TiffSource::new(&path);
+            if src.open().is_ok() {
+                if let Err(e) = check_source(&src, false) {
+                    assert!(e.0.contains("bad.tif"), "{e}");
+                    damaged_reads += 1;
+                }
+            }
+        }
+    }
+    assert!(damaged_reads > 0);
     std::fs::remove_file(&path).unwrap();
 }
