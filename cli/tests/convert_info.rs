@@ -308,6 +308,47 @@ fn tiff16_converts_and_linearizes_on_request() {
 }
 
 #[test]
+fn tiffs_convert_through_the_engines_reader() {
+    // maketx's signed 16-bit planes (`--prman`) and libtiff's JPEG tiles: what the image
+    // crate cannot decode, read as the engine serves them. Compared with OIIO's decode in
+    // the fixture's reference (`level x y values…`, level-0 lines).
+    let dir = test_dir("tiff-core");
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/tx");
+    for (name, tolerance) in [("signed16_prman.tx", 1e-3), ("jpeg_tiled.tif", 4.5 / 255.0)] {
+        let exr = dir.join(format!("{name}.exr"));
+        convert(&fixtures.join(name), &exr, &["--type", "float"]);
+        let read = read_back(&exr);
+        assert_eq!(read.channels, ["R", "G", "B"], "{name}");
+        let (w, _, level0) = &read.levels[0];
+        let reference = std::fs::read_to_string(fixtures.join(name).with_extension("ref")).unwrap();
+        let mut compared = 0;
+        for line in reference.lines() {
+            let v: Vec<f64> = line
+                .split_whitespace()
+                .map(|x| x.parse().unwrap())
+                .collect();
+            if v[0] != 0.0 {
+                continue;
+            }
+            let at = (v[2] as usize * w + v[1] as usize) * 3;
+            for c in 0..3 {
+                let got = f64::from(level0[at + c]);
+                assert!(
+                    (got - v[3 + c]).abs() <= tolerance,
+                    "{name} ({}, {}) channel {c}: {got} vs OIIO {}",
+                    v[1],
+                    v[2],
+                    v[3 + c]
+                );
+            }
+            compared += 1;
+        }
+        assert!(compared > 0, "{name}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
 fn jpeg_converts_to_what_the_decoder_sees() {
     let dir = test_dir("jpeg");
     let (jpg, exr) = (dir.join("in.jpg"), dir.join("out.exr"));

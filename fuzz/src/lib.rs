@@ -150,6 +150,7 @@ pub fn tiff(data: &[u8]) {
         handles: Arc::new(FileHandles::new(4)),
         mip_threads: 1,
         limits: fuzz_limits(),
+        warn_generated_levels: false,
     };
     let source = TiffSource::with_options(&path, options);
     let _ = source.metadata();

@@ -1,8 +1,9 @@
 //! Decoding a `convert` input (OpenEXR, DDS, PNG, JPEG, TIFF) to a `FloatImage`.
 //!
 //! OpenEXR is read with the exr crate (scan-line or tiled, level 0 only, any part); DDS
-//! with core's reader (level 0, any encoding it serves: `dds::load_dds`); the
-//! others with the image crate (8/16-bit gray, gray-alpha, RGB, RGBA, and float), integers
+//! and TIFF with core's readers (level 0 as the engine serves it: `dds::load_dds`,
+//! `tiff::load_tiff`; a TIFF core does not serve falls back to the image crate); PNG and
+//! JPEG with the image crate (8/16-bit gray, gray-alpha, RGB, RGBA, and float), integers
 //! mapped to [0, 1]. Channel selection (`--channels`) and sRGB linearisation
 //! (`--linearize`, integer inputs only) happen here.
 
@@ -140,6 +141,12 @@ pub fn load(path: &Path, options: &LoadOptions) -> Result<Loaded, CliError> {
             load_exr(path, options.channels.as_deref())
         }
         InputFormat::Dds => super::dds::load_dds(path, options),
+        InputFormat::Image(image::ImageFormat::Tiff) => {
+            match super::tiff::load_tiff(path, options)? {
+                Some(loaded) => Ok(loaded),
+                None => load_image(path, image::ImageFormat::Tiff, options),
+            }
+        }
         InputFormat::Image(format) => load_image(path, format, options),
     }
 }

@@ -9,6 +9,7 @@
 
 pub mod dds;
 pub mod load;
+mod tiff;
 
 pub use dds::{DdsCompression, DdsWriteOptions, WrittenDds};
 pub use demandtex::sources::exr::{Compression, SampleType, WriteOptions, WrittenFile};

@@ -272,7 +272,8 @@ fn signed_to_float(sample: &[u8]) -> [u8; 4] {
     let (v, max) = match *sample {
         [b] => (f32::from(b as i8), 127.0f64),
         [lo, hi] => (f32::from(i16::from_le_bytes([lo, hi])), 32767.0f64),
-        _ => unreachable!("8- and 16-bit signed samples only"),
+        // The layout admits 8- and 16-bit signed samples only.
+        _ => (0.0, 1.0),
     };
     (v * (1.0 / max) as f32).to_le_bytes()
 }

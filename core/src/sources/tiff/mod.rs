@@ -65,6 +65,9 @@ pub struct TiffOptions {
     pub mip_threads: usize,
     /// What the file may make the source allocate (one decoded chunk, generated levels).
     pub limits: SizeLimits,
+    /// Warn, at open, when levels will be generated in memory (a TIFF without mip levels):
+    /// on for textures; off for a tool that reads level 0 only (`demandtex convert`).
+    pub warn_generated_levels: bool,
 }
 
 impl Default for TiffOptions {
@@ -73,6 +76,7 @@ impl Default for TiffOptions {
             handles: FileHandles::default_shared(),
             mip_threads: 0,
             limits: SizeLimits::default(),
+            warn_generated_levels: true,
         }
     }
 }
@@ -216,7 +220,7 @@ impl TiffSource {
                 s.served_samples()
             );
         }
-        if o.stored_levels >= o.info.num_levels {
+        if o.stored_levels >= o.info.num_levels || !self.options.warn_generated_levels {
             return;
         }
         let why = if !o.layout.levels[0].tiled {
