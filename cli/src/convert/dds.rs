@@ -15,7 +15,7 @@ use demandtex::sources::exr::writer::write_via_tmp;
 use demandtex::sources::mips::{build_mips, DownsampleFilter};
 use demandtex::sources::FloatImage;
 use demandtex::sources::{DdsOptions, DdsSource, ImageSource};
-use demandtex::textures::{TexelType, TileRegion};
+use demandtex::textures::TexelType;
 use demandtex::{Error, Result};
 use half::f16;
 use std::io::Write;
@@ -393,35 +393,12 @@ pub fn load_dds(path: &Path, options: &LoadOptions) -> std::result::Result<Loade
     let info = source.open().map_err(|e| failed(&e))?;
     let encoding = source.layout().map_err(|e| failed(&e))?.encoding;
     let (w, h) = (info.width, info.height);
-    options
-        .limits
-        .check_image_size(
-            format_args!("{}: the decoded image", path.display()),
-            (w.into(), h.into()),
-            16,
-        )
-        .map_err(CliError::Io)?;
-    let tb = info.format.texel_bytes();
-    let mut bytes = vec![0u8; w as usize * h as usize * tb];
-    let level0 = TileRegion {
-        level: 0,
-        x: 0,
-        y: 0,
-        width: w,
-        height: h,
-    };
-    source
-        .read_region(level0, &mut bytes, w as usize * tb)
-        .map_err(|e| failed(&e))?;
     let channels = match info.format.channels {
         1 => 1,
         2 => 3,
         _ => 4,
     };
-    let mut data = Vec::with_capacity(w as usize * h as usize * channels);
-    for texel in bytes.chunks_exact(tb) {
-        data.extend_from_slice(&info.format.decode(texel)[..channels]);
-    }
+    let data = super::load::core_level_0(path, &source, &info, channels, &options.limits)?;
     let integer = matches!(info.format.texel_type, TexelType::U8 | TexelType::U16)
         && !matches!(encoding, DdsEncoding::Blocks(BlockCodec::Bc6h { .. }));
     finish(path, "DDS", (w, h, channels as u32), data, integer, options)
