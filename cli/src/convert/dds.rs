@@ -398,7 +398,7 @@ pub fn load_dds(path: &Path, options: &LoadOptions) -> std::result::Result<Loade
         2 => 3,
         _ => 4,
     };
-    let data = super::load::core_level_0(path, &source, &info, channels, &options.limits)?;
+    let data = super::core_inputs::core_level_0(path, &source, &info, channels, &options.limits)?;
     let integer = matches!(info.format.texel_type, TexelType::U8 | TexelType::U16)
         && !matches!(encoding, DdsEncoding::Blocks(BlockCodec::Bc6h { .. }));
     finish(path, "DDS", (w, h, channels as u32), data, integer, options)

@@ -2,7 +2,7 @@
 //!
 //! OpenEXR is read with the exr crate (scan-line or tiled, level 0 only, any part); DDS
 //! and TIFF with core's readers (level 0 as the engine serves it: `dds::load_dds`,
-//! `tiff::load_tiff`; a TIFF core does not serve falls back to the image crate); PNG and
+//! `core_inputs::load_tiff`; a TIFF core does not serve falls back to the image crate); PNG and
 //! JPEG with the image crate (8/16-bit gray, gray-alpha, RGB, RGBA, and float), integers
 //! mapped to [0, 1]. Channel selection (`--channels`) and sRGB linearisation
 //! (`--linearize`, integer inputs only) happen here.
@@ -142,7 +142,7 @@ pub fn load(path: &Path, options: &LoadOptions) -> Result<Loaded, CliError> {
         }
         InputFormat::Dds => super::dds::load_dds(path, options),
         InputFormat::Image(image::ImageFormat::Tiff) => {
-            match super::tiff::load_tiff(path, options)? {
+            match super::core_inputs::load_tiff(path, options)? {
                 Ok(loaded) => Ok(loaded),
                 // Not served by core (palette, CMYK, …): the image crate's decoder, and
                 // both reasons if it fails too.
@@ -235,43 +235,6 @@ fn load_image(
         integer,
         options,
     )
-}
-
-/// Level 0 of `source` (a core source of `path`, opened as `info`) as floats, the first
-/// `channels` of each texel's RGBA, refused first if it could take more than
-/// `limits.max_image_bytes` as floats. `convert`'s inputs read through core (DDS, TIFF).
-pub(crate) fn core_level_0(
-    path: &Path,
-    source: &dyn demandtex::sources::ImageSource,
-    info: &demandtex::sources::ImageInfo,
-    channels: usize,
-    limits: &SizeLimits,
-) -> Result<Vec<f32>, CliError> {
-    let (w, h) = (info.width, info.height);
-    limits
-        .check_image_size(
-            format_args!("{}: the decoded image", path.display()),
-            (w.into(), h.into()),
-            16,
-        )
-        .map_err(CliError::Io)?;
-    let tb = info.format.texel_bytes();
-    let mut bytes = vec![0u8; w as usize * h as usize * tb];
-    let level0 = demandtex::textures::TileRegion {
-        level: 0,
-        x: 0,
-        y: 0,
-        width: w,
-        height: h,
-    };
-    source
-        .read_region(level0, &mut bytes, w as usize * tb)
-        .map_err(|e| CliError::Io(e.to_string()))?;
-    let mut data = Vec::with_capacity(w as usize * h as usize * channels);
-    for texel in bytes.chunks_exact(tb) {
-        data.extend_from_slice(&info.format.decode(texel)[..channels]);
-    }
-    Ok(data)
 }
 
 /// Channel selection, sRGB linearisation (integer samples only) and premultiplication of

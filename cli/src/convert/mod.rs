@@ -7,9 +7,9 @@
 //!   mip EXR writer (`demandtex::sources::exr::write_mip_exr`) are core's; [`write`] calls
 //!   the writer with the CLI's errors.
 
+mod core_inputs;
 pub mod dds;
 pub mod load;
-mod tiff;
 
 pub use dds::{DdsCompression, DdsWriteOptions, WrittenDds};
 pub use demandtex::sources::exr::{Compression, SampleType, WriteOptions, WrittenFile};

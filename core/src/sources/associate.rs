@@ -8,7 +8,6 @@
 //! has a gAMA chunk and no sRGB chunk, then `1 / gAMA` rounded to hundredths (2.2 for
 //! 0.45455). With a gamma of 1 a colour sample `c` becomes `c · a / max` (integer
 //! division); otherwise `c · (a / max)^gamma`, truncated.
-
 //!
 //! OpenImageIO 2.4 (`tiff.imageio`), for a TIFF whose ExtraSamples say unassociated alpha:
 //! `c · a / max` rounded to the nearest integer (unsigned samples; no ties: `max` is odd),
