@@ -4,7 +4,7 @@
 //!
 //! - `load`: decoding the input to a `FloatImage` (channel selection, sRGB linearisation).
 //! - the mip chain (`demandtex::sources::mips`: box / triangle / lanczos3) and the tiled
-//!   mip EXR writer (`demandtex::sources::exr::write_mip_exr`) are core's; [`write`] calls
+//!   mip EXR writer (`demandtex::sources::exr::write_mip_exr`) are core's; [`write()`] calls
 //!   the writer with the CLI's errors.
 
 mod core_inputs;

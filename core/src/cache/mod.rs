@@ -44,7 +44,7 @@
 //! A lookup needs its whole footprint resident at once. If the budget is smaller than the
 //! footprints of the lookups in flight, or a read fails, the lookup returns the finest
 //! resident coarser level (or the base colour) reported non-resident, and counts it in
-//! [`Stats::blocking_fallbacks`]; it never waits forever.
+//! [`crate::Stats::blocking_fallbacks`]; it never waits forever.
 
 mod lookup;
 pub(crate) use lookup::{blocking_batch, blocking_lookup};

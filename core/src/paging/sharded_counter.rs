@@ -20,14 +20,14 @@ const SHARDS: usize = 16;
 #[repr(align(128))]
 struct Shard(AtomicU64);
 
-/// A relaxed counter split over [`SHARDS`] cache lines (see the module docs).
+/// A relaxed counter split over `SHARDS` cache lines (see the module docs).
 #[derive(Debug, Default)]
 pub struct ShardedCounter {
     shards: [Shard; SHARDS],
 }
 
 /// The shard of the calling thread: assigned round robin the first time a thread counts
-/// (below [`SHARDS`], 16).
+/// (below `SHARDS`, 16).
 pub(crate) fn shard_index() -> usize {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     thread_local! {

@@ -30,7 +30,8 @@ struct Levels {
     levels: Vec<GenLevel>,
 }
 
-/// A PNG or JPEG file, decoded whole at its first read. See the [module docs](self).
+/// A PNG or JPEG file, decoded whole at its first read. See the module docs
+/// (`sources/decoded.rs`).
 pub struct DecodedImageSource {
     path: PathBuf,
     limits: SizeLimits,

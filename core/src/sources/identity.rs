@@ -24,7 +24,7 @@
 //!
 //! The hash is XXH3-128 over the whole file (`xxhash-rust`): two different files of the
 //! same length collide with probability about 2^-128. It is remembered per file version
-//! ([`FileIdentity`]: inode, length, modification time) in a [`DigestCache`], so a file
+//! (`FileIdentity`: inode, length, modification time) in a [`DigestCache`], so a file
 //! is read for it at most once while it stays unchanged.
 
 use super::exr::FileIdentity;
@@ -115,7 +115,7 @@ type Slot = Arc<Mutex<Option<(FileIdentity, u128)>>>;
 const MAX_REMEMBERED_FILES: usize = 1 << 16;
 
 /// File hashes by file version: each unchanged file is hashed once, while the cache holds
-/// fewer than [`MAX_REMEMBERED_FILES`] files.
+/// fewer than `MAX_REMEMBERED_FILES` files.
 pub struct DigestCache {
     hashes: Mutex<HashMap<FileKey, Slot>>,
     bytes_hashed: std::sync::atomic::AtomicU64,

@@ -14,7 +14,7 @@
 //!   face; (triangles) the "even" texel of the lower-left half or the "odd" one of the
 //!   upper-right half ([`point`]).
 //! - **bilinear, box, gaussian, bicubic / b-spline / Catmull-Rom / Mitchell** (quads): the
-//!   reference's separable filters ([`separable`], kernels built in [`build`]): the
+//!   reference's separable filters (`separable`, kernels built in `build`): the
 //!   resolution is chosen from the filter width, the kernel is split where it crosses an
 //!   edge and applied to the neighbour across it (rotated into its frame, at the
 //!   neighbour's resolution if that is lower, through subface / main-face transitions) and
@@ -25,12 +25,12 @@
 //!   it, as in the reference. `noedgeblend` folds at every edge instead of crossing it.
 //!   Edge filter mode `tanvec` rotates the first two channels with the kernel.
 //! - any non-point filter on **triangles**: the reference's Gaussian triangle filter over
-//!   the elliptical footprint ([`triangle`]), across the three edges. Where no texel gets
+//!   the elliptical footprint (`triangle`), across the three edges. Where no texel gets
 //!   any weight (the reference then returns NaN, e.g. at some points with u + v > 1) the
 //!   face's constant colour is returned.
 //! - **stochastic two-level point** ([`PtexFilterType::StochasticPoint`]): one texel from
 //!   each of the two resolutions around the footprint's level of detail, blended by the
-//!   fraction ([`point::stochastic`]); the texel in each level is picked with probability
+//!   fraction (`point::stochastic`); the texel in each level is picked with probability
 //!   equal to its bilinear weight by the caller's `jitter` (0.5, 0.5 gives the nearest).
 //!   A missing texel is replaced by the face's constant colour, and a face whose level
 //!   lies below one texel reads the constant.

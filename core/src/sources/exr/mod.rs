@@ -611,11 +611,9 @@ impl ImageSource for ExrSource {
         serve::file_tile(&o.file, o.stored_levels, level)
     }
 
-    /// maketx's `oiio:ConstantColor`, else `oiio:AverageColor` ([`oiio_hints`]), when the
-    /// source serves every channel of the file in OpenImageIO's order (R, G, B and A, R, G
-    /// and B, or Y alone), which is the order of the hint's values.
-    ///
-    /// [`oiio_hints`]: crate::sources::oiio_hints
+    /// maketx's `oiio:ConstantColor`, else `oiio:AverageColor` (`sources/oiio_hints.rs`),
+    /// when the source serves every channel of the file in OpenImageIO's order (R, G, B and
+    /// A, R, G and B, or Y alone), which is the order of the hint's values.
     fn read_base_color(&self) -> Result<Option<[f32; 4]>, SourceError> {
         let o = self.opened()?;
         let file_channels = o.file.header().channels.list.len();

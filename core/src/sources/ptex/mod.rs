@@ -29,7 +29,7 @@
 //! stale) and reductions of it are computed from the new data; meta data edits replace or
 //! add entries.
 //!
-//! [`PtexWriter`] ([`write`]) writes files as the reference writer lays them out (stored
+//! `PtexWriter` (`write`) writes files as the reference writer lays them out (stored
 //! reductions, tiles, constant faces, meta data), for tests and synthetic sets.
 //!
 //! The format itself is described in `shared/reference/ptex-format.md`; this module follows

@@ -93,7 +93,7 @@ pub struct SampleLayout {
     /// Multi-byte samples are little-endian in the file.
     pub little: bool,
     /// The last sample is unassociated alpha (ExtraSamples 2, of 2 or 4 samples): the
-    /// source associates it as OpenImageIO does on read ([`crate::sources::associate`]).
+    /// source associates it as OpenImageIO does on read (`sources/associate.rs`).
     pub unassociated_alpha: bool,
 }
 

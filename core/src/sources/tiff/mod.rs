@@ -16,7 +16,7 @@
 //! PackBits or JPEG (8-bit grey, RGB or YCbCr, as `maketx --compression jpeg` writes),
 //! with the horizontal or floating-point predictor, either byte order, classic TIFF or
 //! BigTIFF. Unassociated alpha (ExtraSamples 2) is associated as OpenImageIO associates it
-//! on read ([`crate::sources::associate`]). The mip chain is read as `maketx` writes it
+//! on read (`sources/associate.rs`). The mip chain is read as `maketx` writes it
 //! (see [`layout`]); stored levels must have demandtex's sizes (rounded down, as
 //! `maketx`'s are); the levels after the last matching one — all but level 0 for a TIFF
 //! without mips, or with strips — are generated in memory from it when first read, as for
