@@ -412,38 +412,40 @@ fn check_header(h: &Header) -> Result<Storage, String> {
 fn block_grids(h: &Header, storage: Storage) -> (Vec<BlockGrid>, usize) {
     let Vec2(w, ht) = h.layer_size;
     let Vec2(bw, bh) = h.max_block_pixel_size();
-    // Every level the offset table holds, in its order, with its level index.
-    let levels: Vec<(usize, usize)> = match storage {
-        Storage::TiledMip(round) => (0..compute_level_count(round, w.max(ht)))
-            .map(|l| (l, l))
-            .collect(),
-        // Rip levels are stored y-major: (0, 0), (1, 0), …, (0, 1), …
+    // Every level the offset table holds, in its order, as its level index; and the
+    // served levels, finest first, as positions in that list.
+    let (levels, served): (Vec<(usize, usize)>, Vec<usize>) = match storage {
+        Storage::TiledMip(round) => {
+            let n = compute_level_count(round, w.max(ht));
+            ((0..n).map(|l| (l, l)).collect(), (0..n).collect())
+        }
+        // Rip levels are stored y-major: (0, 0), (1, 0), …, (0, 1), …; the diagonal is
+        // served.
         Storage::TiledRip(round) => {
             let (nx, ny) = (
                 compute_level_count(round, w),
                 compute_level_count(round, ht),
             );
-            (0..ny)
-                .flat_map(|ly| (0..nx).map(move |lx| (lx, ly)))
-                .collect()
+            (
+                (0..ny)
+                    .flat_map(|ly| (0..nx).map(move |lx| (lx, ly)))
+                    .collect(),
+                (0..nx.max(ny))
+                    .map(|l| l.min(ny - 1) * nx + l.min(nx - 1))
+                    .collect(),
+            )
         }
-        Storage::TiledSingle | Storage::ScanLines => vec![(0, 0)],
+        Storage::TiledSingle | Storage::ScanLines => (vec![(0, 0)], vec![0]),
     };
-    let round = match storage {
-        Storage::TiledMip(r) | Storage::TiledRip(r) => r,
-        Storage::TiledSingle | Storage::ScanLines => RoundingMode::Down,
+    let size = |side: usize, l: usize| match storage {
+        Storage::TiledMip(round) | Storage::TiledRip(round) => compute_level_size(round, side, l),
+        Storage::TiledSingle | Storage::ScanLines => side,
     };
     let mut first_chunk = 0;
     let all: Vec<BlockGrid> = levels
         .into_iter()
         .map(|(lx, ly)| {
-            let (width, height) = match storage {
-                Storage::TiledSingle | Storage::ScanLines => (w, ht),
-                _ => (
-                    compute_level_size(round, w, lx),
-                    compute_level_size(round, ht, ly),
-                ),
-            };
+            let (width, height) = (size(w, lx), size(ht, ly));
             let g = BlockGrid {
                 width,
                 height,
@@ -458,17 +460,7 @@ fn block_grids(h: &Header, storage: Storage) -> (Vec<BlockGrid>, usize) {
             g
         })
         .collect();
-    let Storage::TiledRip(round) = storage else {
-        return (all, first_chunk);
-    };
-    let (nx, ny) = (
-        compute_level_count(round, w),
-        compute_level_count(round, ht),
-    );
-    let diagonal = (0..nx.max(ny))
-        .map(|l| all[l.min(ny - 1) * nx + l.min(nx - 1)])
-        .collect();
-    (diagonal, first_chunk)
+    (served.into_iter().map(|i| all[i]).collect(), first_chunk)
 }
 
 /// The most bytes a chunk of `h` can take: its header fields and a block of raw samples.
