@@ -19,17 +19,31 @@ thread_local! {
     static INFLATE: RefCell<Option<flate2::Decompress>> = const { RefCell::new(None) };
 }
 
-/// Decode the JPEG chunk `input` (an abbreviated stream: its tables are the level's
-/// `tables`, a JPEGTables stream) of `width × height` pixels of `samples` 8-bit samples
-/// into `out` (`width · height · samples` bytes): grey, or RGB (YCbCr converted by the
-/// decoder, as libtiff's JPEGCOLORMODE_RGB gives OpenImageIO).
-pub(crate) fn decompress_jpeg(
-    tables: &[u8],
-    input: &[u8],
-    (width, height): (usize, usize),
-    samples: usize,
-    out: &mut [u8],
-) -> Result<(), String> {
+/// What a chunk decodes to: `width × height` pixels of `samples` samples (one plane's
+/// chunk: one sample), and, for JPEG chunks, the level's JPEGTables stream.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ChunkShape<'a> {
+    /// Pixels across (the tile width, or the image width for strips).
+    pub width: usize,
+    /// Rows.
+    pub height: usize,
+    /// Samples a pixel in this chunk.
+    pub samples: usize,
+    /// The tables JPEG chunks' abbreviated streams omit; empty for other compressions.
+    pub jpeg_tables: &'a [u8],
+}
+
+/// Decode the JPEG chunk `input` (an abbreviated stream: its tables are `shape`'s, a
+/// JPEGTables stream) of 8-bit samples into `out` (`width · height · samples` bytes):
+/// grey, or RGB (YCbCr converted by the decoder, as libtiff's JPEGCOLORMODE_RGB gives
+/// OpenImageIO).
+fn decompress_jpeg(input: &[u8], shape: ChunkShape<'_>, out: &mut [u8]) -> Result<(), String> {
+    let ChunkShape {
+        width,
+        height,
+        samples,
+        jpeg_tables: tables,
+    } = shape;
     use image::ImageDecoder;
     // The tables stream without its EOI, then the chunk without its SOI: one whole JPEG.
     let tables = match tables {
@@ -66,15 +80,13 @@ pub(crate) fn decompress_jpeg(
 
 /// [`decompress_jpeg`], with a panic of the JPEG decoder (a crate outside this one, fed
 /// the file's bytes) turned into an error.
-pub(crate) fn decompress_jpeg_contained(
-    tables: &[u8],
+fn decompress_jpeg_contained(
     input: &[u8],
-    size: (usize, usize),
-    samples: usize,
+    shape: ChunkShape<'_>,
     out: &mut [u8],
 ) -> Result<(), String> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        decompress_jpeg(tables, input, size, samples, out)
+        decompress_jpeg(input, shape, out)
     }))
     .unwrap_or_else(|p| {
         Err(format!(
@@ -84,11 +96,13 @@ pub(crate) fn decompress_jpeg_contained(
     })
 }
 
-/// Decompress `input` into exactly `out.len()` bytes. A chunk that decodes to fewer bytes
-/// is an error; extra bytes are ignored. JPEG chunks go through [`decompress_jpeg`].
+/// Decompress `input`, a chunk of `shape`, into exactly `out.len()` bytes. A chunk that
+/// decodes to fewer bytes is an error; extra bytes are ignored (JPEG: a chunk of another
+/// size is an error).
 pub(crate) fn decompress(
     compression: TiffCompression,
     input: &[u8],
+    shape: ChunkShape<'_>,
     out: &mut [u8],
 ) -> Result<(), String> {
     let want = out.len();
@@ -139,9 +153,7 @@ pub(crate) fn decompress(
                 return short(got);
             }
         }
-        TiffCompression::Jpeg => {
-            return Err("JPEG chunks need their tables and size (decompress_jpeg)".into())
-        }
+        TiffCompression::Jpeg => return decompress_jpeg_contained(input, shape, out),
         TiffCompression::PackBits => {
             let (mut i, mut o) = (0usize, 0usize);
             while o < out.len() && i < input.len() {
@@ -425,14 +437,25 @@ mod tests {
         // literal 3 bytes, run of 4 × 0xAA, no-op, literal 1.
         let input = [2, 1, 2, 3, 0xfd, 0xaa, 0x80, 0, 9];
         let mut out = [0u8; 8];
-        decompress(TiffCompression::PackBits, &input, &mut out).unwrap();
+        let shape = |width| ChunkShape {
+            width,
+            height: 1,
+            samples: 1,
+            jpeg_tables: &[],
+        };
+        decompress(TiffCompression::PackBits, &input, shape(8), &mut out).unwrap();
         assert_eq!(out, [1, 2, 3, 0xaa, 0xaa, 0xaa, 0xaa, 9]);
         let mut out = [0u8; 9];
-        assert!(decompress(TiffCompression::PackBits, &input, &mut out).is_err());
+        assert!(decompress(TiffCompression::PackBits, &input, shape(9), &mut out).is_err());
         let mut out = [0u8; 4];
-        assert!(decompress(TiffCompression::None, &[1, 2], &mut out).is_err());
-        assert!(decompress(TiffCompression::Zip, &[1, 2, 3], &mut out).is_err());
-        assert!(decompress(TiffCompression::Lzw, &[0xff; 3], &mut out).is_err());
+        for (c, input) in [
+            (TiffCompression::None, &[1, 2][..]),
+            (TiffCompression::Zip, &[1, 2, 3]),
+            (TiffCompression::Lzw, &[0xff; 3]),
+            (TiffCompression::Jpeg, &[0xff, 0xd8, 0]),
+        ] {
+            assert!(decompress(c, input, shape(4), &mut out).is_err(), "{c:?}");
+        }
     }
 
     #[test]

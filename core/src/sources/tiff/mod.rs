@@ -343,17 +343,13 @@ impl TiffSource {
                     let id = ids[slot];
                     let input = &raw[starts[slot]..starts[slot] + level.byte_counts[id] as usize];
                     buf.resize(chunk_bytes, 0);
-                    let decoded = match s.compression {
-                        TiffCompression::Jpeg => decode::decompress_jpeg_contained(
-                            &level.jpeg_tables,
-                            input,
-                            (cw, rows),
-                            per_pixel,
-                            buf,
-                        ),
-                        c => decode::decompress(c, input, buf),
+                    let shape = decode::ChunkShape {
+                        width: cw,
+                        height: rows,
+                        samples: per_pixel,
+                        jpeg_tables: &level.jpeg_tables,
                     };
-                    decoded.map_err(|e| {
+                    decode::decompress(s.compression, input, shape, buf).map_err(|e| {
                         self.file.error(format_args!(
                             "level {} chunk ({cx}, {cy}) plane {p}: {e}",
                             region.level
