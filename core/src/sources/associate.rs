@@ -34,20 +34,16 @@ pub(crate) fn png_alpha_gamma(reader: impl BufRead + Seek) -> Option<f32> {
     })
 }
 
-/// Associate the alpha of `texels`: unsigned samples of `bytes_per_sample` (1, or 2
-/// little-endian), `channels` a texel (2 or 4), alpha last, as OpenImageIO does (see the
-/// [module docs](self)). Other channel counts have no alpha and are left as they are.
-pub(crate) fn associate_alpha(
-    texels: &mut [u8],
-    bytes_per_sample: usize,
-    channels: usize,
-    gamma: f32,
-) {
+/// Associate the alpha (the last of 2 or 4 channels) of `texels` of `format` as
+/// OpenImageIO associates a PNG's (see the [module docs](self)): 8- and 16-bit samples,
+/// little-endian. Other formats and channel counts are left as they are.
+pub(crate) fn associate_alpha(texels: &mut [u8], format: TexelFormat, gamma: f32) {
+    let channels = format.channels as usize;
     if channels != 2 && channels != 4 {
         return;
     }
-    match bytes_per_sample {
-        1 => {
+    match format.texel_type {
+        TexelType::U8 => {
             for t in texels.chunks_exact_mut(channels) {
                 let a = u32::from(t[channels - 1]);
                 let associate = Associate::new(a, 255, gamma);
@@ -56,7 +52,7 @@ pub(crate) fn associate_alpha(
                 }
             }
         }
-        2 => {
+        TexelType::U16 => {
             for t in texels.chunks_exact_mut(channels * 2) {
                 let at = (channels - 1) * 2;
                 let a = u32::from(u16::from_le_bytes([t[at], t[at + 1]]));
@@ -67,7 +63,7 @@ pub(crate) fn associate_alpha(
                 }
             }
         }
-        _ => {}
+        TexelType::F16 | TexelType::F32 => {}
     }
 }
 

@@ -145,7 +145,7 @@ impl DecodedImageSource {
         if (image.width(), image.height()) != (info.width, info.height) {
             return Err(self.error("the decoded size differs from the header's"));
         }
-        let bytes: Vec<u8> = match image {
+        let mut bytes: Vec<u8> = match image {
             image::DynamicImage::ImageRgb32F(i) => {
                 i.into_raw().iter().flat_map(|v| v.to_le_bytes()).collect()
             }
@@ -165,15 +165,15 @@ impl DecodedImageSource {
             }
         };
         let sb = info.format.texel_type.bytes();
-        let mut bytes = bytes;
         let channels = info.format.channels as usize;
+        // (A widened format's bytes are still three channels: no alpha.)
         if png && !widen && (channels == 2 || channels == 4) {
             // A PNG's alpha is unassociated: associated here as OpenImageIO does.
             let file = std::fs::File::open(&self.path)
                 .map_err(|e| self.error(format_args!("cannot open: {e}")))?;
             let gamma = associate::png_alpha_gamma(std::io::BufReader::new(file))
                 .ok_or_else(|| self.error("cannot read the PNG's chunks again"))?;
-            associate::associate_alpha(&mut bytes, sb, channels, gamma);
+            associate::associate_alpha(&mut bytes, info.format, gamma);
         }
         let data = if widen {
             let one: &[u8] = match info.format.texel_type {
