@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Build the reference-Ptex replayer of `.dtxp` query traces (bench/ptex-replay/replay.cpp) into
-# target/ptex-replay/ptex-replay, against an existing install of the reference Ptex library
-# (wdas/ptex) given by PTEX_ROOT. Fetches and builds nothing but the replayer itself.
+# target/ptex-replay/ptex-replay, and the writer of random files with the reference's own
+# writer (bench/ptex-replay/random-files.cpp, for scripts/crosscheck-ptex.sh) into
+# target/ptex-replay/ptex-random-files, against an existing install of the reference Ptex
+# library (wdas/ptex) given by PTEX_ROOT. Fetches and builds nothing but these two programs.
 #
 #   PTEX_ROOT=/path/to/ptex/install scripts/build-ptex-replay.sh   (only if the source is newer)
 #   CXX=clang++ PTEX_ROOT=... scripts/build-ptex-replay.sh
@@ -18,8 +20,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 src=bench/ptex-replay/replay.cpp
+gen_src=bench/ptex-replay/random-files.cpp
 out_dir=target/ptex-replay
 out=$out_dir/ptex-replay
+gen=$out_dir/ptex-random-files
 cxx=${CXX:-g++}
 
 how_to_build() {
@@ -65,12 +69,14 @@ fi
 mkdir -p "$out_dir"
 # Rebuild when the source or this script is newer, or the library install changed.
 stamp=$out_dir/ptex-root
-if [[ -x $out && $out -nt $src && $out -nt "$0" && -f $stamp \
-      && $(cat "$stamp") == "$PTEX_ROOT" ]]; then
+if [[ -x $out && $out -nt $src && $out -nt "$0" && -x $gen && $gen -nt $gen_src \
+      && $gen -nt "$0" && -f $stamp && $(cat "$stamp") == "$PTEX_ROOT" ]]; then
   exit 0
 fi
-"$cxx" -O2 -std=c++17 -Wall -Wextra -pthread -o "$out.tmp" "$src" \
-  -I"$PTEX_ROOT/include" -L"$lib_dir" -Wl,-rpath,"$lib_dir" -lPtex -lz
-mv "$out.tmp" "$out"
+for pair in "$src:$out" "$gen_src:$gen"; do
+  "$cxx" -O2 -std=c++17 -Wall -Wextra -pthread -o "${pair#*:}.tmp" "${pair%%:*}" \
+    -I"$PTEX_ROOT/include" -L"$lib_dir" -Wl,-rpath,"$lib_dir" -lPtex -lz
+  mv "${pair#*:}.tmp" "${pair#*:}"
+done
 printf '%s\n' "$PTEX_ROOT" >"$stamp"
-echo "built $out (Ptex in $PTEX_ROOT)" >&2
+echo "built $out and $gen (Ptex in $PTEX_ROOT)" >&2

@@ -2,7 +2,7 @@
 // as shared/bench/QUERIES.md ("Ptex query traces") specifies, so that its throughput, block
 // reads and results can be set beside `demandtex bench replay` on the same files.
 //
-//   ptex-replay TRACE --textures DIR [--threads T] [--cache-mb N] [--filter point|bilinear|box]
+//   ptex-replay TRACE --textures DIR [--threads T] [--cache-mb N] [--filter point|bilinear|box|gaussian|bicubic|bspline|catmullrom|mitchell]
 //               [--out FILE] [--json] [--max-files N] [--hold chunk|query]
 //
 // Build: scripts/build-ptex-replay.sh with PTEX_ROOT set to an install of the reference
@@ -14,7 +14,7 @@
 //
 // Lookups. One PtexCache for the whole replay: PtexCache::create(--max-files (default 100),
 // --cache-mb << 20 (0: unlimited), premultiply = false, a counting input handler). One
-// PtexFilter per (thread, texture), PtexFilter::Options(point|bilinear|box, lerp = true,
+// PtexFilter per (thread, texture), PtexFilter::Options(the --filter type, lerp = true,
 // sharpness = 0, noedgeblend = false), evaluated as
 //   eval(result, 0, min(channels, 4), face, u, v, dudx, dvdx, dudy, dvdy)   (width 1, blur 0)
 // i.e. the trace's (dudx, dvdx) is Ptex's (uw1, vw1) and (dudy, dvdy) its (uw2, vw2). The
@@ -47,7 +47,9 @@
 // to [one level-0 texel, 1]; one resolution per axis, ulog2 = ceil(log2(1 / uw)) (from the
 // float's exponent), so possibly an anisotropic reduction, with no blend between levels;
 // bilinear: a 2 × 2 kernel at that resolution; box: the box over the footprint. Both are
-// split across face edges through the adjacency (noedgeblend off). On triangle meshes every
+// split across face edges through the adjacency (noedgeblend off). gaussian, bicubic
+// (sharpness 0), bspline, catmullrom, mitchell: width-4 kernels at the footprint's level,
+// blended towards the next lower one (lerp). On triangle meshes every
 // type but point is the triangle filter. premultiply = false: level-0 data are read as
 // stored (unpremultiplied), the file's reductions as stored (premultiplied by the writer).
 //
@@ -292,7 +294,17 @@ PtexFilter::FilterType parse_filter(const std::string& s)
         return PtexFilter::f_bilinear;
     if (s == "box")
         return PtexFilter::f_box;
-    die("--filter " + s + " (point, bilinear or box)", 2);
+    if (s == "gaussian")
+        return PtexFilter::f_gaussian;
+    if (s == "bicubic")
+        return PtexFilter::f_bicubic;
+    if (s == "bspline")
+        return PtexFilter::f_bspline;
+    if (s == "catmullrom")
+        return PtexFilter::f_catmullrom;
+    if (s == "mitchell")
+        return PtexFilter::f_mitchell;
+    die("--filter " + s + " (point, bilinear, box, gaussian, bicubic, bspline, catmullrom or mitchell)", 2);
 }
 
 struct TexInfo {
@@ -310,7 +322,7 @@ struct Args {
 };
 
 const char* kUsage = "usage: ptex-replay TRACE --textures DIR [--threads T] [--cache-mb N] "
-                     "[--filter point|bilinear|box] [--out FILE] [--json] [--max-files N] "
+                     "[--filter point|bilinear|box|gaussian|bicubic|bspline|catmullrom|mitchell] [--out FILE] [--json] [--max-files N] "
                      "[--hold chunk|query]";
 
 long long parse_int(const std::string& opt, const std::string& v, long long lo, long long hi)

@@ -1,6 +1,7 @@
 //! `.dtxp` (Ptex) traces end to end: a trace over the reference fixtures, whose queries are
 //! the fixtures' own `PtexFilter` samples, replays to the reference library's values in
-//! both modes, on one and two threads, under a budget that evicts; `make-trace --ptex`
+//! both modes, on one and two threads, under a budget that evicts; random files written by
+//! the reference's own writer replay to its results with every filter; `make-trace --ptex`
 //! writes deterministic coherent and incoherent traces over a `ptex gen` set, whose
 //! replays agree between modes; bad traces and arguments give clear errors.
 
@@ -168,6 +169,62 @@ fn fixture_samples_replay_to_the_reference_values() {
             checksums.push(report["checksum"].as_f64().unwrap());
         }
         assert!(checksums.windows(2).all(|w| w[0] == w[1]), "{checksums:?}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `tests/fixtures/ptex-random`: files written by the reference library's `PtexWriter`
+/// (`bench/ptex-replay/random-files.cpp`, seed 1092: subfaces, rotated adjacency, triangles,
+/// incremental and applied edits, tiled faces, no mip maps), a trace of 2,000 random
+/// lookups, and the reference replayer's results for each of its eight filters.
+#[test]
+fn files_the_reference_wrote_replay_to_its_results_with_every_filter() {
+    let fixtures = fixtures().join("../ptex-random");
+    let trace = fixtures.join("r1092.dtxp");
+    let dir = temp_dir("random");
+    for filter in [
+        "point",
+        "bilinear",
+        "box",
+        "gaussian",
+        "bicubic",
+        "bspline",
+        "catmullrom",
+        "mitchell",
+    ] {
+        let want = read_results(&fixtures.join(format!("reference-{filter}.f32")));
+        assert_eq!(want.len(), 2000);
+        let runs: &[(&str, &str, &str)] = if matches!(filter, "bilinear" | "mitchell") {
+            &[("blocking", "1", "256"), ("multipass", "2", "1")]
+        } else {
+            &[("blocking", "1", "256")]
+        };
+        for &(mode, threads, cache) in runs {
+            let out = dir.join(format!("{filter}-{mode}.f32"));
+            let args = [
+                "--filter",
+                filter,
+                "--mode",
+                mode,
+                "--threads",
+                threads,
+                "--cache-mb",
+                cache,
+            ];
+            let report = replay(&trace, &fixtures, &args, &out);
+            assert_eq!(report["failed_textures"], 0);
+            assert_eq!(report["non_resident"], 0, "{filter} {mode}");
+            let got = read_results(&out);
+            assert_eq!(got.len(), want.len());
+            for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                for c in 0..4 {
+                    assert!(
+                        (g[c] - w[c]).abs() <= 1e-5,
+                        "{filter} {mode}: query {i}: {g:?} vs the reference {w:?}"
+                    );
+                }
+            }
+        }
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -35,6 +35,16 @@ pub enum PtexTraceFilter {
     Bilinear,
     /// Box filter over the footprint, across face edges.
     Box,
+    /// Separable Gaussian (width 4), blended towards the next level (`lerp`).
+    Gaussian,
+    /// General cubic at sharpness 0 (the reference's default options), with `lerp`.
+    Bicubic,
+    /// Cubic B-spline, with `lerp`.
+    Bspline,
+    /// Catmull-Rom, with `lerp`.
+    Catmullrom,
+    /// Mitchell, with `lerp`.
+    Mitchell,
 }
 
 impl PtexTraceFilter {
@@ -44,6 +54,11 @@ impl PtexTraceFilter {
             PtexTraceFilter::Point => "point",
             PtexTraceFilter::Bilinear => "bilinear",
             PtexTraceFilter::Box => "box",
+            PtexTraceFilter::Gaussian => "gaussian",
+            PtexTraceFilter::Bicubic => "bicubic",
+            PtexTraceFilter::Bspline => "bspline",
+            PtexTraceFilter::Catmullrom => "catmullrom",
+            PtexTraceFilter::Mitchell => "mitchell",
         }
     }
 
@@ -55,6 +70,11 @@ impl PtexTraceFilter {
                 PtexTraceFilter::Point => PtexFilterType::Point,
                 PtexTraceFilter::Bilinear => PtexFilterType::Bilinear,
                 PtexTraceFilter::Box => PtexFilterType::Box,
+                PtexTraceFilter::Gaussian => PtexFilterType::Gaussian,
+                PtexTraceFilter::Bicubic => PtexFilterType::Bicubic,
+                PtexTraceFilter::Bspline => PtexFilterType::BSpline,
+                PtexTraceFilter::Catmullrom => PtexFilterType::CatmullRom,
+                PtexTraceFilter::Mitchell => PtexFilterType::Mitchell,
             },
             lerp: true,
             sharpness: 0.0,
@@ -278,6 +298,11 @@ mod tests {
             PtexTraceFilter::Point,
             PtexTraceFilter::Bilinear,
             PtexTraceFilter::Box,
+            PtexTraceFilter::Gaussian,
+            PtexTraceFilter::Bicubic,
+            PtexTraceFilter::Bspline,
+            PtexTraceFilter::Catmullrom,
+            PtexTraceFilter::Mitchell,
         ] {
             let o = f.options();
             assert!(o.lerp && !o.noedgeblend && o.sharpness == 0.0 && o.width == 1.0);
@@ -285,6 +310,10 @@ mod tests {
         assert_eq!(
             PtexTraceFilter::Bilinear.options().filter,
             PtexFilterType::Bilinear
+        );
+        assert_eq!(
+            PtexTraceFilter::Catmullrom.options().filter,
+            PtexFilterType::CatmullRom
         );
     }
 }
