@@ -54,6 +54,7 @@ pub mod pack;
 pub mod pages;
 mod read;
 pub mod region;
+mod units;
 pub mod values;
 pub mod write;
 

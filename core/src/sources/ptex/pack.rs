@@ -32,47 +32,12 @@ use super::checkpoints::{CheckpointBuilder, Checkpoints};
 use super::faces::{FaceInfo, Res};
 use super::header::MeshType;
 use super::pages::MAX_PAGES;
-use crate::ids::TILE_BYTES;
 use std::collections::HashMap;
 
-/// Bytes of one page.
-pub const PAGE_BYTES: usize = TILE_BYTES;
-
-/// Bytes at the end of a page of several units that hold its validity bitmap.
-pub const VALID_BYTES: usize = 512;
-
-/// Bytes of a page of several units that units may fill (the rest is the bitmap).
-pub const UNIT_CAPACITY: usize = PAGE_BYTES - VALID_BYTES;
-
-/// Bytes of the page covered by one bit of the validity bitmap (4096 bits cover the
-/// page); units on a page with a bitmap start at multiples of it.
-pub const CHUNK_BYTES: usize = PAGE_BYTES / (VALID_BYTES * 8);
-
-/// The bytes a unit (or tile) of `bytes` may use of its page: a whole page for a unit of
-/// one page, else [`UNIT_CAPACITY`].
-pub fn page_capacity(bytes: u32) -> u32 {
-    if bytes as usize > UNIT_CAPACITY {
-        PAGE_BYTES as u32
-    } else {
-        UNIT_CAPACITY as u32
-    }
-}
-
-/// Whether a page holding a unit (or tile) of `bytes` has a validity bitmap: every page
-/// but one holding a single unit of a whole page.
-pub fn has_bitmap(bytes: u32) -> bool {
-    bytes as usize <= UNIT_CAPACITY
-}
-
-/// The bytes from one unit (or tile) of `bytes` to the next on its page: its size, rounded
-/// up to a chunk on a page with a bitmap.
-pub fn unit_stride(bytes: u32) -> u32 {
-    if has_bitmap(bytes) {
-        bytes.max(1).next_multiple_of(CHUNK_BYTES as u32)
-    } else {
-        bytes.max(1)
-    }
-}
+pub use super::units::{
+    has_bitmap, page_capacity, unit_stride, unit_tiling, PlacedUnit, UnitLoc, UnitTiling,
+    CHUNK_BYTES, PAGE_BYTES, UNIT_CAPACITY, VALID_BYTES,
+};
 
 /// Faces between two checkpoints of a group.
 pub const CHECKPOINT: usize = 8;
@@ -131,90 +96,6 @@ impl GroupKey {
     }
 }
 
-/// How a unit larger than a page is cut: tiles of `tile_res`, `ntiles_u` across.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct UnitTiling {
-    /// Resolution of every tile.
-    pub tile_res: Res,
-    /// Tiles across (u).
-    pub ntiles_u: usize,
-    /// Tiles in all.
-    pub ntiles: usize,
-}
-
-/// The tiling of a face at `res` with texels of `pixel_size` bytes: `None` if it fits one
-/// page; else near-square tiles of at most one page.
-pub fn unit_tiling(res: Res, pixel_size: usize) -> Option<UnitTiling> {
-    if res.texels() * pixel_size <= PAGE_BYTES {
-        return None;
-    }
-    // The most texels a tile may hold, as a power of two.
-    let max_log2 = (PAGE_BYTES / pixel_size.max(1)).ilog2() as i8;
-    let tv = (max_log2 / 2).min(res.vlog2);
-    let tu = (max_log2 - tv).min(res.ulog2);
-    let tile_res = Res::new(tu, tv);
-    let ntiles_u = 1usize << (res.ulog2 - tu);
-    let ntiles_v = 1usize << (res.vlog2 - tv);
-    Some(UnitTiling {
-        tile_res,
-        ntiles_u,
-        ntiles: ntiles_u * ntiles_v,
-    })
-}
-
-/// Where a unit lies.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct UnitLoc {
-    /// The page (within the texture's pages) of the unit, or of its first tile.
-    pub page: u32,
-    /// Byte offset of the unit (or its first tile) in the page.
-    pub offset: u32,
-    /// The unit's resolution.
-    pub res: Res,
-    /// Its tiles, if larger than a page ([`UnitLoc::tile`] places them).
-    pub tiling: Option<UnitTiling>,
-    /// Bytes of the unit, or of one of its tiles.
-    pub bytes: u32,
-}
-
-impl UnitLoc {
-    /// The page and offset of tile `t` (0 for an untiled unit): tiles follow each other
-    /// as units do, never straddling a page.
-    pub fn tile(&self, t: usize) -> (u32, u32) {
-        if t == 0 {
-            return (self.page, self.offset);
-        }
-        let (capacity, stride) = (page_capacity(self.bytes), unit_stride(self.bytes));
-        // Tiles that fit after the first (their last one needs `bytes`, not a stride).
-        let fit = |from: u32| (capacity - from - self.bytes) / stride + 1;
-        let first = fit(self.offset) as usize;
-        if t < first {
-            return (self.page, self.offset + t as u32 * stride);
-        }
-        let per = fit(0) as usize;
-        let rest = t - first;
-        (
-            self.page + 1 + (rest / per) as u32,
-            (rest % per) as u32 * stride,
-        )
-    }
-}
-
-/// One unit on a page, for filling it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct PlacedUnit {
-    /// The face.
-    pub face: u32,
-    /// Its resolution.
-    pub res: Res,
-    /// The tile (0 for an untiled unit).
-    pub tile: usize,
-    /// Byte offset in the page.
-    pub offset: usize,
-    /// Bytes (the tile's for a tiled unit).
-    pub bytes: usize,
-}
-
 /// Refuse units that cannot be packed, from the faces' resolutions alone (`sizes`: each
 /// full resolution of a non-constant face and how many faces have it; `keys`: the groups
 /// packed), before anything is allocated per page: texels larger than a page, or units
@@ -246,6 +127,47 @@ fn check_unit_bytes(
         return Err(too_many_pages(format_args!("at least {pages}"), nfaces));
     }
     Ok(())
+}
+
+/// The faces marked in `marked` (one bit per face), in increasing order, clearing the
+/// marks as they are read (a word's bits at once; words without a mark cost one test).
+fn take_marked(marked: &mut [u64]) -> impl Iterator<Item = u32> + '_ {
+    marked.iter_mut().enumerate().flat_map(|(w, word)| {
+        let mut bits = std::mem::take(word);
+        std::iter::from_fn(move || {
+            (bits != 0).then(|| {
+                let b = bits.trailing_zeros();
+                bits &= bits - 1;
+                (w * 64) as u32 + b
+            })
+        })
+    })
+}
+
+/// Place a unit of `res` (or its tiles, one after the other) of `bytes` (a tile's, if
+/// `tiling`) at `cur`, advancing it; where it went.
+fn place_sized(cur: &mut Cursor, res: Res, tiling: Option<UnitTiling>, bytes: u32) -> UnitLoc {
+    let capacity = page_capacity(bytes);
+    cur.offset = cur.offset.next_multiple_of(CHUNK_BYTES as u32);
+    if cur.offset + bytes > capacity {
+        cur.page += 1;
+        cur.offset = 0;
+    }
+    let loc = UnitLoc {
+        page: cur.page,
+        offset: cur.offset,
+        res,
+        tiling,
+        bytes,
+    };
+    let (page, offset) = loc.tile(tiling.map_or(0, |t| t.ntiles - 1));
+    cur.page = page;
+    cur.offset = offset + bytes;
+    if cur.offset + bytes.min(1) > capacity {
+        cur.page += 1;
+        cur.offset = 0;
+    }
+    loc
 }
 
 /// The error of units that need more than [`MAX_PAGES`] pages.
@@ -373,19 +295,30 @@ impl PackLayout {
             has_file_tiles,
             id: super::decode_cache::unique_id(),
         };
+        // One bit per face, for picking a reduced group's faces out in face order.
+        let mut marked = vec![0u64; faces.len().div_ceil(64)];
         for key in keys {
             // The faces with a unit in the group, in order: every face for full
-            // resolution; for a reduced one, only the faces of the resolutions above it.
+            // resolution; for a reduced one, only the faces of the resolutions above it
+            // (one resolution's faces as they are; several marked in `marked` and read
+            // back in face order, in time proportional to the faces and not their log).
             match key {
                 GroupKey::Full => layout.add_group(key, 0..faces.len() as u32)?,
                 GroupKey::Reduced(_) => {
-                    let mut m: Vec<u32> = by_res
+                    let mut classes = by_res
                         .iter()
-                        .filter(|(full, _)| key.unit_res(*full, mesh).is_some())
-                        .flat_map(|(_, f)| f.iter().copied())
-                        .collect();
-                    m.sort_unstable();
-                    layout.add_group(key, m)?;
+                        .filter(|(full, _)| key.unit_res(*full, mesh).is_some());
+                    match (classes.next(), classes.clone().next()) {
+                        (Some((_, only)), None) => layout.add_group(key, only.iter().copied())?,
+                        (first, _) => {
+                            for (_, members) in first.into_iter().chain(classes) {
+                                for &f in members {
+                                    marked[f as usize / 64] |= 1 << (f % 64);
+                                }
+                            }
+                            layout.add_group(key, take_marked(&mut marked))?;
+                        }
+                    }
                 }
             }
         }
@@ -403,16 +336,35 @@ impl PackLayout {
         let group = self.groups.len() as u32;
         let mut checkpoints = CheckpointBuilder::new(key.checkpoint_stride());
         let (mut last, mut next) = (0, 0);
+        // The unit of the last face's full resolution (neighbouring faces mostly share
+        // it): its resolution, tiling and bytes, unless the file tiles that face itself.
+        let mut memo: Option<(Res, Res, Option<UnitTiling>, u32)> = None;
         for face in members {
-            let Some(res) = self.unit_res(face, key) else {
+            let Some(f) = self.faces.get(face as usize) else {
                 continue;
+            };
+            let full = f.res;
+            let (res, tiling, bytes) = match memo {
+                Some((m, res, tiling, bytes))
+                    if m == full && !f.is_constant() && !self.file_tiled(face) =>
+                {
+                    (res, tiling, bytes)
+                }
+                _ => {
+                    let Some(res) = self.unit_res(face, key) else {
+                        continue;
+                    };
+                    let (tiling, bytes) = self.unit_bytes_of(face, res);
+                    memo = (!self.file_tiled(face)).then_some((full, res, tiling, bytes));
+                    (res, tiling, bytes)
+                }
             };
             // Faces `next..face` have no unit here: their checkpoints in one step.
             checkpoints.skip(next, face, self.cursor);
             checkpoints.face(face, self.cursor, true);
             (last, next) = (face, face + 1);
             let mut cur = self.cursor;
-            let loc = self.place(&mut cur, face, res);
+            let loc = place_sized(&mut cur, res, tiling, bytes);
             self.cursor = cur;
             let ntiles = loc.tiling.map_or(1, |t| t.ntiles);
             let (last_page, _) = loc.tile(ntiles - 1);
@@ -480,27 +432,14 @@ impl PackLayout {
     /// where it went.
     fn place(&self, cur: &mut Cursor, face: u32, res: Res) -> UnitLoc {
         let (tiling, bytes) = self.unit_bytes_of(face, res);
-        let capacity = page_capacity(bytes);
-        cur.offset = cur.offset.next_multiple_of(CHUNK_BYTES as u32);
-        if cur.offset + bytes > capacity {
-            cur.page += 1;
-            cur.offset = 0;
-        }
-        let loc = UnitLoc {
-            page: cur.page,
-            offset: cur.offset,
-            res,
-            tiling,
-            bytes,
-        };
-        let (page, offset) = loc.tile(tiling.map_or(0, |t| t.ntiles - 1));
-        cur.page = page;
-        cur.offset = offset + bytes;
-        if cur.offset + bytes.min(1) > capacity {
-            cur.page += 1;
-            cur.offset = 0;
-        }
-        loc
+        place_sized(cur, res, tiling, bytes)
+    }
+
+    /// Whether the file stores `face` tiled at some level (`file_tiles` may hold its
+    /// tiling).
+    fn file_tiled(&self, face: u32) -> bool {
+        let word = self.has_file_tiles.get(face as usize / 64).copied();
+        word.unwrap_or(0) & (1 << (face % 64)) != 0
     }
 
     /// How the unit of `face` at `res` is tiled, and the bytes of the unit (or of one tile).
@@ -570,8 +509,7 @@ impl PackLayout {
 
     /// How the unit of `face` at `res` is cut into tiles (`None`: one piece).
     pub fn tiling(&self, face: u32, res: Res) -> Option<UnitTiling> {
-        let word = self.has_file_tiles.get(face as usize / 64).copied();
-        if word.unwrap_or(0) & (1 << (face % 64)) == 0 {
+        if !self.file_tiled(face) {
             return unit_tiling(res, self.pixel_size);
         }
         match self.file_tiles.get(&(face, res)) {
