@@ -166,14 +166,11 @@ impl Kernel {
 
     /// A copy with new window and weights taken from this kernel's buffers.
     fn part(&self, u: i32, v: i32, ku0: usize, uw: i32, kv0: usize, vw: i32) -> Kernel {
-        let mut k = Kernel::new(self.res);
-        let (uw, vw) = (uw.max(0) as usize, vw.max(0) as usize);
-        k.ku_buf[..uw].copy_from_slice(&self.ku_buf[ku0..ku0 + uw]);
-        k.kv_buf[..vw].copy_from_slice(&self.kv_buf[kv0..kv0 + vw]);
-        k.u = u;
-        k.v = v;
-        k.uw = uw as i32;
-        k.vw = vw as i32;
+        // The whole kernel copied (a fixed-size copy, cheaper than zeroing a new one and
+        // copying two slices of unknown length) and its windows moved: the same weights.
+        let mut k = *self;
+        (k.u, k.v, k.uw, k.vw) = (u, v, uw.max(0), vw.max(0));
+        (k.ku0, k.kv0, k.rot) = (ku0, kv0, 0);
         k
     }
 
