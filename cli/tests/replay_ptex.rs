@@ -76,6 +76,40 @@ fn rgba(v: &[f32]) -> [f32; 4] {
     }
 }
 
+/// [`replay`] with `--filter`, `--mode`, `--threads` and `--cache-mb` set to `run`'s.
+fn replay_run(
+    trace: &Path,
+    textures: &Path,
+    [filter, mode, threads, cache]: [&str; 4],
+    out: &Path,
+) -> serde_json::Value {
+    let args = [
+        "--filter",
+        filter,
+        "--mode",
+        mode,
+        "--threads",
+        threads,
+        "--cache-mb",
+        cache,
+    ];
+    replay(trace, textures, &args, out)
+}
+
+/// Every channel of every result in `got` within 1e-5 of `want`'s (`what(i)` names query i).
+fn assert_within_1e5(got: &[[f32; 4]], want: &[[f32; 4]], what: &dyn Fn(usize) -> String) {
+    assert_eq!(got.len(), want.len());
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        for c in 0..4 {
+            assert!(
+                (g[c] - w[c]).abs() <= 1e-5,
+                "{}: {g:?} vs the reference {w:?}",
+                what(i)
+            );
+        }
+    }
+}
+
 #[test]
 fn fixture_samples_replay_to_the_reference_values() {
     let dir = temp_dir("fixtures");
@@ -142,30 +176,13 @@ fn fixture_samples_replay_to_the_reference_values() {
             ("multipass", "2", "64"),
         ] {
             let out = dir.join(format!("{filter}-{mode}-{threads}.f32"));
-            let args = [
-                "--filter",
-                filter,
-                "--mode",
-                mode,
-                "--threads",
-                threads,
-                "--cache-mb",
-                cache,
-            ];
-            let report = replay(&trace, &fixtures(), &args, &out);
+            let report = replay_run(&trace, &fixtures(), [filter, mode, threads, cache], &out);
             assert_eq!(report["lookups"], queries.len() as u64);
             assert_eq!(report["filter"], filter);
             assert_eq!(report["failed_textures"], 0);
-            let got = read_results(&out);
-            for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-                for c in 0..4 {
-                    assert!(
-                        (g[c] - w[c]).abs() <= 1e-5,
-                        "{filter} {mode}: query {i} {:?}: {g:?} vs the reference {w:?}",
-                        queries[i]
-                    );
-                }
-            }
+            assert_within_1e5(&read_results(&out), &want, &|i| {
+                format!("{filter} {mode}: query {i} {:?}", queries[i])
+            });
             checksums.push(report["checksum"].as_f64().unwrap());
         }
         assert!(checksums.windows(2).all(|w| w[0] == w[1]), "{checksums:?}");
@@ -201,29 +218,12 @@ fn files_the_reference_wrote_replay_to_its_results_with_every_filter() {
         };
         for &(mode, threads, cache) in runs {
             let out = dir.join(format!("{filter}-{mode}.f32"));
-            let args = [
-                "--filter",
-                filter,
-                "--mode",
-                mode,
-                "--threads",
-                threads,
-                "--cache-mb",
-                cache,
-            ];
-            let report = replay(&trace, &fixtures, &args, &out);
+            let report = replay_run(&trace, &fixtures, [filter, mode, threads, cache], &out);
             assert_eq!(report["failed_textures"], 0);
             assert_eq!(report["non_resident"], 0, "{filter} {mode}");
-            let got = read_results(&out);
-            assert_eq!(got.len(), want.len());
-            for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-                for c in 0..4 {
-                    assert!(
-                        (g[c] - w[c]).abs() <= 1e-5,
-                        "{filter} {mode}: query {i}: {g:?} vs the reference {w:?}"
-                    );
-                }
-            }
+            assert_within_1e5(&read_results(&out), &want, &|i| {
+                format!("{filter} {mode}: query {i}")
+            });
         }
     }
     let _ = std::fs::remove_dir_all(&dir);

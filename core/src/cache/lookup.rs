@@ -10,12 +10,21 @@ use crate::loader::Loader;
 use crate::memory::epoch::ThreadPin;
 use crate::requests::blocking;
 use crate::sampling::{CpuView, MissList, Sample, SampleOptions};
+use parking_lot::RwLockWriteGuard;
 use std::cell::RefCell;
 
 /// Rounds of "sample, fill the misses" before a lookup settles for the best resident
 /// approximation. A footprint needs at most three rounds when memory allows (sampler,
 /// then its tiles, then a retry); more means the budget is being fought over.
 const MAX_ROUNDS: usize = 8;
+
+/// Rounds after which a lookup takes its turn: it fills and samples its remaining rounds
+/// holding the engine's `blocking_turns` alone, so no other blocking lookup fills (and
+/// evicts) between its fill and its sampling. Without a turn, a thread descheduled
+/// between the two could lose its pages to the others' evictions round after round (a
+/// budget of a few footprints, a starved thread) and settle for the approximation, and
+/// results would depend on scheduling.
+const ROUNDS_BEFORE_TURN: usize = 3;
 
 thread_local! {
     /// This thread's epoch slots, one per cache it has looked up through.
@@ -94,13 +103,14 @@ pub(crate) fn blocking_lookup(
     sample: impl Fn(CpuView<'_>, &SampleOptions) -> Sample,
 ) -> Sample {
     let misses = MissList::new();
-    for _ in 0..MAX_ROUNDS {
+    let mut turn = None;
+    for round in 0..MAX_ROUNDS {
         misses.clear();
         let result = sample_pinned(loader, &misses, options, &sample);
         if result.resident || misses.is_empty() {
             return result;
         }
-        fill_misses(loader, &misses);
+        fill_in_turn(loader, &misses, round, &mut turn);
     }
     // Nothing more can be loaded now: the finest resident coarser level, or the base
     // colour, reported non-resident.
@@ -110,6 +120,27 @@ pub(crate) fn blocking_lookup(
     Sample {
         resident: false,
         ..result
+    }
+}
+
+/// [`fill_misses`] in round `round` of a lookup: under a shared hold of the engine's
+/// `blocking_turns`, or, from round [`ROUNDS_BEFORE_TURN`] on, under `turn`, the lookup's
+/// exclusive hold, taken then and kept until the lookup ends (its caller drops `turn`).
+fn fill_in_turn<'a>(
+    loader: &'a Loader,
+    misses: &MissList,
+    round: usize,
+    turn: &mut Option<RwLockWriteGuard<'a, ()>>,
+) {
+    let turns = &loader.engine().blocking_turns;
+    if round + 1 >= ROUNDS_BEFORE_TURN && turn.is_none() {
+        *turn = Some(turns.write());
+    }
+    if turn.is_some() {
+        fill_misses(loader, misses);
+    } else {
+        let _shared = turns.read();
+        fill_misses(loader, misses);
     }
 }
 
@@ -174,11 +205,12 @@ pub(crate) fn blocking_batch(
         retry.extend_from_slice(&missed.borrow());
         'query: for &i in &retry {
             let one = [i];
-            for _ in 0..MAX_ROUNDS {
+            let mut turn = None;
+            for round in 0..MAX_ROUNDS {
                 if !run(&one, options) || misses.is_empty() {
                     continue 'query; // resident, or nothing to load: the result stands
                 }
-                fill_misses(loader, &misses);
+                fill_in_turn(loader, &misses, round, &mut turn);
             }
             run(&one, &fallback(loader, options));
         }

@@ -41,7 +41,10 @@
 //! by path keeps its path when replaced, and gives its fallback colour once unloaded.
 //!
 //! # When memory runs out
-//! A lookup needs its whole footprint resident at once. If the budget is smaller than the
+//! A lookup needs its whole footprint resident at once. A fill that must reuse memory
+//! another thread's lookup still reads waits for that lookup (bounded), and a lookup that
+//! keeps losing its pages to other lookups' fills takes a turn alone, so that, memory
+//! allowing, results do not depend on scheduling. If the budget is smaller than the
 //! footprints of the lookups in flight, or a read fails, the lookup returns the finest
 //! resident coarser level (or the base colour) reported non-resident, and counts it in
 //! [`crate::Stats::blocking_fallbacks`]; it never waits forever.

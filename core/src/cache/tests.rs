@@ -223,6 +223,54 @@ fn eight_threads_with_a_budget_of_a_few_tiles_stay_correct_and_in_budget() {
     );
 }
 
+/// A lookup whose fill must reuse memory that a descheduled thread's lookup still pins
+/// waits for it to unpin (the pinning thread needs nothing from the filler) instead of
+/// settling for a coarser level: whether it gets its texels must not depend on how the
+/// scheduler treats the other thread. Before, a fill gave up after 10,000 yields, and a
+/// thread pinned for longer than eight of those made the lookup fall back.
+#[test]
+fn a_fill_waits_for_a_descheduled_lookup_instead_of_settling_for_less() {
+    let size = 2048;
+    let probe = crate::textures::TextureLayout::new(size, size, 12, TexelFormat::RGBA8).unwrap();
+    let budget = probe.mip_tail_bytes + 2 * crate::TILE_BYTES as u64;
+    let cache = TextureCache::new(options(budget)).unwrap();
+    let reference = TextureCache::new(options(256 << 20)).unwrap();
+    let tex = cache
+        .create_texture(Counting::new(size, 0), TextureDesc::default())
+        .unwrap();
+    let ref_tex = reference
+        .create_texture(Counting::new(size, 0), TextureDesc::default())
+        .unwrap();
+    let o = SampleOptions::default();
+    // Two level-0 tiles fill the budget.
+    for s in [0.05, 0.3] {
+        assert!(cache.tex2d_lod(tex, s, 0.05, 0.0, &o).resident);
+    }
+    let engine = cache.loader().engine();
+    let pinned = Barrier::new(2);
+    let held = std::time::Duration::from_millis(400);
+    let (sample, waited) = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            // A lookup in progress on a thread the scheduler left alone for 400 ms.
+            let pin = engine.epochs.register_thread();
+            let _guard = engine.epochs.pin_thread(&pin);
+            pinned.wait();
+            std::thread::sleep(held);
+        });
+        pinned.wait();
+        let start = std::time::Instant::now();
+        // A third tile: its fill evicts one of the two, whose memory the pin holds.
+        let sample = cache.tex2d_lod(tex, 0.8, 0.8, 0.0, &o);
+        (sample, start.elapsed())
+    });
+    assert!(sample.resident, "settled for less after {waited:?}");
+    assert_eq!(sample, reference.tex2d_lod(ref_tex, 0.8, 0.8, 0.0, &o));
+    assert!(waited >= held / 2, "the fill did not wait: {waited:?}");
+    let stats = cache.stats();
+    assert_eq!(stats.blocking_fallbacks, 0, "{stats:?}");
+    assert!(stats.peak_resident_bytes <= budget, "{stats:?}");
+}
+
 #[test]
 fn missing_files_give_the_fallback_colour_and_say_why() {
     let cache = TextureCache::new(options(16 << 20)).unwrap();

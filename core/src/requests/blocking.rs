@@ -24,13 +24,20 @@ use crate::memory::epoch::Quiescence;
 use crate::memory::TileSlot;
 use crate::resources::Route;
 use parking_lot::MutexGuard;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How long a waiter sleeps before it looks again (a multi-pass fill does not signal).
 const WAIT_SLICE: Duration = Duration::from_millis(1);
 
-/// Yields while staged memory waits for lookups in progress, before giving up.
+/// Yields while staged memory waits for lookups in progress, before sleeping instead.
 const MAX_QUIESCENCE_SPINS: u32 = 10_000;
+
+/// How long a fill waits in all for lookups in progress to end (they end without any
+/// fill's help, so waiting is safe) before giving up: long enough for a descheduled
+/// thread of a loaded machine to be scheduled again and unpin, or for a lookup reading a
+/// file tile in place from slow storage to finish, so that whether a lookup gets its pages
+/// does not depend on the scheduler or the storage's latency.
+const QUIESCENCE_PATIENCE: Duration = Duration::from_millis(100);
 
 /// Make `page` resident now (or learn that it cannot be). Returns whether anything changed
 /// that a retried lookup could see: the page (or, for a failed texture, its fallback) was
@@ -225,6 +232,7 @@ fn take_slot_now(
     bytes: usize,
 ) -> Option<TileSlot> {
     let mut spins = 0;
+    let mut since: Option<Instant> = None;
     loop {
         if let Some(slot) = host.residency.allocate(&engine.epochs, bytes) {
             return Some(slot);
@@ -238,6 +246,11 @@ fn take_slot_now(
             Some(Quiescence::ThreadsPinned) if spins < MAX_QUIESCENCE_SPINS => {
                 spins += 1;
                 MutexGuard::unlocked(host, std::thread::yield_now);
+            }
+            Some(Quiescence::ThreadsPinned)
+                if since.get_or_insert_with(Instant::now).elapsed() < QUIESCENCE_PATIENCE =>
+            {
+                MutexGuard::unlocked(host, || std::thread::sleep(WAIT_SLICE));
             }
             Some(Quiescence::Quiescent) => {} // reclaimable now: take it on the next turn
             Some(Quiescence::ThreadsPinned | Quiescence::LaunchPinned) => return None,

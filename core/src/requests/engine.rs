@@ -24,7 +24,7 @@ use crate::sources::ImageSource;
 use crate::stats::Stats;
 use crate::sync::AtomicU32;
 use crate::textures::{TextureDesc, TextureLayout};
-use parking_lot::{Condvar, Mutex};
+use parking_lot::{Condvar, Mutex, RwLock};
 use std::sync::{Arc, Weak};
 
 /// The backend-independent part of a loader (see the module docs). `Send + Sync`; shared
@@ -37,6 +37,9 @@ pub struct Engine {
     pub(crate) host: Mutex<HostState>,
     /// Signalled (with `host`) when a blocking fill finishes, for the lookups waiting on it.
     pub(crate) fill_done: Condvar,
+    /// Blocking lookups fill their misses under a shared hold; one that keeps losing its
+    /// pages to other lookups' evictions takes it alone for its last rounds (`cache::lookup`).
+    pub(crate) blocking_turns: RwLock<()>,
     /// Joined when the engine drops (unless it drops on one of them).
     pub(crate) workers: FillPool,
     pub(crate) backend: Arc<dyn Backend>,
@@ -86,6 +89,7 @@ impl Engine {
             epochs: Epochs::new(),
             host: Mutex::new(HostState::new(PageSpace::new(layout), budget)),
             fill_done: Condvar::new(),
+            blocking_turns: RwLock::new(()),
             workers,
             backend,
             resource_failed: bits::zeroed_words(bits::words_for_bits(
