@@ -288,22 +288,18 @@ std::string one_line(const char* msg)
 // The filter type named on the command line.
 PtexFilter::FilterType parse_filter(const std::string& s)
 {
-    if (s == "point")
-        return PtexFilter::f_point;
-    if (s == "bilinear")
-        return PtexFilter::f_bilinear;
-    if (s == "box")
-        return PtexFilter::f_box;
-    if (s == "gaussian")
-        return PtexFilter::f_gaussian;
-    if (s == "bicubic")
-        return PtexFilter::f_bicubic;
-    if (s == "bspline")
-        return PtexFilter::f_bspline;
-    if (s == "catmullrom")
-        return PtexFilter::f_catmullrom;
-    if (s == "mitchell")
-        return PtexFilter::f_mitchell;
+    static const struct {
+        const char* name;
+        PtexFilter::FilterType type;
+    } filters[] = {
+        {"point", PtexFilter::f_point},           {"bilinear", PtexFilter::f_bilinear},
+        {"box", PtexFilter::f_box},               {"gaussian", PtexFilter::f_gaussian},
+        {"bicubic", PtexFilter::f_bicubic},       {"bspline", PtexFilter::f_bspline},
+        {"catmullrom", PtexFilter::f_catmullrom}, {"mitchell", PtexFilter::f_mitchell},
+    };
+    for (const auto& f : filters)
+        if (s == f.name)
+            return f.type;
     die("--filter " + s + " (point, bilinear, box, gaussian, bicubic, bspline, catmullrom or mitchell)", 2);
 }
 
