@@ -299,26 +299,20 @@ impl PackLayout {
         let mut marked = vec![0u64; faces.len().div_ceil(64)];
         for key in keys {
             // The faces with a unit in the group, in order: every face for full
-            // resolution; for a reduced one, only the faces of the resolutions above it
-            // (one resolution's faces as they are; several marked in `marked` and read
-            // back in face order, in time proportional to the faces and not their log).
+            // resolution; for a reduced one, only the faces of the resolutions above it,
+            // marked in `marked` and read back in face order (no sort).
             match key {
                 GroupKey::Full => layout.add_group(key, 0..faces.len() as u32)?,
                 GroupKey::Reduced(_) => {
-                    let mut classes = by_res
+                    let classes = by_res
                         .iter()
                         .filter(|(full, _)| key.unit_res(*full, mesh).is_some());
-                    match (classes.next(), classes.clone().next()) {
-                        (Some((_, only)), None) => layout.add_group(key, only.iter().copied())?,
-                        (first, _) => {
-                            for (_, members) in first.into_iter().chain(classes) {
-                                for &f in members {
-                                    marked[f as usize / 64] |= 1 << (f % 64);
-                                }
-                            }
-                            layout.add_group(key, take_marked(&mut marked))?;
+                    for (_, members) in classes {
+                        for &f in members {
+                            marked[f as usize / 64] |= 1 << (f % 64);
                         }
                     }
+                    layout.add_group(key, take_marked(&mut marked))?;
                 }
             }
         }
@@ -336,27 +330,22 @@ impl PackLayout {
         let group = self.groups.len() as u32;
         let mut checkpoints = CheckpointBuilder::new(key.checkpoint_stride());
         let (mut last, mut next) = (0, 0);
-        // The unit of the last face's full resolution (neighbouring faces mostly share
-        // it): its resolution, tiling and bytes, unless the file tiles that face itself.
-        let mut memo: Option<(Res, Res, Option<UnitTiling>, u32)> = None;
+        // The tiling and bytes of the last unit whose file does not tile it (they follow
+        // from its resolution alone; neighbouring faces mostly share it).
+        let mut sized: Option<(Res, Option<UnitTiling>, u32)> = None;
         for face in members {
-            let Some(f) = self.faces.get(face as usize) else {
+            let Some(res) = self.unit_res(face, key) else {
                 continue;
             };
-            let full = f.res;
-            let (res, tiling, bytes) = match memo {
-                Some((m, res, tiling, bytes))
-                    if m == full && !f.is_constant() && !self.file_tiled(face) =>
-                {
-                    (res, tiling, bytes)
-                }
+            let by_file = self.file_tiled(face);
+            let (tiling, bytes) = match sized {
+                Some((r, tiling, bytes)) if r == res && !by_file => (tiling, bytes),
                 _ => {
-                    let Some(res) = self.unit_res(face, key) else {
-                        continue;
-                    };
                     let (tiling, bytes) = self.unit_bytes_of(face, res);
-                    memo = (!self.file_tiled(face)).then_some((full, res, tiling, bytes));
-                    (res, tiling, bytes)
+                    if !by_file {
+                        sized = Some((res, tiling, bytes));
+                    }
+                    (tiling, bytes)
                 }
             };
             // Faces `next..face` have no unit here: their checkpoints in one step.
