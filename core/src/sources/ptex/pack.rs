@@ -178,6 +178,11 @@ fn too_many_pages(pages: std::fmt::Arguments, faces: impl std::fmt::Display) -> 
     )
 }
 
+/// The tiling and bytes of the last unit placed whose file does not tile it: they follow
+/// from its resolution alone ([`PackLayout::unit_bytes_memo`]).
+#[derive(Default)]
+struct SizeMemo(Option<(Res, Option<UnitTiling>, u32)>);
+
 /// A position in a group's stream.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(super) struct Cursor {
@@ -330,24 +335,12 @@ impl PackLayout {
         let group = self.groups.len() as u32;
         let mut checkpoints = CheckpointBuilder::new(key.checkpoint_stride());
         let (mut last, mut next) = (0, 0);
-        // The tiling and bytes of the last unit whose file does not tile it (they follow
-        // from its resolution alone; neighbouring faces mostly share it).
-        let mut sized: Option<(Res, Option<UnitTiling>, u32)> = None;
+        let mut sizes = SizeMemo::default();
         for face in members {
             let Some(res) = self.unit_res(face, key) else {
                 continue;
             };
-            let by_file = self.file_tiled(face);
-            let (tiling, bytes) = match sized {
-                Some((r, tiling, bytes)) if r == res && !by_file => (tiling, bytes),
-                _ => {
-                    let (tiling, bytes) = self.unit_bytes_of(face, res);
-                    if !by_file {
-                        sized = Some((res, tiling, bytes));
-                    }
-                    (tiling, bytes)
-                }
-            };
+            let (tiling, bytes) = self.unit_bytes_memo(&mut sizes, face, res);
             // Faces `next..face` have no unit here: their checkpoints in one step.
             checkpoints.skip(next, face, self.cursor);
             checkpoints.face(face, self.cursor, true);
@@ -438,6 +431,28 @@ impl PackLayout {
         (tiling, (texels * self.pixel_size) as u32)
     }
 
+    /// [`PackLayout::unit_bytes_of`], taken from `memo` when `face`'s file does not tile it
+    /// and the last such unit had the same resolution (in a group, neighbouring faces mostly
+    /// do: a reduced group's units all have its resolution).
+    fn unit_bytes_memo(
+        &self,
+        memo: &mut SizeMemo,
+        face: u32,
+        res: Res,
+    ) -> (Option<UnitTiling>, u32) {
+        let by_file = self.file_tiled(face);
+        match memo.0 {
+            Some((r, tiling, bytes)) if r == res && !by_file => (tiling, bytes),
+            _ => {
+                let (tiling, bytes) = self.unit_bytes_of(face, res);
+                if !by_file {
+                    memo.0 = Some((res, tiling, bytes));
+                }
+                (tiling, bytes)
+            }
+        }
+    }
+
     /// Whether `page` keeps a validity bitmap (it holds units of less than a page).
     pub fn page_has_bitmap(&self, page: u32) -> bool {
         let Some(&(group, face, _)) = self.page_first.get(page as usize) else {
@@ -488,12 +503,15 @@ impl PackLayout {
         self.unit_res(face, key)?;
         let group = &self.groups[self.group_index(key)? as usize];
         let (from, mut cur) = group.checkpoints.before(face)?;
+        let mut sizes = SizeMemo::default();
         for prior in from..face {
             if let Some(r) = self.unit_res(prior, key) {
-                self.place(&mut cur, prior, r);
+                let (tiling, bytes) = self.unit_bytes_memo(&mut sizes, prior, r);
+                place_sized(&mut cur, r, tiling, bytes);
             }
         }
-        Some(self.place(&mut cur, face, res))
+        let (tiling, bytes) = self.unit_bytes_memo(&mut sizes, face, res);
+        Some(place_sized(&mut cur, res, tiling, bytes))
     }
 
     /// How the unit of `face` at `res` is cut into tiles (`None`: one piece).
