@@ -15,8 +15,8 @@ use crate::convert::load::{self, detect_format, InputFormat};
 use crate::error::CliError;
 use crate::info::print_stdout;
 use crate::table::format_count;
-use demandtex::sources::check::{check_ptex, check_source, CheckReport};
-use demandtex::sources::ptex::PtexFile;
+use demandtex::sources::check::{check_ptex, check_source, CheckError, CheckReport};
+use demandtex::sources::ptex::{PtexErrorKind, PtexFile};
 use demandtex::sources::{file_source, DdsSource, ExrSource, FileFormat};
 use std::fmt::Write as _;
 use std::path::Path;
@@ -34,27 +34,35 @@ pub fn is_ptex(path: &Path) -> bool {
     core_format(path) == Some(FileFormat::Ptex)
 }
 
-/// The format's name and what the check read, or the first error.
+/// The format's name and what the check read, or the first error: "damaged:" where data
+/// could not be read, "not served:" for a Ptex file of a kind the reader does not serve,
+/// "cannot open:" where another format's header could not be described (not served, or
+/// too damaged to tell).
 pub fn check(path: &Path, stats: bool) -> Result<(&'static str, CheckReport), CliError> {
-    let damaged = |e: &dyn std::fmt::Display| CliError::Demandtex(format!("damaged: {e}"));
+    let fail = |what: &str, e: &dyn std::fmt::Display| CliError::Demandtex(format!("{what}: {e}"));
     if is_ptex(path) {
-        let file = PtexFile::open(path).map_err(|e| damaged(&e))?;
-        let report = check_ptex(&file, stats).map_err(|e| damaged(&e))?;
+        let file = PtexFile::open(path).map_err(|e| match e.kind {
+            PtexErrorKind::NotPtex | PtexErrorKind::Unsupported => fail("not served", &e),
+            _ => fail("damaged", &e),
+        })?;
+        let report = check_ptex(&file, stats).map_err(|e| fail("damaged", &e))?;
         return Ok(("Ptex", report));
     }
+    let checked = |r: Result<CheckReport, CheckError>| {
+        r.map_err(|e| match e {
+            CheckError::Open(e) => fail("cannot open", &e),
+            CheckError::Read(e) => fail("damaged", &e),
+        })
+    };
     match detect_format(path)? {
-        InputFormat::Exr => {
-            let report = check_source(&ExrSource::new(path), stats).map_err(|e| damaged(&e))?;
-            Ok(("OpenEXR", report))
-        }
-        InputFormat::Dds => {
-            let report = check_source(&DdsSource::new(path), stats).map_err(|e| damaged(&e))?;
-            Ok(("DDS", report))
-        }
+        InputFormat::Exr => Ok((
+            "OpenEXR",
+            checked(check_source(&ExrSource::new(path), stats))?,
+        )),
+        InputFormat::Dds => Ok(("DDS", checked(check_source(&DdsSource::new(path), stats))?)),
         InputFormat::Image(format) => {
             // TIFF (`.tx`), PNG and JPEG through the engine's own source for them.
-            let source = file_source(path);
-            let report = check_source(&*source, stats).map_err(|e| damaged(&e))?;
+            let report = checked(check_source(&*file_source(path), stats))?;
             Ok((load::format_name(format), report))
         }
     }

@@ -32,15 +32,26 @@ fn check_whole(path: &Path) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-/// `info --check` of a damaged file: exit code 1, one `demandtex: … damaged` line, no panic.
+/// `info --check` of a damaged file: exit code 1, one `demandtex: damaged: …` line (or
+/// `cannot open: …`, where the damage is in what describes the image), no panic.
 fn check_damaged(path: &Path, mentions: &[&str]) {
+    check_fails(path, &["damaged", "cannot open"], mentions);
+}
+
+/// `info --check` that fails: exit code 1, one `demandtex: WHAT: …` line with WHAT one of
+/// `what`, mentioning one of `mentions`, nothing on stdout, no panic.
+fn check_fails(path: &Path, what: &[&str], mentions: &[&str]) {
     let out = demandtex(&["info", "--check", p(path)]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{}: {stderr}", path.display());
     assert!(!stderr.contains("panicked"), "{stderr}");
     let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
     assert_eq!(lines.len(), 1, "one line: {stderr}");
-    assert!(lines[0].starts_with("demandtex: damaged: "), "{stderr}");
+    assert!(
+        what.iter()
+            .any(|w| lines[0].starts_with(&format!("demandtex: {w}: "))),
+        "{stderr} should start with one of {what:?}"
+    );
     assert!(
         mentions.iter().any(|m| lines[0].contains(m)),
         "{stderr} should mention one of {mentions:?}"
@@ -285,5 +296,73 @@ fn dds_converted_here_and_from_other_tools_whole_and_truncated() {
     let bytes = std::fs::read(&bc7).unwrap();
     std::fs::write(&cut, &bytes[..bytes.len() - 100]).unwrap();
     check_damaged(&cut, &["truncated"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A 4×4 palette-colour TIFF (photometric 3), as an image editor saves an indexed image:
+/// little-endian, one uncompressed strip, a 256-entry colour map.
+fn palette_tiff(path: &Path) {
+    let (w, h) = (4u32, 4u32);
+    // (tag, type, values): SHORT = 3, LONG = 4.
+    let colormap: Vec<u32> = (0..768).map(|i| (i % 256) * 257).collect();
+    let strip_at = 8u32;
+    let entries: Vec<(u16, u16, Vec<u32>)> = vec![
+        (256, 4, vec![w]),
+        (257, 4, vec![h]),
+        (258, 3, vec![8]),
+        (259, 3, vec![1]),
+        (262, 3, vec![3]),
+        (273, 4, vec![strip_at]),
+        (277, 3, vec![1]),
+        (278, 4, vec![h]),
+        (279, 4, vec![w * h]),
+        (320, 3, colormap),
+    ];
+    let mut out = b"II*\0".to_vec();
+    let pixels: Vec<u8> = (0..(w * h) as u8).collect();
+    let ifd_at = strip_at + pixels.len() as u32;
+    out.extend_from_slice(&ifd_at.to_le_bytes());
+    out.extend_from_slice(&pixels);
+    // Values too large for an entry go after the IFD.
+    let mut extra_at = ifd_at + 2 + 12 * entries.len() as u32 + 4;
+    let (mut ifd, mut extra) = (Vec::new(), Vec::new());
+    ifd.extend_from_slice(&(entries.len() as u16).to_le_bytes());
+    for (tag, ty, values) in &entries {
+        let bytes: Vec<u8> = values
+            .iter()
+            .flat_map(|&v| match ty {
+                3 => (v as u16).to_le_bytes().to_vec(),
+                _ => v.to_le_bytes().to_vec(),
+            })
+            .collect();
+        ifd.extend_from_slice(&tag.to_le_bytes());
+        ifd.extend_from_slice(&ty.to_le_bytes());
+        ifd.extend_from_slice(&(values.len() as u32).to_le_bytes());
+        if bytes.len() <= 4 {
+            let mut field = bytes.clone();
+            field.resize(4, 0);
+            ifd.extend_from_slice(&field);
+        } else {
+            ifd.extend_from_slice(&extra_at.to_le_bytes());
+            extra_at += bytes.len() as u32;
+            extra.extend_from_slice(&bytes);
+        }
+    }
+    ifd.extend_from_slice(&0u32.to_le_bytes());
+    out.extend_from_slice(&ifd);
+    out.extend_from_slice(&extra);
+    std::fs::write(path, out).unwrap();
+}
+
+#[test]
+fn a_file_of_a_kind_not_served_is_not_called_damaged() {
+    let dir = test_dir("palette");
+    let tif = dir.join("palette.tif");
+    palette_tiff(&tif);
+    check_fails(&tif, &["cannot open"], &["palette colour (not served"]);
+    // Named once.
+    let out = demandtex(&["info", "--check", p(&tif)]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.matches("palette.tif").count(), 1, "{stderr}");
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -22,6 +22,27 @@ use super::{tail_levels, ImageSource, Readiness, SourceError};
 use crate::textures::{TexelFormat, TextureLayout};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+/// Why [`check_source`] stopped: the source could not be opened (a format or variant that
+/// is not served, or a header too damaged to describe the image), or a read of its texels
+/// failed (damaged data). Both name the source.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CheckError {
+    /// `open` failed: nothing was read past the header.
+    Open(SourceError),
+    /// The mip tail or a tile could not be read.
+    Read(SourceError),
+}
+
+impl std::fmt::Display for CheckError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CheckError::Open(e) | CheckError::Read(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for CheckError {}
+
 /// Min, max and mean of one channel over level 0.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
 pub struct ChannelStats {
@@ -131,13 +152,20 @@ fn add_texels(acc: &mut Accumulator, format: TexelFormat, data: &[u8]) {
 
 /// Read every texel `source` can serve, as the engine would (see the module docs).
 /// Errors: the first failure, naming the source and what was being read.
-pub fn check_source(source: &dyn ImageSource, stats: bool) -> Result<CheckReport, SourceError> {
+pub fn check_source(source: &dyn ImageSource, stats: bool) -> Result<CheckReport, CheckError> {
     let name = source.name();
-    let fail = |what: String, e: String| SourceError(format!("{name}: {what}: {e}"));
-    let info =
-        contained(|| source.open().map_err(|e| e.0)).map_err(|e| fail("opening".into(), e))?;
+    let fail =
+        |what: String, e: String| CheckError::Read(SourceError(format!("{name}: {what}: {e}")));
+    // The source's own message names the file more often than not: said once.
+    let open_failed = |e: String| {
+        CheckError::Open(SourceError(match e.contains(&name) {
+            true => e,
+            false => format!("{name}: {e}"),
+        }))
+    };
+    let info = contained(|| source.open().map_err(|e| e.0)).map_err(open_failed)?;
     let layout = TextureLayout::new(info.width, info.height, info.num_levels, info.format)
-        .map_err(|e| fail("layout".into(), e.to_string()))?;
+        .map_err(|e| open_failed(e.to_string()))?;
     let format = info.format;
     let tb = format.texel_bytes();
     let mut acc = stats.then(|| Accumulator::new(format.channels as usize));

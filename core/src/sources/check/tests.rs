@@ -91,7 +91,7 @@ fn the_first_failure_is_reported_with_what_was_read() {
                 sites: FaultSites::open_only(),
                 ..FaultPlan::default()
             },
-            "opening",
+            "injected",
         ),
         (
             FaultPlan {
@@ -123,8 +123,11 @@ fn the_first_failure_is_reported_with_what_was_read() {
             "reading level 0 tile (0, 0): the source answered \"not yet\"",
         ),
     ];
-    for (plan, needle) in cases {
-        let e = check_source(&faulty(plan), true).unwrap_err().0;
+    for (i, (plan, needle)) in cases.into_iter().enumerate() {
+        let e = check_source(&faulty(plan), true).unwrap_err();
+        // The first case fails at open, the others at a read.
+        assert_eq!(matches!(e, CheckError::Open(_)), i == 0, "{e:?}");
+        let e = e.to_string();
         assert!(e.contains(needle), "{e:?} should contain {needle:?}");
         assert!(e.contains("with injected faults"), "names the source: {e}");
     }
@@ -136,7 +139,7 @@ fn the_first_failure_is_reported_with_what_was_read() {
         ..FaultPlan::default()
     };
     let src = faulty(plan);
-    let e = check_source(&src, false).unwrap_err().0;
+    let e = check_source(&src, false).unwrap_err().to_string();
     assert!(e.contains("injected I/O error at level"), "{e}");
     assert_eq!(
         src.injected().errors,
@@ -181,7 +184,9 @@ fn exr_files_whole_truncated_and_with_a_corrupt_chunk() {
     let bytes = std::fs::read(&f.0).unwrap();
     let cut = exr("cut", 1, 1);
     std::fs::write(&cut.0, &bytes[..(len * 3 / 4) as usize]).unwrap();
-    let e = check_source(&ExrSource::new(&cut.0), false).unwrap_err().0;
+    let e = check_source(&ExrSource::new(&cut.0), false)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("truncated") || e.contains("cut short"), "{e}");
 
     // Zero a stretch in the middle of the pixel data: some chunk no longer decodes (or no
@@ -191,9 +196,9 @@ fn exr_files_whole_truncated_and_with_a_corrupt_chunk() {
     bad[mid..mid + 64].fill(0xFF);
     let corrupt = exr("corrupt", 1, 1);
     std::fs::write(&corrupt.0, &bad).unwrap();
-    let e = check_source(&ExrSource::new(&corrupt.0), false)
-        .unwrap_err()
-        .0;
+    let e = check_source(&ExrSource::new(&corrupt.0), false).unwrap_err();
+    assert!(matches!(e, CheckError::Read(_)), "{e:?}");
+    let e = e.to_string();
     assert!(e.contains("level") && e.contains("tile"), "{e}");
 }
 

@@ -369,7 +369,7 @@ fn bad_files_are_errors_naming_the_file_never_panics_or_huge_allocations() {
             let src = TiffSource::new(&path);
             if src.open().is_ok() {
                 if let Err(e) = check_source(&src, false) {
-                    assert!(e.0.contains("bad.tif"), "{e}");
+                    assert!(e.to_string().contains("bad.tif"), "{e}");
                     damaged_reads += 1;
                 }
             }
