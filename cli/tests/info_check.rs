@@ -299,70 +299,13 @@ fn dds_converted_here_and_from_other_tools_whole_and_truncated() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// A 4×4 palette-colour TIFF (photometric 3), as an image editor saves an indexed image:
-/// little-endian, one uncompressed strip, a 256-entry colour map.
-fn palette_tiff(path: &Path) {
-    let (w, h) = (4u32, 4u32);
-    // (tag, type, values): SHORT = 3, LONG = 4.
-    let colormap: Vec<u32> = (0..768).map(|i| (i % 256) * 257).collect();
-    let strip_at = 8u32;
-    let entries: Vec<(u16, u16, Vec<u32>)> = vec![
-        (256, 4, vec![w]),
-        (257, 4, vec![h]),
-        (258, 3, vec![8]),
-        (259, 3, vec![1]),
-        (262, 3, vec![3]),
-        (273, 4, vec![strip_at]),
-        (277, 3, vec![1]),
-        (278, 4, vec![h]),
-        (279, 4, vec![w * h]),
-        (320, 3, colormap),
-    ];
-    let mut out = b"II*\0".to_vec();
-    let pixels: Vec<u8> = (0..(w * h) as u8).collect();
-    let ifd_at = strip_at + pixels.len() as u32;
-    out.extend_from_slice(&ifd_at.to_le_bytes());
-    out.extend_from_slice(&pixels);
-    // Values too large for an entry go after the IFD.
-    let mut extra_at = ifd_at + 2 + 12 * entries.len() as u32 + 4;
-    let (mut ifd, mut extra) = (Vec::new(), Vec::new());
-    ifd.extend_from_slice(&(entries.len() as u16).to_le_bytes());
-    for (tag, ty, values) in &entries {
-        let bytes: Vec<u8> = values
-            .iter()
-            .flat_map(|&v| match ty {
-                3 => (v as u16).to_le_bytes().to_vec(),
-                _ => v.to_le_bytes().to_vec(),
-            })
-            .collect();
-        ifd.extend_from_slice(&tag.to_le_bytes());
-        ifd.extend_from_slice(&ty.to_le_bytes());
-        ifd.extend_from_slice(&(values.len() as u32).to_le_bytes());
-        if bytes.len() <= 4 {
-            let mut field = bytes.clone();
-            field.resize(4, 0);
-            ifd.extend_from_slice(&field);
-        } else {
-            ifd.extend_from_slice(&extra_at.to_le_bytes());
-            extra_at += bytes.len() as u32;
-            extra.extend_from_slice(&bytes);
-        }
-    }
-    ifd.extend_from_slice(&0u32.to_le_bytes());
-    out.extend_from_slice(&ifd);
-    out.extend_from_slice(&extra);
-    std::fs::write(path, out).unwrap();
-}
-
 #[test]
 fn a_file_of_a_kind_not_served_is_not_called_damaged() {
-    let dir = test_dir("palette");
-    let tif = dir.join("palette.tif");
-    palette_tiff(&tif);
+    // An 8-bit palette TIFF written by ImageMagick (tests/fixtures/tx/README.md).
+    let tif = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/tx/palette8.tif");
     check_fails(&tif, &["cannot open"], &["palette colour (not served"]);
     // Named once.
     let out = demandtex(&["info", "--check", p(&tif)]);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(stderr.matches("palette.tif").count(), 1, "{stderr}");
-    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(stderr.matches("palette8.tif").count(), 1, "{stderr}");
 }
