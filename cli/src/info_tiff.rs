@@ -9,7 +9,7 @@
 use crate::error::CliError;
 use crate::info::{print_stdout, InfoArgs};
 use crate::table::format_bytes;
-use demandtex::sources::tiff::{TiffCompression, TiffLayout, TiffPredictor};
+use demandtex::sources::tiff::{StoredColour, TiffCompression, TiffLayout, TiffPredictor};
 use demandtex::sources::{ImageInfo, ImageSource, TiffSource};
 use demandtex::textures::{file_tile_pages, AddressMode};
 use std::fmt::Write as _;
@@ -75,7 +75,11 @@ fn sample_kind(layout: &TiffLayout) -> String {
         } else {
             ""
         },
-    )
+    ) + match s.colour {
+        StoredColour::AsStored => "",
+        StoredColour::MinIsWhite => ", white-is-zero grey (inverted when read)",
+        StoredColour::Palette => ", palette indices (RGB from the colour map when read)",
+    }
 }
 
 fn colors(c: &Option<Vec<f32>>) -> Option<String> {

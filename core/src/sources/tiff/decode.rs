@@ -4,7 +4,7 @@
 //! destination of the served format (three samples widened to four, planes interleaved,
 //! unassociated alpha associated).
 
-use super::layout::{SampleLayout, TiffCompression, TiffPredictor};
+use super::layout::{SampleLayout, StoredColour, TiffCompression, TiffPredictor};
 use crate::sources::associate;
 use crate::sources::byte_sums::byte_prefix_sums;
 use crate::sources::inflate::inflate_whole;
@@ -310,16 +310,66 @@ pub(crate) struct Rect {
 }
 
 /// Copy `rect` of a decoded chunk (`planes`: one buffer for interleaved samples, one per
-/// sample for separate planes) into `dest` as texels of the served format.
-/// Unassociated alpha ([`SampleLayout::unassociated_alpha`]) is associated in `dest`.
-pub(crate) fn copy(s: &SampleLayout, planes: &[&[u8]], rect: Rect, dest: &mut [u8]) {
-    copy_as_stored(s, planes, rect, dest);
+/// sample for separate planes) into `dest` as texels of the served format: palette
+/// indices looked up in `palette` ([`TiffLayout::palette`](super::layout::TiffLayout)),
+/// white-is-zero grey inverted ([`StoredColour`]), and unassociated alpha
+/// ([`SampleLayout::unassociated_alpha`]) associated.
+pub(crate) fn copy(
+    s: &SampleLayout,
+    palette: &[[u8; 3]],
+    planes: &[&[u8]],
+    rect: Rect,
+    dest: &mut [u8],
+) {
+    match s.colour {
+        StoredColour::Palette => return copy_palette(palette, planes[0], rect, dest),
+        StoredColour::AsStored => copy_as_stored(s, planes, rect, dest),
+        StoredColour::MinIsWhite => {
+            copy_as_stored(s, planes, rect, dest);
+            invert_stored(s, rect, dest);
+        }
+    }
     if s.unassociated_alpha {
         let format = s.format();
         let tb = format.texel_bytes();
         for j in 0..rect.h {
             let d = rect.dest_at + j * rect.row_bytes;
             associate::associate_rounded(&mut dest[d..d + rect.w * tb], format);
+        }
+    }
+}
+
+/// [`copy`] of 8-bit palette indices: each texel the index's colour, alpha 1 (RGBA8).
+fn copy_palette(palette: &[[u8; 3]], indices: &[u8], rect: Rect, dest: &mut [u8]) {
+    for j in 0..rect.h {
+        let src = (rect.sy + j) * rect.chunk_w + rect.sx;
+        let d = rect.dest_at + j * rect.row_bytes;
+        let row = dest[d..d + rect.w * 4].chunks_exact_mut(4);
+        for (texel, &i) in row.zip(&indices[src..src + rect.w]) {
+            let [r, g, b] = palette.get(usize::from(i)).copied().unwrap_or_default();
+            texel.copy_from_slice(&[r, g, b, 255]);
+        }
+    }
+}
+
+/// Invert the stored samples of white-is-zero grey in `dest` (`max - v`, unsigned
+/// integers): every stored sample, alpha included, as OpenImageIO's `invert_photometric`.
+fn invert_stored(s: &SampleLayout, rect: Rect, dest: &mut [u8]) {
+    let format = s.format();
+    let (tb, ob) = (format.texel_bytes(), format.texel_type.bytes());
+    let stored = s.served_samples() as usize;
+    for j in 0..rect.h {
+        let d = rect.dest_at + j * rect.row_bytes;
+        for texel in dest[d..d + rect.w * tb].chunks_exact_mut(tb) {
+            for v in texel[..stored * ob].chunks_exact_mut(ob) {
+                match format.texel_type {
+                    TexelType::U8 => v[0] = 255 - v[0],
+                    _ => {
+                        let x = u16::from_ne_bytes([v[0], v[1]]);
+                        v.copy_from_slice(&(65535 - x).to_ne_bytes());
+                    }
+                }
+            }
         }
     }
 }
@@ -396,6 +446,7 @@ mod tests {
                         little,
                         signed: false,
                         unassociated_alpha: false,
+                        colour: StoredColour::AsStored,
                     };
                     let (sb, n, width, rows) = ((bits / 8) as usize, samples as usize, 37, 3);
                     let stored: Vec<u64> = (0..width * n * rows)
@@ -470,6 +521,7 @@ mod tests {
             little: false,
             signed: false,
             unassociated_alpha: false,
+            colour: StoredColour::AsStored,
         };
         // Values 1000, 1010, 990 stored as differences 1000, 10, -20 big-endian.
         let mut data = Vec::new();
@@ -514,6 +566,7 @@ mod tests {
             little: true,
             signed: false,
             unassociated_alpha: false,
+            colour: StoredColour::AsStored,
         };
         let values = [0.5f32, -2.25, 1e-3];
         let mut planes = libtiff_float_predicted(&values.map(|v| v.to_be_bytes().to_vec()), 1);

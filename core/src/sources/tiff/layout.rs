@@ -25,6 +25,7 @@ const SAMPLES_PER_PIXEL: u16 = 277;
 const ROWS_PER_STRIP: u16 = 278;
 const STRIP_BYTE_COUNTS: u16 = 279;
 const PLANAR_CONFIG: u16 = 284;
+const COLOR_MAP: u16 = 320;
 const PREDICTOR: u16 = 317;
 const TILE_WIDTH: u16 = 322;
 const TILE_LENGTH: u16 = 323;
@@ -66,6 +67,19 @@ pub enum TiffPredictor {
     FloatingPoint,
 }
 
+/// What stored samples mean (the photometric interpretations served).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StoredColour {
+    /// Grey or RGB (and alpha) as stored (black is zero; YCbCr JPEG chunks decode to RGB).
+    AsStored,
+    /// Grey with white at zero (photometric 0, unsigned integers): served inverted,
+    /// `max - v` for every stored sample, as OpenImageIO reads it.
+    MinIsWhite,
+    /// 8-bit indices into the file's colour map (photometric 3): served as RGBA8, each
+    /// 16-bit map entry divided by 257 (OpenImageIO's conversion), alpha 1.
+    Palette,
+}
+
 /// The most samples per pixel read (the first four are served): a bound on a chunk's
 /// decoded size before the limits check it, and more than any texture holds (maketx's
 /// bump slopes have 6).
@@ -95,6 +109,9 @@ pub struct SampleLayout {
     /// The last sample is unassociated alpha (ExtraSamples 2, of 2 or 4 samples): the
     /// source associates it as OpenImageIO does on read (`sources/associate.rs`).
     pub unassociated_alpha: bool,
+    /// What the samples mean: as stored, inverted grey, or palette indices (the colour
+    /// map is [`TiffLayout::palette`]).
+    pub colour: StoredColour,
 }
 
 impl SampleLayout {
@@ -103,14 +120,21 @@ impl SampleLayout {
         self.bits as usize / 8
     }
 
-    /// The samples of a pixel that are served: the first four.
+    /// The channels of a pixel that are served (before three are widened to four): the
+    /// first four samples, or a palette's three colours.
     pub fn served_samples(&self) -> u32 {
-        self.samples.min(4)
+        match self.colour {
+            StoredColour::Palette => 3,
+            _ => self.samples.min(4),
+        }
     }
 
     /// The texel format served: the sample type (signed integers as float), three samples
     /// widened to four.
     pub fn format(&self) -> TexelFormat {
+        if self.colour == StoredColour::Palette {
+            return TexelFormat::RGBA8;
+        }
         let texel_type = match (self.float, self.signed, self.bits) {
             (false, false, 8) => TexelType::U8,
             (false, false, _) => TexelType::U16,
@@ -207,6 +231,8 @@ pub struct TiffLayout {
     pub levels: Vec<TiffLevel>,
     /// The texture metadata.
     pub metadata: TxMetadata,
+    /// A palette file's colours, as served: 256 RGB entries (empty for other files).
+    pub palette: Vec<[u8; 3]>,
 }
 
 /// Parse OIIO's `key=value` ImageDescription (space-separated, values without spaces).
@@ -282,10 +308,15 @@ impl TiffLayout {
                 .or_else(|| description_value(&description, "SHA-1"))
                 .and_then(maketx_fingerprint),
         };
+        let palette = match samples.colour {
+            StoredColour::Palette => colour_map(r, first)?,
+            _ => Vec::new(),
+        };
         Ok(TiffLayout {
             samples,
             levels,
             metadata,
+            palette,
         })
     }
 }
@@ -335,19 +366,32 @@ fn sample_layout(r: &Reader<'_>, d: &Directory) -> Result<SampleLayout, String> 
         ));
     }
     let code = r.uint(d, COMPRESSION)?.unwrap_or(1);
-    match r.uint(d, PHOTOMETRIC)? {
-        None | Some(1) | Some(2) => {}
+    let integers = !float && !signed;
+    let colour = match r.uint(d, PHOTOMETRIC)? {
+        None | Some(1) | Some(2) => StoredColour::AsStored,
         // YCbCr in JPEG chunks: the JPEG decoder gives RGB (as libtiff's JPEGCOLORMODE_RGB
         // does for OpenImageIO).
-        Some(6) if code == 7 && samples == 3 => {}
-        Some(0) => return Err("white-is-zero photometric interpretation".into()),
-        Some(3) => return Err("palette colour (not served; convert to RGB)".into()),
-        Some(p) => {
+        Some(6) if code == 7 && samples == 3 => StoredColour::AsStored,
+        Some(0) if integers && code != 7 => StoredColour::MinIsWhite,
+        Some(0) => {
+            return Err("white-is-zero grey of float, signed or JPEG samples \
+                 (of unsigned integers it is served)"
+                .into())
+        }
+        Some(3) if integers && bits == 8 && samples == 1 && code != 7 => StoredColour::Palette,
+        Some(3) => {
             return Err(format!(
-                "photometric interpretation {p} (grey or RGB are served)"
+                "palette colour of {samples} {bits}-bit sample(s) (8-bit indices are served; \
+                 convert to RGB)"
             ))
         }
-    }
+        Some(p) => {
+            return Err(format!(
+                "photometric interpretation {p} (grey, RGB, white-is-zero grey and 8-bit \
+                 palettes are served)"
+            ))
+        }
+    };
     if r.uint(d, IMAGE_DEPTH)?.unwrap_or(1) > 1 {
         return Err("a volume texture (ImageDepth > 1)".into());
     }
@@ -398,7 +442,26 @@ fn sample_layout(r: &Reader<'_>, d: &Directory) -> Result<SampleLayout, String> 
         compression,
         predictor,
         little: r.header.little,
+        colour,
     })
+}
+
+/// A palette file's colour map: 256 red, then green, then blue 16-bit entries, served as
+/// 8-bit colours (`entry / 257`, OpenImageIO's conversion).
+fn colour_map(r: &Reader<'_>, d: &Directory) -> Result<Vec<[u8; 3]>, String> {
+    let map = r
+        .uints(d, COLOR_MAP)?
+        .ok_or("palette colour without a ColorMap tag")?;
+    if map.len() != 3 * 256 {
+        return Err(format!(
+            "a ColorMap of {} entries (3 × 256 for 8-bit indices)",
+            map.len()
+        ));
+    }
+    let to8 = |v: u64| (v.min(65535) / 257) as u8;
+    Ok((0..256)
+        .map(|i| [to8(map[i]), to8(map[256 + i]), to8(map[512 + i])])
+        .collect())
 }
 
 /// The chunk grid of one directory.

@@ -16,7 +16,9 @@
 //! PackBits or JPEG (8-bit grey, RGB or YCbCr, as `maketx --compression jpeg` writes),
 //! with the horizontal or floating-point predictor, either byte order, classic TIFF or
 //! BigTIFF. Unassociated alpha (ExtraSamples 2) is associated as OpenImageIO associates it
-//! on read (`sources/associate.rs`). The mip chain is read as `maketx` writes it
+//! on read (`sources/associate.rs`). 8-bit palette images are served as RGBA8 from their
+//! colour map and white-is-zero grey inverted, as OpenImageIO reads both
+//! ([`StoredColour`]). The mip chain is read as `maketx` writes it
 //! (see [`layout`]); stored levels must have demandtex's sizes (rounded down, as
 //! `maketx`'s are); the levels after the last matching one — all but level 0 for a TIFF
 //! without mips, or with strips — are generated in memory from it when first read, as for
@@ -30,8 +32,8 @@
 //! part of the source's [`ContentIdentity`](crate::sources::ContentIdentity), so that
 //! files of one source share tiles ([`crate::sources::identity`]).
 //!
-//! Not served, with an error naming the file: 1/4/32-bit integer or 64-bit float samples,
-//! palette or CMYK images, YCbCr other than in JPEG chunks, other compressions, volume
+//! Not served, with an error naming the file: 1/4/32-bit integer or 64-bit float samples
+//! (so 1- and 4-bit palettes), CMYK images, YCbCr other than in JPEG chunks, other compressions, volume
 //! textures.
 //! A file changed on disk after it was opened fails its reads until the texture is
 //! invalidated, as for OpenEXR ([`crate::sources::exr`]).
@@ -43,7 +45,9 @@ pub mod layout;
 #[cfg(test)]
 mod tests;
 
-pub use layout::{SampleLayout, TiffCompression, TiffLayout, TiffLevel, TiffPredictor, TxMetadata};
+pub use layout::{
+    SampleLayout, StoredColour, TiffCompression, TiffLayout, TiffLevel, TiffPredictor, TxMetadata,
+};
 
 use super::exr::mips::GeneratedLevels;
 use super::exr::OpenFile;
@@ -371,7 +375,7 @@ impl TiffSource {
                     row_bytes,
                 };
                 let views: Vec<&[u8]> = planes.iter().map(Vec::as_slice).collect();
-                decode::copy(s, &views, rect, dest);
+                decode::copy(s, &o.layout.palette, &views, rect, dest);
             }
         }
         Ok(())

@@ -66,6 +66,27 @@ fn strip_tiffs_serve_level_0_from_the_file_and_generate_the_rest() {
 }
 
 #[test]
+fn palette_and_white_is_zero_files_decode_as_oiio_reads_them() {
+    // ImageMagick's 8-bit palette TIFF: RGBA8 from the colour map (entry / 257).
+    let (src, info) = assert_matches_oiio("palette8.tif", true);
+    assert_eq!(info.format, TexelFormat::RGBA8);
+    assert_eq!(src.stored_levels().unwrap(), 1);
+    // White-is-zero grey (libtiff's `tiffset` on ImageMagick's grey): inverted.
+    let (_, info) = assert_matches_oiio("minwhite8.tif", true);
+    assert_eq!(info.format, TexelFormat::new(TexelType::U8, 1).unwrap());
+    let first = TiffSource::new(fixture("minwhite8.tif"));
+    let info = first.open().unwrap();
+    let level0 = &levels(&first, &info)[0];
+    assert_eq!(level0[0], 255, "a stored 0 is white");
+    // A 4-bit palette is still refused, by name.
+    let e = TiffSource::new(fixture("palette4.tif"))
+        .open()
+        .unwrap_err()
+        .0;
+    assert!(e.contains("4-bit"), "{e}");
+}
+
+#[test]
 fn every_page_and_the_mip_tail_pass_the_whole_file_check() {
     for name in [
         "rgb8_zip.tx",
@@ -74,6 +95,8 @@ fn every_page_and_the_mip_tail_pass_the_whole_file_check() {
         "gray_float.tx",
         "rgba8_none_tile32.tx",
         "strips8.tif",
+        "palette8.tif",
+        "minwhite8.tif",
     ] {
         let report = check_source(&TiffSource::new(fixture(name)), true)
             .unwrap_or_else(|e| panic!("{name}: {e}"));
