@@ -48,8 +48,18 @@ pub fn f32_to_half(val: f32) -> u16 {
         return (base + (((i & 0x007f_ffff) + 0x1000) >> 13)) as u16;
     }
     if exponent <= 112 {
-        // Denormal (or rounds to the smallest normal).
-        let scaled = (f64::from(val.abs()) * 16_777_216.0 + 0.5) as i32 as u32;
+        // Denormal (or rounds to the smallest normal): the reference's
+        // `int(|x| * 2^24 + 0.5)`, in integers. |x| is the significand M times
+        // 2^(exponent - 150), so |x| * 2^24 is M / 2^s with s = 126 - exponent >= 14; adding
+        // a half and truncating is adding 2^(s-1) and shifting. From s = 26 on (and for f32
+        // denormals) M / 2^s + 0.5 < 1: zero.
+        let s = 126 - exponent;
+        let significand = (i & 0x007f_ffff) | 0x0080_0000;
+        let scaled = if s > 25 {
+            0
+        } else {
+            (significand + (1 << (s - 1))) >> s
+        };
         return (sign | scaled) as u16;
     }
     if exponent == 255 {

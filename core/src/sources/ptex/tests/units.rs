@@ -52,6 +52,43 @@ fn f32_to_half_round_trips_and_rounds_half_up() {
     assert_eq!(f32_to_half(f32::NAN) & 0x7c00, 0x7c00);
 }
 
+/// The reference's conversion of results below the smallest normal half, as it writes it
+/// (`PtexHalf::fromFloat_slow`: `int(|x| * 2^24 + 0.5)` in double).
+fn denormal_half_in_double(x: f32) -> u16 {
+    let sign = ((x.to_bits() >> 16) & 0x8000) as u16;
+    sign | (f64::from(x.abs()) * 16_777_216.0 + 0.5) as i32 as u16
+}
+
+#[test]
+fn results_below_the_smallest_normal_half_round_as_the_reference_does_in_double() {
+    // Every f32 whose exponent makes f32_to_half take its denormal branch (biased exponent
+    // 1..=112, both signs), every 7th significand, and every significand near the rounding
+    // points of the largest shifts.
+    let mut checked = 0u64;
+    for sign in [0u32, 0x8000_0000] {
+        for exponent in 0..=112u32 {
+            let significands = (0..1u32 << 23)
+                .step_by(7)
+                .chain((0..64).map(|k| (1 << 22) - 32 + k))
+                .chain((1 << 23) - 64..1 << 23);
+            for m in significands {
+                let x = f32::from_bits(sign | exponent << 23 | m);
+                if x == 0.0 {
+                    continue;
+                }
+                assert_eq!(
+                    f32_to_half(x),
+                    denormal_half_in_double(x),
+                    "{:#010x} ({x:e})",
+                    x.to_bits()
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 200_000_000, "{checked}");
+}
+
 #[test]
 fn reductions_use_the_reference_arithmetic() {
     // u8: truncating integer halves.
