@@ -365,8 +365,8 @@ fn invert_stored(s: &SampleLayout, rect: Rect, dest: &mut [u8]) {
                 match format.texel_type {
                     TexelType::U8 => v[0] = 255 - v[0],
                     _ => {
-                        let x = u16::from_ne_bytes([v[0], v[1]]);
-                        v.copy_from_slice(&(65535 - x).to_ne_bytes());
+                        let x = u16::from_le_bytes([v[0], v[1]]);
+                        v.copy_from_slice(&(65535 - x).to_le_bytes());
                     }
                 }
             }
@@ -594,5 +594,47 @@ mod tests {
             .map(|b| f16::from_le_bytes([b[0], b[1]]))
             .collect();
         assert_eq!(got, values);
+    }
+
+    #[test]
+    fn white_is_zero_is_inverted_and_palette_indices_are_looked_up() {
+        let grey16 = SampleLayout {
+            samples: 1,
+            bits: 16,
+            float: false,
+            separate: false,
+            compression: TiffCompression::None,
+            predictor: TiffPredictor::None,
+            little: true,
+            signed: false,
+            unassociated_alpha: false,
+            colour: StoredColour::MinIsWhite,
+        };
+        let rect = |w: usize| Rect {
+            chunk_w: w,
+            sx: 0,
+            sy: 0,
+            w,
+            h: 1,
+            dest_at: 0,
+            row_bytes: 0,
+        };
+        // Little-endian 0, 0x1234, 0xffff: white, 0xedcb, black.
+        let stored = [0u8, 0, 0x34, 0x12, 0xff, 0xff];
+        let mut dest = [0u8; 6];
+        copy(&grey16, &[], &[&stored], rect(3), &mut dest);
+        assert_eq!(dest, [0xff, 0xff, 0xcb, 0xed, 0, 0]);
+        // 8-bit indices into a palette: RGBA8, alpha 1.
+        let palette8 = SampleLayout {
+            bits: 8,
+            colour: StoredColour::Palette,
+            ..grey16
+        };
+        let mut palette = vec![[0u8; 3]; 256];
+        palette[2] = [10, 20, 30];
+        palette[255] = [1, 2, 3];
+        let mut dest = [0u8; 8];
+        copy(&palette8, &palette, &[&[255, 2]], rect(2), &mut dest);
+        assert_eq!(dest, [1, 2, 3, 255, 10, 20, 30, 255]);
     }
 }
