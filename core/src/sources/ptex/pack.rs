@@ -340,13 +340,12 @@ impl PackLayout {
             let Some(res) = self.unit_res(face, key) else {
                 continue;
             };
-            let (tiling, bytes) = self.unit_bytes_memo(&mut sizes, face, res);
             // Faces `next..face` have no unit here: their checkpoints in one step.
             checkpoints.skip(next, face, self.cursor);
             checkpoints.face(face, self.cursor, true);
             (last, next) = (face, face + 1);
             let mut cur = self.cursor;
-            let loc = place_sized(&mut cur, res, tiling, bytes);
+            let loc = self.place(&mut sizes, &mut cur, face, res);
             self.cursor = cur;
             let ntiles = loc.tiling.map_or(1, |t| t.ntiles);
             let (last_page, _) = loc.tile(ntiles - 1);
@@ -410,10 +409,10 @@ impl PackLayout {
         key.unit_res(f.res, self.mesh)
     }
 
-    /// Place a unit of `res` (or its tiles, one after the other) at `cur`, advancing it;
-    /// where it went.
-    fn place(&self, cur: &mut Cursor, face: u32, res: Res) -> UnitLoc {
-        let (tiling, bytes) = self.unit_bytes_of(face, res);
+    /// Place `face`'s unit of `res` (or its tiles, one after the other) at `cur`, advancing
+    /// it, its size taken through `sizes` ([`PackLayout::unit_bytes_memo`]); where it went.
+    fn place(&self, sizes: &mut SizeMemo, cur: &mut Cursor, face: u32, res: Res) -> UnitLoc {
+        let (tiling, bytes) = self.unit_bytes_memo(sizes, face, res);
         place_sized(cur, res, tiling, bytes)
     }
 
@@ -506,12 +505,10 @@ impl PackLayout {
         let mut sizes = SizeMemo::default();
         for prior in from..face {
             if let Some(r) = self.unit_res(prior, key) {
-                let (tiling, bytes) = self.unit_bytes_memo(&mut sizes, prior, r);
-                place_sized(&mut cur, r, tiling, bytes);
+                self.place(&mut sizes, &mut cur, prior, r);
             }
         }
-        let (tiling, bytes) = self.unit_bytes_memo(&mut sizes, face, res);
-        Some(place_sized(&mut cur, res, tiling, bytes))
+        Some(self.place(&mut sizes, &mut cur, face, res))
     }
 
     /// How the unit of `face` at `res` is cut into tiles (`None`: one piece).
@@ -532,6 +529,7 @@ impl PackLayout {
         };
         let mut out = Vec::new();
         let mut cur = None;
+        let mut sizes = SizeMemo::default();
         for g in g0 as usize..self.groups.len() {
             let key = self.groups[g].key;
             let from = if g == g0 as usize {
@@ -554,11 +552,11 @@ impl PackLayout {
                             page: loc.page,
                             offset: loc.offset,
                         };
-                        let again = self.place(&mut next, face, res);
+                        let again = self.place(&mut sizes, &mut next, face, res);
                         cur = Some(next);
                         again
                     }
-                    Some(c) => self.place(c, face, res),
+                    Some(c) => self.place(&mut sizes, c, face, res),
                 };
                 let ntiles = loc.tiling.map_or(1, |t| t.ntiles);
                 let first_tile = if out.is_empty() && g == g0 as usize && face == face0 {
