@@ -80,6 +80,11 @@ typedef unsigned long long uint64_t;
 // Filter: bilinear (or blend two levels, for `mip_filter`).
 #define DTEX_FILTER_LINEAR 1
 
+// `DtexLoaderOptions.fill_cpu_cores` for an interactive CPU renderer whose shading threads
+// use every core (the engine's `CPU_RENDERER_FILL_CPU_CORES`; not the default, which is 0:
+// a GPU renderer's fills use every idle core).
+#define DTEX_CPU_RENDERER_FILL_CPU_CORES 0.25
+
 // `sizeof(DtexLoaderOptions)` before `max_fill_age` and `max_publications_per_launch`:
 // callers built against that header keep working (those fields take their defaults).
 #define DTEX_LOADER_OPTIONS_SIZE_0_1_0 48
@@ -93,6 +98,11 @@ typedef unsigned long long uint64_t;
 // `share_duplicate_textures`: callers built against that header keep working (it takes its
 // default).
 #define DTEX_LOADER_OPTIONS_SIZE_FILE_TILES 64
+
+// `sizeof(DtexLoaderOptions)` with `share_duplicate_textures` and `full_pages`, before
+// `fill_cpu_cores`: callers built against that header keep working (it takes its
+// default).
+#define DTEX_LOADER_OPTIONS_SIZE_FULL_PAGES 72
 
 // "No texture": never a valid texture id (`0xFFFFFFFF`).
 #define DTEX_NO_TEXTURE 4294967295u
@@ -423,6 +433,15 @@ typedef struct DtexLoaderOptions {
   // frees, file tiles rather than pages of several. Was `reserved` (0) before
   // `pages_of_file_tiles`: callers built against that header get the default.
   uint32_t full_pages;
+  // The most CPU time fills may take, in cores (default 0: no limit). For a CPU renderer
+  // whose shading threads use every core, in interactive mode: what fills decode is
+  // taken from the frame being shaded whatever the fill threads' priority, and this
+  // bounds what a frame loses to a burst of fills. Waits on storage do not count. A GPU
+  // renderer leaves it 0. Absent before `DTEX_LOADER_OPTIONS_SIZE_FULL_PAGES`: callers
+  // built against that header get the default.
+  float fill_cpu_cores;
+  // Reserved: must be 0.
+  uint32_t reserved;
 } DtexLoaderOptions;
 
 // How a texture is sampled, fixed at creation. Fill it with `dtex_texture_desc_default`.
@@ -2275,7 +2294,7 @@ DTEX_STATIC_ASSERT(DTEX_ALIGNOF(DtexCudaLaunch) == 8, "alignof(DtexCudaLaunch)")
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexCudaLaunch, loader) == 0, "offsetof(DtexCudaLaunch, loader)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexCudaLaunch, number) == 8, "offsetof(DtexCudaLaunch, number)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexCudaLaunch, reserved) == 12, "offsetof(DtexCudaLaunch, reserved)");
-DTEX_STATIC_ASSERT(sizeof(DtexLoaderOptions) == 72, "sizeof(DtexLoaderOptions)");
+DTEX_STATIC_ASSERT(sizeof(DtexLoaderOptions) == 80, "sizeof(DtexLoaderOptions)");
 DTEX_STATIC_ASSERT(DTEX_ALIGNOF(DtexLoaderOptions) == 8, "alignof(DtexLoaderOptions)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, struct_size) == 0, "offsetof(DtexLoaderOptions, struct_size)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, num_pages) == 4, "offsetof(DtexLoaderOptions, num_pages)");
@@ -2294,6 +2313,8 @@ DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, coalesce_constant_tiles) == 
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, fill_by_file_tile) == 60, "offsetof(DtexLoaderOptions, fill_by_file_tile)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, share_duplicate_textures) == 64, "offsetof(DtexLoaderOptions, share_duplicate_textures)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, full_pages) == 68, "offsetof(DtexLoaderOptions, full_pages)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, fill_cpu_cores) == 72, "offsetof(DtexLoaderOptions, fill_cpu_cores)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, reserved) == 76, "offsetof(DtexLoaderOptions, reserved)");
 DTEX_STATIC_ASSERT(sizeof(DtexTextureDesc) == 40, "sizeof(DtexTextureDesc)");
 DTEX_STATIC_ASSERT(DTEX_ALIGNOF(DtexTextureDesc) == 4, "alignof(DtexTextureDesc)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexTextureDesc, struct_size) == 0, "offsetof(DtexTextureDesc, struct_size)");

@@ -339,6 +339,9 @@ public:
     /// Whether a texture whose file has tiles smaller than a 64 KiB page gets pages of its
     /// file's tiles (CPU loader and cache; default true; C: `full_pages` is its negation).
     LoaderOptions& pagesOfFileTiles(bool on) noexcept { raw_.full_pages = on ? 0u : 1u; return *this; }
+    /// The most CPU time fills may take, in cores (0 = no limit, the default): for a CPU
+    /// renderer whose shading uses every core, so a burst of fills cannot stall a frame.
+    LoaderOptions& fillCpuCores(float cores) noexcept { raw_.fill_cpu_cores = cores; return *this; }
 
     /// Pages in the virtual page space.
     std::uint32_t numPages() const noexcept { return raw_.num_pages; }
@@ -372,6 +375,8 @@ public:
     bool shareDuplicateTextures() const noexcept { return raw_.share_duplicate_textures != 0; }
     /// Whether textures with smaller file tiles get pages of their file's tiles.
     bool pagesOfFileTiles() const noexcept { return raw_.full_pages == 0; }
+    /// The fills' CPU-time limit in cores (0: none).
+    float fillCpuCores() const noexcept { return raw_.fill_cpu_cores; }
 
     /// The C struct (for mixing with the C API).
     const DtexLoaderOptions& raw() const noexcept { return raw_; }

@@ -299,6 +299,8 @@ pub const LAYOUTS: &[StructLayout] = &[
             fill_by_file_tile,
             share_duplicate_textures,
             full_pages,
+            fill_cpu_cores,
+            reserved,
         ]
     ),
     layout!(

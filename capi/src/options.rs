@@ -1,7 +1,7 @@
 //! The option and statistics structs shared with C, their defaults, and their checked
 //! conversion to and from the engine's types.
 
-use crate::boundary::{c_bool, entry_value, optional_in_prefix, Out, Versioned};
+use crate::boundary::{c_bool, check_reserved, entry_value, optional_in_prefix, Out, Versioned};
 use crate::status::{ApiError, ApiResult};
 use engine::textures::{AddressMode, FilterMode, MipFilter, TextureDesc};
 use engine::{LoaderOptions, Stats, StreamingMode};
@@ -89,7 +89,22 @@ pub struct DtexLoaderOptions {
     /// frees, file tiles rather than pages of several. Was `reserved` (0) before
     /// `pages_of_file_tiles`: callers built against that header get the default.
     pub full_pages: u32,
+    /// The most CPU time fills may take, in cores (default 0: no limit). For a CPU renderer
+    /// whose shading threads use every core, in interactive mode: what fills decode is
+    /// taken from the frame being shaded whatever the fill threads' priority, and this
+    /// bounds what a frame loses to a burst of fills. Waits on storage do not count. A GPU
+    /// renderer leaves it 0. Absent before `DTEX_LOADER_OPTIONS_SIZE_FULL_PAGES`: callers
+    /// built against that header get the default.
+    pub fill_cpu_cores: f32,
+    /// Reserved: must be 0.
+    pub reserved: u32,
 }
+
+/// `DtexLoaderOptions.fill_cpu_cores` for an interactive CPU renderer whose shading threads
+/// use every core (the engine's `CPU_RENDERER_FILL_CPU_CORES`; not the default, which is 0:
+/// a GPU renderer's fills use every idle core).
+pub const DTEX_CPU_RENDERER_FILL_CPU_CORES: f32 = 0.25;
+const _: () = assert!(DTEX_CPU_RENDERER_FILL_CPU_CORES == engine::CPU_RENDERER_FILL_CPU_CORES);
 
 /// `sizeof(DtexLoaderOptions)` before `max_fill_age` and `max_publications_per_launch`:
 /// callers built against that header keep working (those fields take their defaults).
@@ -102,11 +117,16 @@ pub const DTEX_LOADER_OPTIONS_SIZE_FILL_AGE: u32 = 56;
 /// `share_duplicate_textures`: callers built against that header keep working (it takes its
 /// default).
 pub const DTEX_LOADER_OPTIONS_SIZE_FILE_TILES: u32 = 64;
+/// `sizeof(DtexLoaderOptions)` with `share_duplicate_textures` and `full_pages`, before
+/// `fill_cpu_cores`: callers built against that header keep working (it takes its
+/// default).
+pub const DTEX_LOADER_OPTIONS_SIZE_FULL_PAGES: u32 = 72;
 const _: () = assert!(
     std::mem::offset_of!(DtexLoaderOptions, max_fill_age) == 48
         && std::mem::offset_of!(DtexLoaderOptions, coalesce_constant_tiles) == 56
         && std::mem::offset_of!(DtexLoaderOptions, share_duplicate_textures) == 64
-        && std::mem::size_of::<DtexLoaderOptions>() == 72
+        && std::mem::offset_of!(DtexLoaderOptions, fill_cpu_cores) == 72
+        && std::mem::size_of::<DtexLoaderOptions>() == 80
 );
 
 // SAFETY: repr(C), first field u32 struct_size.
@@ -116,6 +136,7 @@ unsafe impl Versioned for DtexLoaderOptions {
         DTEX_LOADER_OPTIONS_SIZE_0_1_0,
         DTEX_LOADER_OPTIONS_SIZE_FILL_AGE,
         DTEX_LOADER_OPTIONS_SIZE_FILE_TILES,
+        DTEX_LOADER_OPTIONS_SIZE_FULL_PAGES,
         std::mem::size_of::<DtexLoaderOptions>() as u32,
     ];
 }
@@ -145,6 +166,8 @@ impl Default for DtexLoaderOptions {
             fill_by_file_tile: d.fill_by_file_tile as u32,
             share_duplicate_textures: d.share_duplicate_textures as u32,
             full_pages: !d.pages_of_file_tiles as u32,
+            fill_cpu_cores: d.fill_cpu_cores.unwrap_or(0.0),
+            reserved: 0,
         }
     }
 }
@@ -170,6 +193,16 @@ impl DtexLoaderOptions {
                 self.lru_threshold
             ))
         })?;
+        check_reserved(self.reserved, "DtexLoaderOptions.reserved")?;
+        let fill_cpu_cores = match self.fill_cpu_cores {
+            0.0 => None,
+            c if c.is_finite() && c > 0.0 => Some(c),
+            c => {
+                return Err(ApiError::invalid_argument(format!(
+                    "DtexLoaderOptions.fill_cpu_cores {c} (cores above 0, or 0 for no limit)"
+                )))
+            }
+        };
         Ok(LoaderOptions {
             num_pages: self.num_pages,
             page_table_entries: self.page_table_entries,
@@ -187,6 +220,7 @@ impl DtexLoaderOptions {
             },
             request_rejection: None,
             background_fills: None,
+            fill_cpu_cores,
             max_publications_per_launch: match self.max_publications_per_launch {
                 0 => usize::MAX,
                 n => n as usize,

@@ -7,6 +7,13 @@ use crate::error::{Error, Result};
 /// thread about a tenth of the share of a render thread.
 pub const BACKGROUND_FILL_NICENESS: i32 = 10;
 
+/// The fill CPU limit, in cores ([`LoaderOptions::fill_cpu_cores`]), for an interactive
+/// CPU renderer whose shading threads use every core: on the built-in scene (2 cores, 2
+/// shading threads) it kept every frame of a burst of fills within 1.5× of the same frame
+/// fully resident, and full detail came as soon after a camera cut as without a limit
+/// (docs/INTERACTIVE.md). Not a default: a GPU renderer's fills should use every idle core.
+pub const CPU_RENDERER_FILL_CPU_CORES: f32 = 0.25;
+
 /// The fewest fill threads an interactive loader starts by default
 /// ([`LoaderOptions::fill_thread_count`]).
 pub const INTERACTIVE_MIN_FILL_THREADS: usize = 8;
@@ -38,6 +45,15 @@ pub struct LoaderOptions {
     /// default) = on in interactive mode (a frame must not slow down because tiles are
     /// being decoded), off in final mode. No effect on other systems.
     pub background_fills: Option<bool>,
+    /// The most CPU time fills may take, in cores (a rate: CPU-seconds per second, averaged
+    /// over a few milliseconds), or `None` (the default) for no limit. For a CPU renderer
+    /// whose shading threads use every core, in interactive mode: a fill's decoding is
+    /// taken from the frame being shaded whatever the fill threads' priority, and this
+    /// bounds what a frame loses to a burst of fills (docs/INTERACTIVE.md). Time fills
+    /// spend waiting on storage does not count. Tile and user-resource fills on fill
+    /// threads are limited; texture opens and blocking fills are not. A GPU renderer,
+    /// whose frames do not run on the CPU, leaves it unset.
+    pub fill_cpu_cores: Option<f32>,
     /// Pages must go unused for about 2^(threshold-1) launches before they may be staged
     /// (default 1: unused in the last launch).
     pub lru_threshold: u8,
@@ -118,6 +134,7 @@ impl Default for LoaderOptions {
             eviction: true,
             fill_threads: 0,
             background_fills: None,
+            fill_cpu_cores: None,
             lru_threshold: 1,
             staged_reserve: 0.0625,
             mode: StreamingMode::Final,
@@ -190,6 +207,13 @@ impl LoaderOptions {
                 "max_publications_per_launch must be at least 1".into(),
             ));
         }
+        if let Some(c) = self.fill_cpu_cores {
+            if !(c.is_finite() && c > 0.0) {
+                return Err(Error::InvalidArgument(format!(
+                    "fill_cpu_cores {c} (a number of cores above 0, or none)"
+                )));
+            }
+        }
         if self.max_fill_age == 0 {
             return Err(Error::InvalidArgument(
                 "max_fill_age must be at least 1".into(),
@@ -234,6 +258,25 @@ mod tests {
                 ..LoaderOptions::default()
             };
             assert_eq!(given.fill_thread_count(), 3, "given: as given");
+        }
+    }
+
+    #[test]
+    fn a_fill_cpu_limit_must_be_a_positive_number_of_cores() {
+        for ok in [None, Some(0.25), Some(4.0)] {
+            let o = LoaderOptions {
+                fill_cpu_cores: ok,
+                ..LoaderOptions::default()
+            };
+            assert!(o.validate().is_ok(), "{ok:?}");
+        }
+        for bad in [0.0, -1.0, f32::NAN, f32::INFINITY] {
+            let o = LoaderOptions {
+                fill_cpu_cores: Some(bad),
+                ..LoaderOptions::default()
+            };
+            let e = o.validate().unwrap_err().to_string();
+            assert!(e.contains("fill_cpu_cores"), "{e}");
         }
     }
 }

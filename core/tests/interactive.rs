@@ -420,3 +420,55 @@ fn interactive_fills_serve_the_most_missed_tiles_of_a_level_first() {
         .collect();
     assert_eq!(resident, [false, false, true, false, true]);
 }
+
+#[test]
+fn fills_held_to_a_cpu_share_complete_and_converge_to_the_same_texels() {
+    // A limit of a twentieth of a core: every fill still runs (a ticket waited on
+    // completes), and the converged frame equals one filled without a limit.
+    let converged = |fill_cpu_cores: Option<f32>| {
+        let loader = Loader::new(LoaderOptions {
+            num_pages: 1 << 16,
+            page_table_entries: 1 << 10,
+            max_textures: 16,
+            max_texture_memory: 64 << 20,
+            fill_threads: 2,
+            mode: StreamingMode::Interactive,
+            fill_cpu_cores,
+            ..LoaderOptions::default()
+        })
+        .unwrap();
+        let source = Arc::new(Checkerboard::new(SIDE, SIDE, 64, TexelFormat::RGBA8));
+        let id = loader
+            .create_texture(source, TextureDesc::default())
+            .unwrap();
+        wait_open(&loader, id);
+        let g = 2.0 / SIDE as f32;
+        for _ in 0..64 {
+            let launch = loader.launch_prepare();
+            let mut values = Vec::new();
+            let mut full = true;
+            for y in 0..8 {
+                for x in 0..8 {
+                    let options = SampleOptions {
+                        request_key: y * 8 + x,
+                        fallback_to_coarser: true,
+                        ..SampleOptions::default()
+                    };
+                    let (s, t) = ((x as f32 + 0.5) / 8.0, (y as f32 + 0.5) / 8.0);
+                    let got = launch.tex2d_grad(id, s, t, [g, 0.0], [0.0, g], &options);
+                    full &= got.full_detail();
+                    values.push(got.value);
+                }
+            }
+            loader.process_requests(launch).wait();
+            if full {
+                return (values, loader.stats().tiles_filled);
+            }
+        }
+        panic!("not converged in 64 launches");
+    };
+    let (limited, filled) = converged(Some(0.05));
+    let (free, _) = converged(None);
+    assert!(filled > 16, "{filled} tiles filled");
+    assert_eq!(limited, free);
+}

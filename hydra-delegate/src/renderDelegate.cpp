@@ -12,7 +12,9 @@
 #include "pxr/imaging/hd/instancer.h"
 #include "pxr/imaging/hd/tokens.h"
 
+#include <cmath>
 #include <filesystem>
+#include <limits>
 #include <system_error>
 
 PXR_NAMESPACE_OPEN_SCOPE
@@ -38,6 +40,15 @@ long long _AsInt(const VtValue& v, long long fallback) {
     return fallback;
 }
 
+/// A setting as a real number (doubles from UI sliders and usdview, floats, or integers).
+double _AsDouble(const VtValue& v, double fallback) {
+    if (v.IsHolding<double>()) return v.UncheckedGet<double>();
+    if (v.IsHolding<float>()) return v.UncheckedGet<float>();
+    constexpr long long kNotANumber = std::numeric_limits<long long>::min();
+    const long long i = _AsInt(v, kNotANumber);
+    return i == kNotANumber ? fallback : double(i);
+}
+
 bool _AsBool(const VtValue& v, bool fallback) {
     if (v.IsHolding<bool>()) return v.UncheckedGet<bool>();
     return _AsInt(v, fallback ? 1 : 0) != 0;
@@ -60,6 +71,8 @@ void HdDemandTexRenderDelegate::_Initialize() {
         {"Texture memory budget (MiB)", HdDemandTexRenderSettingsTokens->textureMemoryMiB,
          VtValue(int(defaults.maxTextureMemory() >> 20))},
         {"Texture fill threads (0 = the default: one per core, at least 8 when interactive)", HdDemandTexRenderSettingsTokens->fillThreads, VtValue(0)},
+        {"Texture fill CPU limit when interactive (cores; 0 = none)", HdDemandTexRenderSettingsTokens->fillCpuCores,
+         VtValue(double(DTEX_CPU_RENDERER_FILL_CPU_CORES))},
         {"Interactive (coarser texels while tiles stream in)", HdDemandTexRenderSettingsTokens->interactive,
          VtValue(true)},
         {"Samples per pixel", HdRenderSettingsTokens->convergedSamplesPerPixel, VtValue(4)},
@@ -81,6 +94,12 @@ HdDemandTexRenderDelegate::Settings HdDemandTexRenderDelegate::CurrentSettings()
     s.loader.fillThreads = threads > 0 ? std::uint32_t(threads) : 0;
     s.interactive = _AsBool(GetRenderSetting(HdDemandTexRenderSettingsTokens->interactive), true);
     s.loader.interactive = s.interactive;
+    // The render threads shade on every core: an interactive loader's fills take at most
+    // this much CPU, so a burst of them does not stall a frame. Final renders wait for
+    // their fills and take them at full speed.
+    const double cores = _AsDouble(GetRenderSetting(HdDemandTexRenderSettingsTokens->fillCpuCores),
+                                   DTEX_CPU_RENDERER_FILL_CPU_CORES);
+    s.loader.fillCpuCores = s.interactive && std::isfinite(cores) && cores > 0.0 ? float(cores) : 0.0f;
     const long long spp = _AsInt(GetRenderSetting(HdRenderSettingsTokens->convergedSamplesPerPixel), 4);
     s.samplesPerPixel = unsigned(std::clamp<long long>(spp, 1, 4096));
     return s;

@@ -21,6 +21,7 @@ PXR_NAMESPACE_OPEN_SCOPE
 #define HD_DEMANDTEX_RENDER_SETTINGS_TOKENS               \
     ((textureMemoryMiB, "demandtex:textureMemoryMiB"))    \
     ((fillThreads, "demandtex:fillThreads"))              \
+    ((fillCpuCores, "demandtex:fillCpuCores"))            \
     ((interactive, "demandtex:interactive"))              \
     ((textureSearchPath, "demandtex:textureSearchPath"))
 // clang-format on

@@ -24,6 +24,7 @@ demandtex::LoaderOptions _LoaderOptions(const HdDemandTexLoaderSettings& setting
     demandtex::LoaderOptions options;
     if (settings.budgetBytes != 0) options.maxTextureMemory(settings.budgetBytes);
     options.fillThreads(settings.fillThreads);
+    options.fillCpuCores(settings.fillCpuCores);
     options.interactive(settings.interactive);
     return options;
 }
@@ -116,9 +117,10 @@ std::shared_ptr<const HdDemandTexTexture> HdDemandTexTextureRegistry::Acquire(co
 void HdDemandTexTextureRegistry::Configure(const HdDemandTexLoaderSettings& settings) {
     std::lock_guard<std::mutex> lock(_mutex);
     if (settings == _settings) return;
-    if (settings.fillThreads != _settings.fillThreads || settings.interactive != _settings.interactive) {
-        // Fill threads and the streaming mode are fixed when a loader is made: make a new
-        // one, register again.
+    if (settings.fillThreads != _settings.fillThreads || settings.fillCpuCores != _settings.fillCpuCores ||
+        settings.interactive != _settings.interactive) {
+        // Fill threads, their CPU limit and the streaming mode are fixed when a loader is
+        // made: make a new one, register again.
         _loader = std::make_unique<demandtex::Loader>(_LoaderOptions(settings));
         _reportedFailures.clear();
         for (auto& entry : _textures) {

@@ -46,11 +46,14 @@ struct HdDemandTexTexture {
 struct HdDemandTexLoaderSettings {
     std::uint64_t budgetBytes = 0;
     std::uint32_t fillThreads = 0;
+    /// The fills' CPU limit in cores (0: none; `demandtex:fillCpuCores`, interactive only).
+    float fillCpuCores = 0.0f;
     /// Interactive streaming (`demandtex:interactive`): fills never waited for, published
     /// at a later launch, requests rejected at random to spread them over the image.
     bool interactive = true;
     bool operator==(const HdDemandTexLoaderSettings& o) const {
-        return budgetBytes == o.budgetBytes && fillThreads == o.fillThreads && interactive == o.interactive;
+        return budgetBytes == o.budgetBytes && fillThreads == o.fillThreads && fillCpuCores == o.fillCpuCores &&
+               interactive == o.interactive;
     }
 };
 

@@ -556,6 +556,9 @@ void testErrors() {
     CHECK(dt::LoaderOptions().pagesOfFileTiles());
     CHECK(!dt::LoaderOptions().pagesOfFileTiles(false).pagesOfFileTiles());
     CHECK(dt::LoaderOptions().pagesOfFileTiles(false).raw().full_pages == 1u);
+    CHECK(dt::LoaderOptions().fillCpuCores() == 0.0f);
+    CHECK(dt::LoaderOptions().fillCpuCores(DTEX_CPU_RENDERER_FILL_CPU_CORES).fillCpuCores() == 0.25f);
+    CHECK_THROWS_STATUS(DTEX_STATUS_INVALID_ARGUMENT, (void)dt::Loader(dt::LoaderOptions().fillCpuCores(-1.0f)));
     CHECK_THROWS_STATUS(DTEX_STATUS_INVALID_ARGUMENT, b.createUdim({std::string("a.exr")}, 2, 1));
 
     // A launch outliving its loader: calls fail cleanly, its destructor is harmless.

@@ -520,6 +520,8 @@ fn defaults_match_the_engine_and_null_is_a_no_op() {
         fill_by_file_tile: 5,
         share_duplicate_textures: 3,
         full_pages: 4,
+        fill_cpu_cores: -2.0,
+        reserved: 6,
     };
     // SAFETY: valid pointer.
     unsafe { dtex_loader_options_default(&mut o) };

@@ -152,6 +152,66 @@ fn loader_options_switch_duplicate_sharing_and_accept_the_size_before_it() {
 }
 
 #[test]
+fn loader_options_carry_the_fill_cpu_limit_and_accept_the_size_before_it() {
+    assert_eq!(DtexLoaderOptions::default().fill_cpu_cores, 0.0);
+    // SAFETY: valid structs (below, larger than their struct_size where it is smaller).
+    let e = unsafe { DtexLoaderOptions::resolve(&small_options()) }.unwrap();
+    assert_eq!(e.fill_cpu_cores, None, "0: no limit");
+    let limited = DtexLoaderOptions {
+        fill_cpu_cores: 0.25,
+        ..small_options()
+    };
+    // SAFETY: as above.
+    let e = unsafe { DtexLoaderOptions::resolve(&limited) }.unwrap();
+    assert_eq!(e.fill_cpu_cores, Some(0.25));
+    // A caller built before the limit: its struct ends at full_pages.
+    let before = DtexLoaderOptions {
+        struct_size: DTEX_LOADER_OPTIONS_SIZE_FULL_PAGES,
+        fill_cpu_cores: -1.0,
+        reserved: 7,
+        ..small_options()
+    };
+    // SAFETY: as above.
+    let e = unsafe { DtexLoaderOptions::resolve(&before) }.unwrap();
+    assert_eq!(e.fill_cpu_cores, None, "the default");
+    let mut l = DtexLoader::default();
+    for (bad, field) in [
+        (-0.5, "fill_cpu_cores -0.5"),
+        (f32::NAN, "fill_cpu_cores NaN"),
+        (f32::INFINITY, "fill_cpu_cores inf"),
+    ] {
+        let o = DtexLoaderOptions {
+            fill_cpu_cores: bad,
+            ..small_options()
+        };
+        // SAFETY: valid pointers.
+        let m = fails(
+            unsafe { dtex_loader_create(&o, &mut l) },
+            DTEX_STATUS_INVALID_ARGUMENT,
+        );
+        assert!(m.contains(field), "{m}");
+    }
+    let o = DtexLoaderOptions {
+        reserved: 1,
+        ..small_options()
+    };
+    // SAFETY: valid pointers.
+    let m = fails(
+        unsafe { dtex_loader_create(&o, &mut l) },
+        DTEX_STATUS_INVALID_ARGUMENT,
+    );
+    assert!(m.contains("reserved"), "{m}");
+    // A limited loader is created like any other.
+    let o = DtexLoaderOptions {
+        fill_cpu_cores: 0.5,
+        ..small_options()
+    };
+    // SAFETY: valid pointers; the loader is destroyed below.
+    assert_eq!(unsafe { dtex_loader_create(&o, &mut l) }, DTEX_STATUS_OK);
+    dtex_loader_destroy(l);
+}
+
+#[test]
 fn sample_options_carry_the_request_key_and_jitter_and_accept_the_old_sizes() {
     let o = DtexSampleOptions {
         request_key: 1234,

@@ -23,6 +23,10 @@ use serde_json::{Map, Value};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// The CPU time the streaming loader's fills may take by default (`--fill-cpu-cores`), in
+/// cores: the library's advice for a CPU renderer shading on every core.
+pub const DEFAULT_FILL_CPU_CORES: f32 = demandtex::CPU_RENDERER_FILL_CPU_CORES;
+
 /// A frame slower than this many times its resident counterpart is a stall.
 pub const STALL_RATIO: f64 = 1.5;
 
@@ -177,6 +181,7 @@ pub fn streaming_options(args: &DemoArgs, rejection: bool) -> LoaderOptions {
         max_texture_memory: args.budget_mb << 20,
         // 0: the library's default for an interactive loader.
         fill_threads: args.fill_threads,
+        fill_cpu_cores: (args.fill_cpu_cores > 0.0).then_some(args.fill_cpu_cores),
         mode: StreamingMode::Interactive,
         request_rejection: Some(rejection),
         max_requests_per_launch: if args.request_cap == 0 {

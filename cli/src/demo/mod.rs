@@ -14,6 +14,7 @@ pub mod interactive_cuda;
 pub mod interactive_io;
 pub mod interactive_plot;
 pub mod output;
+mod pinning;
 pub mod render;
 pub mod scene;
 pub mod soak;
@@ -24,6 +25,7 @@ use crate::progress::Progress;
 use crate::table::{format_bytes, object_table};
 use builtin::SceneSize;
 use demandtex::{Loader, LoaderOptions, TextureId};
+use interactive::DEFAULT_FILL_CPU_CORES;
 use output::RunSummary;
 use render::{RenderJob, RenderOutcome};
 use scene::{Scene, TextureSpec};
@@ -97,6 +99,17 @@ pub struct DemoArgs {
     /// priority).
     #[arg(long, default_value_t = 0)]
     pub fill_threads: usize,
+    /// With --interactive: the most CPU time the streaming loader's fills may take, in
+    /// cores (the shading threads use every core: what fills compute is taken from the
+    /// frame). 0: no limit.
+    #[arg(long, default_value_t = DEFAULT_FILL_CPU_CORES)]
+    pub fill_cpu_cores: f32,
+    /// Leave the shading threads unpinned. By default (Linux, no more shading threads than
+    /// CPUs the process may use) shading thread i runs on the i-th of those CPUs, as
+    /// renderers pin their threads: otherwise the scheduler can leave two shading threads
+    /// sharing one CPU for a whole frame while another idles or runs a fill.
+    #[arg(long)]
+    pub no_pin: bool,
     /// With --interactive: a soak run instead: the streaming frames of the camera path,
     /// over and over for this many minutes (no reference runs), the process's resident
     /// memory sampled as it goes; writes soak.csv and soak.json.
@@ -270,8 +283,14 @@ pub fn run(args: &DemoArgs, show_progress: bool) -> Result<DemoReport, CliError>
         format_bytes(virtual_bytes),
         scene.textures.len()
     );
+    let pin = !args.no_pin && pinning::can_pin(args.threads);
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(args.threads)
+        .start_handler(move |i| {
+            if pin {
+                pinning::pin_current_thread(i);
+            }
+        })
         .build()
         .map_err(|e| CliError::Demandtex(format!("thread pool: {e}")))?;
     let budget = args.budget_mb << 20;
@@ -396,6 +415,8 @@ impl DemoArgs {
             no_rejection: false,
             publish_before_launch: false,
             fill_threads: 0,
+            fill_cpu_cores: DEFAULT_FILL_CPU_CORES,
+            no_pin: false,
             soak_minutes: 0.0,
             stochastic: false,
         }

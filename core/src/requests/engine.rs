@@ -80,7 +80,11 @@ impl Engine {
             options.page_table_entries,
             options.num_pages,
         )?;
-        let workers = FillPool::new(options.fill_thread_count(), options.fills_in_background())?;
+        let workers = FillPool::new(
+            options.fill_thread_count(),
+            options.fills_in_background(),
+            options.fill_cpu_cores,
+        )?;
         let budget = options.max_texture_memory;
         Ok(Arc::new_cyclic(|me| Engine {
             me: me.clone(),

@@ -14,6 +14,7 @@ pub(crate) mod duplicates;
 pub(crate) mod engine;
 pub(crate) mod file_tiles;
 pub(crate) mod fill;
+mod fill_throttle;
 pub(crate) mod host_state;
 pub(crate) mod lifecycle;
 pub(crate) mod process;

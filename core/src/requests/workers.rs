@@ -7,9 +7,11 @@
 //! task holding the last reference to the engine), which cannot wait for itself: the
 //! threads are then left to finish on their own, as rayon does.
 
+use super::fill_throttle::FillThrottle;
 use super::thread_priority;
 use crate::error::{Error, Result};
 use crate::options::BACKGROUND_FILL_NICENESS;
+use std::sync::Arc;
 use std::thread::JoinHandle;
 
 /// A fill thread pool joined on drop (see the module docs).
@@ -17,6 +19,8 @@ pub(crate) struct FillPool {
     /// Declared first: dropped (its threads told to stop) before they are joined.
     pool: rayon::ThreadPool,
     threads: JoinOnDrop,
+    /// The fills' CPU-time limit, if any ([`crate::LoaderOptions::fill_cpu_cores`]).
+    throttle: Option<Arc<FillThrottle>>,
 }
 
 /// The pool's threads; dropping this joins them, unless `on_own_thread` was set.
@@ -28,8 +32,14 @@ struct JoinOnDrop {
 
 impl FillPool {
     /// A pool of `threads` threads named `demandtex-fill-<i>`; with `background`, each
-    /// raises its niceness by [`BACKGROUND_FILL_NICENESS`] when it starts.
-    pub(crate) fn new(threads: usize, background: bool) -> Result<FillPool> {
+    /// raises its niceness by [`BACKGROUND_FILL_NICENESS`] when it starts. With
+    /// `cpu_cores`, the tasks started by [`FillPool::spawn_fill`] take that many cores of
+    /// CPU time on average at most.
+    pub(crate) fn new(
+        threads: usize,
+        background: bool,
+        cpu_cores: Option<f32>,
+    ) -> Result<FillPool> {
         let mut handles = Vec::with_capacity(threads);
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
@@ -61,12 +71,32 @@ impl FillPool {
             on_own_thread: false,
         };
         let pool = pool.map_err(|e| Error::Internal(format!("cannot start fill threads: {e}")))?;
-        Ok(FillPool { pool, threads })
+        Ok(FillPool {
+            pool,
+            threads,
+            throttle: cpu_cores.map(|c| Arc::new(FillThrottle::new(c))),
+        })
     }
 
     /// Run `task` on a fill thread.
     pub(crate) fn spawn(&self, task: impl FnOnce() + Send + 'static) {
         self.pool.spawn(task);
+    }
+
+    /// Run the fill `task` on a fill thread, within the pool's CPU-time limit if it has
+    /// one (the task waits its turn on the fill thread).
+    pub(crate) fn spawn_fill(&self, task: impl FnOnce() + Send + 'static) {
+        match &self.throttle {
+            None => self.pool.spawn(task),
+            Some(throttle) => {
+                let throttle = throttle.clone();
+                self.pool.spawn(move || {
+                    let charge = throttle.start();
+                    task();
+                    throttle.finish(charge);
+                });
+            }
+        }
     }
 
     /// Threads in the pool.
@@ -116,7 +146,7 @@ mod tests {
 
     #[test]
     fn dropping_the_pool_joins_its_threads() {
-        let pool = FillPool::new(3, false).unwrap();
+        let pool = FillPool::new(3, false, None).unwrap();
         assert_eq!(pool.num_threads(), 3);
         // Thread-local destructors run when a thread exits: count them.
         struct Exit(Arc<AtomicUsize>);
@@ -230,7 +260,7 @@ mod tests {
 
     #[test]
     fn dropping_the_pool_on_its_own_thread_does_not_deadlock() {
-        let pool = Arc::new(FillPool::new(2, false).unwrap());
+        let pool = Arc::new(FillPool::new(2, false, None).unwrap());
         let (tx, rx) = mpsc::channel();
         let inner = pool.clone();
         pool.spawn(move || {
@@ -250,7 +280,7 @@ mod tests {
             return; // not Linux: nothing to check
         };
         let niceness_on = |background: bool| {
-            let pool = FillPool::new(1, background).unwrap();
+            let pool = FillPool::new(1, background, None).unwrap();
             let (tx, rx) = mpsc::channel();
             pool.spawn(move || tx.send(thread_priority::current_niceness()).unwrap());
             rx.recv_timeout(Duration::from_secs(30)).unwrap()

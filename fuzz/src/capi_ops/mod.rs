@@ -189,6 +189,8 @@ fn loader_options(b: &mut Bytes) -> DtexLoaderOptions {
     let threads = options.fill_threads;
     options.fill_threads = threads % 4;
     options.full_pages = (threads >> 2) % 3;
+    // No limit (what older inputs get), a limit, and two the engine refuses.
+    options.fill_cpu_cores = [0.0, 0.5, -1.0, f32::NAN][(threads >> 6) as usize];
     options
 }
 
