@@ -17,6 +17,25 @@ pub fn test_bit(words: &[AtomicU32], i: u32) -> bool {
     words[(i >> 5) as usize].load(Ordering::Acquire) & (1 << (i & 31)) != 0
 }
 
+/// Whether any bit of `[first, first + count)` is set (`count` ≥ 1; the range within
+/// `words`). Reads whole words: a range of n bits costs about n / 32 loads.
+#[inline]
+pub fn any_bit_in(words: &[AtomicU32], first: u32, count: u32) -> bool {
+    debug_assert!(count >= 1);
+    let last = first + (count - 1);
+    let (w0, w1) = ((first >> 5) as usize, (last >> 5) as usize);
+    let head = u32::MAX << (first & 31);
+    let tail = u32::MAX >> (31 - (last & 31));
+    if w0 == w1 {
+        return words[w0].load(Ordering::Acquire) & head & tail != 0;
+    }
+    words[w0].load(Ordering::Acquire) & head != 0
+        || words[w0 + 1..w1]
+            .iter()
+            .any(|w| w.load(Ordering::Acquire) != 0)
+        || words[w1].load(Ordering::Acquire) & tail != 0
+}
+
 /// Set bit `i`, reading first so an already-set bit costs no atomic read-modify-write
 /// (most lookups hit pages that other lookups already marked).
 #[inline]
@@ -65,6 +84,25 @@ pub fn zeroed_words(n: usize) -> Box<[AtomicU32]> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn any_bit_in_a_range_sees_exactly_the_bits_inside_it() {
+        let words = zeroed_words(16);
+        for set in [0u32, 5, 31, 32, 63, 64, 100, 200] {
+            set_bit_release(&words, set);
+            for first in 0..210u32 {
+                for count in [1u32, 2, 3, 31, 32, 33, 64, 65] {
+                    let inside = (first..first + count).contains(&set);
+                    assert_eq!(
+                        any_bit_in(&words, first, count),
+                        inside,
+                        "bit {set}, range {first}+{count}"
+                    );
+                }
+            }
+            clear_bit(&words, set);
+        }
+    }
 
     #[test]
     fn bits_and_nibbles_touch_only_their_page() {

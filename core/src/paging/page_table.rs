@@ -97,6 +97,14 @@ impl PageTable {
         page < self.layout.num_pages && bits::test_bit(&self.residence, page)
     }
 
+    /// Whether any page of `[first, first + count)` is resident (`count` ≥ 1). Costs
+    /// about `count / 32` loads.
+    pub fn any_resident(&self, first: u32, count: u32) -> bool {
+        // Pages past the page space are never resident.
+        let end = first.saturating_add(count).min(self.layout.num_pages);
+        end > first && bits::any_bit_in(&self.residence, first, end - first)
+    }
+
     /// Whether `page` was referenced since the last [`clear_references`](Self::clear_references).
     pub fn is_referenced(&self, page: u32) -> bool {
         page < self.layout.num_pages && bits::test_bit(&self.reference, page)

@@ -13,6 +13,10 @@ use crate::TILE_BYTES;
 use std::marker::PhantomData;
 
 /// How a lookup touches pages.
+/// The most pages a level may have for [`Fetch::level_surely_missing`] to look at its
+/// residence bits as a whole (8 words).
+pub(crate) const SMALL_LEVEL_PAGES: u32 = 256;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Touch {
     /// Record a use of every page (misses become requests): the footprint proper.
@@ -125,6 +129,35 @@ impl<'a, D: Texel> Fetch<'a, D> {
     }
 
     /// Whether a page is resident, recording the use if touching records.
+    /// Whether no footprint at tiled level `level` can be resident, known from the
+    /// residence bits alone: none of the level's pages is resident, the level has texels,
+    /// and neither address mode can put a footprint wholly outside the texture (which needs
+    /// no page). Asked only of levels of at most [`SMALL_LEVEL_PAGES`] pages, where it
+    /// costs a few word loads; `false` means "look".
+    #[inline]
+    pub fn level_surely_missing(&self, level: u32) -> bool {
+        let lv = &self.sampler.levels[level as usize];
+        if lv.width == 0 || lv.height == 0 || level >= self.sampler.mip_tail_first_level {
+            return false;
+        }
+        let inside = |a: AddressMode| {
+            matches!(
+                a,
+                AddressMode::Wrap | AddressMode::Clamp | AddressMode::Mirror
+            )
+        };
+        if !(inside(self.address[0]) && inside(self.address[1])) {
+            return false;
+        }
+        let tiles_y = (lv.height + (1 << self.tile_shift[1]) - 1) >> self.tile_shift[1];
+        let pages = lv.tiles_x * tiles_y;
+        pages <= SMALL_LEVEL_PAGES
+            && !self
+                .view
+                .pages()
+                .any_resident(self.sampler.start_page + lv.offset, pages)
+    }
+
     #[inline]
     fn touch_page(&self, page: u32) -> bool {
         match self.touch {

@@ -99,6 +99,11 @@ fn coarser<D: Texel>(
     let peek = fetch.with_touch(Touch::Peek);
     let probe_weight = 1.0 / fp.probes as f32;
     for level in first..sampler.num_levels {
+        // Levels with no resident page are passed over without computing a footprint: in
+        // the first frames a miss walks every level down to the mip tail.
+        if peek.level_surely_missing(level) {
+            continue;
+        }
         let mut acc = Accum::new();
         for i in 0..fp.probes {
             let (ps, pt) = probe(s, t, fp, i);
