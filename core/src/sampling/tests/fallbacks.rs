@@ -316,3 +316,29 @@ fn degenerate_and_failed_textures_give_their_stand_in_colours() {
         vec![fx.pages.layout().base_color_page(half_mapped).0]
     );
 }
+
+#[test]
+fn the_coarser_walk_passes_over_levels_without_a_resident_page_and_looks_at_the_others() {
+    // 2048² RGBA8: 128×128 tiles; levels 1–3 have 64, 16 and 4 pages.
+    let mut fx = Fixture::new();
+    let id = fx.add(Spec::new(2048, 2048));
+    fx.map_sampler(id);
+    // Level 1: nothing resident (passed over from the residence bits). Level 2: one tile,
+    // away from the footprint (looked at, missed). Level 3: all resident (stands in).
+    fx.map_tile(id, 2, 3, 3);
+    fx.map_level(id, 3);
+    let tex = fx.tex(id);
+    let (s, t) = (0.2, 0.3);
+    let got = tex2d(fx.view(), id, s, t, &COARSER);
+    assert!(got.resident && got.coarser);
+    assert_close(got.value, tex.bilinear(3, s, t), 1e-5, "level 3 stands in");
+    // The footprint's own tile of level 2 made resident: level 2 stands in.
+    let (x, y) = ((s * 512.0) as u32, (t * 512.0) as u32);
+    fx.map_tile(id, 2, x / 128, y / 128);
+    let got = tex2d(fx.view(), id, s, t, &COARSER);
+    assert_close(got.value, tex.bilinear(2, s, t), 1e-5, "level 2 stands in");
+    // Level 1 fully resident: it stands in.
+    fx.map_level(id, 1);
+    let got = tex2d(fx.view(), id, s, t, &COARSER);
+    assert_close(got.value, tex.bilinear(1, s, t), 1e-5, "level 1 stands in");
+}
