@@ -114,13 +114,29 @@ impl TileTask {
         self.guard.take()
     }
 
-    /// Read the tile and record the outcome.
-    pub(crate) fn run(mut self, engine: &Engine) {
+    /// Read the tile and record the outcome (a blocking fill, on the caller's thread).
+    pub(crate) fn run(self, engine: &Engine) {
+        self.run_within(engine, false);
+    }
+
+    /// [`run`](Self::run) on a fill thread: the read within the fill pool's CPU-time limit
+    /// ([`crate::LoaderOptions::fill_cpu_cores`]); a task dropped unread does not wait.
+    pub(crate) fn run_on_fill_thread(self, engine: &Engine) {
+        self.run_within(engine, true);
+    }
+
+    fn run_within(mut self, engine: &Engine, limited: bool) {
         // The ticket completes only once the task has let go of everything, the source
         // included (its Drop may be what the caller waits for).
         let guard = self.guard.take();
         if let Some(task) = self.take_up(engine) {
-            task.read_and_publish(engine);
+            if limited {
+                engine
+                    .workers
+                    .within_limit(|| task.read_and_publish(engine));
+            } else {
+                task.read_and_publish(engine);
+            }
         }
         drop(guard);
     }

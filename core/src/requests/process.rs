@@ -260,8 +260,8 @@ fn process_pulled(engine: &Arc<Engine>, launch_num: u32, pulled: Option<PullResu
     for task in resources {
         let engine = engine.clone();
         let guard = ticket.task();
-        engine.clone().workers.spawn_fill(move || {
-            task.run(&engine, None);
+        engine.clone().workers.spawn(move || {
+            engine.workers.within_limit(|| task.run(&engine, None));
             drop(engine);
             drop(guard);
         });
@@ -269,8 +269,8 @@ fn process_pulled(engine: &Arc<Engine>, launch_num: u32, pulled: Option<PullResu
     for mut task in tile_tasks {
         let engine = engine.clone();
         let guard = task.take_guard();
-        engine.clone().workers.spawn_fill(move || {
-            task.run(&engine);
+        engine.clone().workers.spawn(move || {
+            task.run_on_fill_thread(&engine);
             drop(engine);
             drop(guard);
         });

@@ -11,7 +11,6 @@ use super::fill_throttle::FillThrottle;
 use super::thread_priority;
 use crate::error::{Error, Result};
 use crate::options::BACKGROUND_FILL_NICENESS;
-use std::sync::Arc;
 use std::thread::JoinHandle;
 
 /// A fill thread pool joined on drop (see the module docs).
@@ -20,7 +19,7 @@ pub(crate) struct FillPool {
     pool: rayon::ThreadPool,
     threads: JoinOnDrop,
     /// The fills' CPU-time limit, if any ([`crate::LoaderOptions::fill_cpu_cores`]).
-    throttle: Option<Arc<FillThrottle>>,
+    throttle: Option<FillThrottle>,
 }
 
 /// The pool's threads; dropping this joins them, unless `on_own_thread` was set.
@@ -33,8 +32,8 @@ struct JoinOnDrop {
 impl FillPool {
     /// A pool of `threads` threads named `demandtex-fill-<i>`; with `background`, each
     /// raises its niceness by [`BACKGROUND_FILL_NICENESS`] when it starts. With
-    /// `cpu_cores`, the tasks started by [`FillPool::spawn_fill`] take that many cores of
-    /// CPU time on average at most.
+    /// `cpu_cores`, the work run by [`FillPool::within_limit`] takes that many cores of CPU
+    /// time on average at most.
     pub(crate) fn new(
         threads: usize,
         background: bool,
@@ -74,7 +73,7 @@ impl FillPool {
         Ok(FillPool {
             pool,
             threads,
-            throttle: cpu_cores.map(|c| Arc::new(FillThrottle::new(c))),
+            throttle: cpu_cores.map(FillThrottle::new),
         })
     }
 
@@ -83,18 +82,16 @@ impl FillPool {
         self.pool.spawn(task);
     }
 
-    /// Run the fill `task` on a fill thread, within the pool's CPU-time limit if it has
-    /// one (the task waits its turn on the fill thread).
-    pub(crate) fn spawn_fill(&self, task: impl FnOnce() + Send + 'static) {
+    /// Run `work` (a fill's read, on one of the pool's threads) within the pool's CPU-time
+    /// limit, if it has one: it waits its turn first, and its CPU time is counted.
+    pub(crate) fn within_limit<R>(&self, work: impl FnOnce() -> R) -> R {
         match &self.throttle {
-            None => self.pool.spawn(task),
+            None => work(),
             Some(throttle) => {
-                let throttle = throttle.clone();
-                self.pool.spawn(move || {
-                    let charge = throttle.start();
-                    task();
-                    throttle.finish(charge);
-                });
+                let charge = throttle.start();
+                let result = work();
+                throttle.finish(charge);
+                result
             }
         }
     }
