@@ -9,19 +9,31 @@ use std::sync::Arc;
 const SIDE: u32 = 8192;
 
 fn loader(mode: StreamingMode, rejection: Option<bool>) -> (Loader, TextureId) {
-    let loader = Loader::new(LoaderOptions {
-        num_pages: 1 << 16,
-        page_table_entries: 1 << 10,
-        max_textures: 16,
-        max_texture_memory: 64 << 20,
+    loader_with(LoaderOptions {
         fill_threads: 1,
         // Misses outlive a launch: later launches have a rejection probability.
         max_requests_per_launch: 8,
         mode,
         request_rejection: rejection,
-        ..LoaderOptions::default()
+        ..small_options()
     })
-    .unwrap();
+}
+
+/// Small bookkeeping and a 64 MiB budget.
+fn small_options() -> LoaderOptions {
+    LoaderOptions {
+        num_pages: 1 << 16,
+        page_table_entries: 1 << 10,
+        max_textures: 16,
+        max_texture_memory: 64 << 20,
+        ..LoaderOptions::default()
+    }
+}
+
+/// A loader with `options` and one `SIDE`² checkerboard, open (in interactive mode).
+fn loader_with(options: LoaderOptions) -> (Loader, TextureId) {
+    let mode = options.mode;
+    let loader = Loader::new(options).unwrap();
     let source = Arc::new(Checkerboard::new(SIDE, SIDE, 64, TexelFormat::RGBA8));
     let id = loader
         .create_texture(source, TextureDesc::default())
@@ -426,22 +438,12 @@ fn fills_held_to_a_cpu_share_complete_and_converge_to_the_same_texels() {
     // A limit of a twentieth of a core: every fill still runs (a ticket waited on
     // completes), and the converged frame equals one filled without a limit.
     let converged = |fill_cpu_cores: Option<f32>| {
-        let loader = Loader::new(LoaderOptions {
-            num_pages: 1 << 16,
-            page_table_entries: 1 << 10,
-            max_textures: 16,
-            max_texture_memory: 64 << 20,
+        let (loader, id) = loader_with(LoaderOptions {
             fill_threads: 2,
             mode: StreamingMode::Interactive,
             fill_cpu_cores,
-            ..LoaderOptions::default()
-        })
-        .unwrap();
-        let source = Arc::new(Checkerboard::new(SIDE, SIDE, 64, TexelFormat::RGBA8));
-        let id = loader
-            .create_texture(source, TextureDesc::default())
-            .unwrap();
-        wait_open(&loader, id);
+            ..small_options()
+        });
         let g = 2.0 / SIDE as f32;
         for _ in 0..64 {
             let launch = loader.launch_prepare();

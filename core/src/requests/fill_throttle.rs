@@ -14,8 +14,11 @@
 //! fills took (so that threads starting together do not all pass at once), and the
 //! difference is settled when it ends, measured on the thread's own CPU clock. The bucket
 //! holds at most [`BURST`] of wall time's worth of tokens, so an idle spell does not buy a
-//! burst later. The wait is bounded: a fill never waits longer than its share of the debt
-//! takes to repay, so a ticket waited on completes.
+//! burst later. Fills that must wait queue: one sleeps until the bucket is out of debt, the
+//! others wait their turn asleep (all sleeping on the clock and waking together to find
+//! the bucket in debt again cost the frame being shaded about a tenth more on the demo's
+//! first frames). The wait is bounded: by the debt and the CPU time of the fills queued
+//! ahead, repaid at `cores`, so a ticket waited on completes.
 
 use parking_lot::Mutex;
 use std::time::{Duration, Instant};
@@ -32,6 +35,9 @@ pub(crate) struct FillThrottle {
     /// CPU nanoseconds per wall nanosecond.
     cores: f64,
     state: Mutex<Bucket>,
+    /// Held by the one fill that waits for the bucket (sleeping): the others queue on it
+    /// asleep rather than all waking to find the bucket still in debt.
+    turn: Mutex<()>,
 }
 
 #[derive(Debug)]
@@ -63,12 +69,14 @@ impl FillThrottle {
                 refilled: Instant::now(),
                 estimate: FIRST_ESTIMATE_NS,
             }),
+            turn: Mutex::new(()),
         }
     }
 
     /// Wait (sleeping) until the bucket is out of debt, then charge a fill's estimated
     /// CPU time.
     pub(crate) fn start(&self) -> FillCharge {
+        let _turn = self.turn.lock();
         loop {
             let wait = {
                 let mut b = self.state.lock();
