@@ -85,6 +85,10 @@ typedef unsigned long long uint64_t;
 // a GPU renderer's fills use every idle core).
 #define DTEX_CPU_RENDERER_FILL_CPU_CORES 0.25
 
+// The smallest non-zero `DtexLoaderOptions.fill_cpu_cores` accepted (a hundredth of a
+// core; the engine's `MIN_FILL_CPU_CORES`).
+#define DTEX_MIN_FILL_CPU_CORES 0.01
+
 // `sizeof(DtexLoaderOptions)` before `max_fill_age` and `max_publications_per_launch`:
 // callers built against that header keep working (those fields take their defaults).
 #define DTEX_LOADER_OPTIONS_SIZE_0_1_0 48
@@ -433,7 +437,8 @@ typedef struct DtexLoaderOptions {
   // frees, file tiles rather than pages of several. Was `reserved` (0) before
   // `pages_of_file_tiles`: callers built against that header get the default.
   uint32_t full_pages;
-  // The most CPU time fills may take, in cores (default 0: no limit). For a CPU renderer
+  // The most CPU time fills may take, in cores (default 0: no limit; else at least 0.01).
+  // For a CPU renderer
   // whose shading threads use every core, in interactive mode: what fills decode is
   // taken from the frame being shaded whatever the fill threads' priority, and this
   // bounds what a frame loses to a burst of fills. Waits on storage do not count. A GPU

@@ -89,7 +89,8 @@ pub struct DtexLoaderOptions {
     /// frees, file tiles rather than pages of several. Was `reserved` (0) before
     /// `pages_of_file_tiles`: callers built against that header get the default.
     pub full_pages: u32,
-    /// The most CPU time fills may take, in cores (default 0: no limit). For a CPU renderer
+    /// The most CPU time fills may take, in cores (default 0: no limit; else at least 0.01).
+    /// For a CPU renderer
     /// whose shading threads use every core, in interactive mode: what fills decode is
     /// taken from the frame being shaded whatever the fill threads' priority, and this
     /// bounds what a frame loses to a burst of fills. Waits on storage do not count. A GPU
@@ -105,6 +106,10 @@ pub struct DtexLoaderOptions {
 /// a GPU renderer's fills use every idle core).
 pub const DTEX_CPU_RENDERER_FILL_CPU_CORES: f32 = 0.25;
 const _: () = assert!(DTEX_CPU_RENDERER_FILL_CPU_CORES == engine::CPU_RENDERER_FILL_CPU_CORES);
+/// The smallest non-zero `DtexLoaderOptions.fill_cpu_cores` accepted (a hundredth of a
+/// core; the engine's `MIN_FILL_CPU_CORES`).
+pub const DTEX_MIN_FILL_CPU_CORES: f32 = 0.01;
+const _: () = assert!(DTEX_MIN_FILL_CPU_CORES == engine::MIN_FILL_CPU_CORES);
 
 /// `sizeof(DtexLoaderOptions)` before `max_fill_age` and `max_publications_per_launch`:
 /// callers built against that header keep working (those fields take their defaults).
@@ -194,15 +199,9 @@ impl DtexLoaderOptions {
             ))
         })?;
         check_reserved(self.reserved, "DtexLoaderOptions.reserved")?;
-        let fill_cpu_cores = match self.fill_cpu_cores {
-            0.0 => None,
-            c if c.is_finite() && c > 0.0 => Some(c),
-            c => {
-                return Err(ApiError::invalid_argument(format!(
-                    "DtexLoaderOptions.fill_cpu_cores {c} (cores above 0, or 0 for no limit)"
-                )))
-            }
-        };
+        // 0 is "no limit"; other values are checked by the engine (finite, at least
+        // `MIN_FILL_CPU_CORES`), whose message names the field.
+        let fill_cpu_cores = (self.fill_cpu_cores != 0.0).then_some(self.fill_cpu_cores);
         Ok(LoaderOptions {
             num_pages: self.num_pages,
             page_table_entries: self.page_table_entries,

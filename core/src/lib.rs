@@ -67,7 +67,7 @@ pub use error::{Error, Result};
 pub use ids::{PageId, TextureId, TILE_BYTES};
 pub use launch::Launch;
 pub use loader::Loader;
-pub use options::{LoaderOptions, StreamingMode, CPU_RENDERER_FILL_CPU_CORES};
+pub use options::{LoaderOptions, StreamingMode, CPU_RENDERER_FILL_CPU_CORES, MIN_FILL_CPU_CORES};
 pub use requests::{Engine, LaunchPin, Ticket};
 pub use resources::{ResourceCallback, ResourceFill};
 pub use sampling::{MissList, Sample, SampleOptions};

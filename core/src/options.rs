@@ -14,6 +14,10 @@ pub const BACKGROUND_FILL_NICENESS: i32 = 10;
 /// (docs/INTERACTIVE.md). Not a default: a GPU renderer's fills should use every idle core.
 pub const CPU_RENDERER_FILL_CPU_CORES: f32 = 0.25;
 
+/// The smallest fill CPU limit accepted ([`LoaderOptions::fill_cpu_cores`]): a hundredth of
+/// a core. Smaller limits would hold fills back for minutes.
+pub const MIN_FILL_CPU_CORES: f32 = 0.01;
+
 /// The fewest fill threads an interactive loader starts by default
 /// ([`LoaderOptions::fill_thread_count`]).
 pub const INTERACTIVE_MIN_FILL_THREADS: usize = 8;
@@ -47,7 +51,8 @@ pub struct LoaderOptions {
     pub background_fills: Option<bool>,
     /// The most CPU time fills may take, in cores (a rate: CPU-seconds per second, averaged
     /// over a few milliseconds), or `None` (the default) for no limit. For a CPU renderer
-    /// whose shading threads use every core, in interactive mode: a fill's decoding is
+    /// whose shading threads use every core, in interactive mode (at least
+    /// [`MIN_FILL_CPU_CORES`]): a fill's decoding is
     /// taken from the frame being shaded whatever the fill threads' priority, and this
     /// bounds what a frame loses to a burst of fills (docs/INTERACTIVE.md). Time fills
     /// spend waiting on storage does not count. Tile and user-resource fills on fill
@@ -208,9 +213,9 @@ impl LoaderOptions {
             ));
         }
         if let Some(c) = self.fill_cpu_cores {
-            if !(c.is_finite() && c > 0.0) {
+            if !(c.is_finite() && c >= MIN_FILL_CPU_CORES) {
                 return Err(Error::InvalidArgument(format!(
-                    "fill_cpu_cores {c} (a number of cores above 0, or none)"
+                    "fill_cpu_cores {c} (at least {MIN_FILL_CPU_CORES} cores, or none)"
                 )));
             }
         }
@@ -263,14 +268,14 @@ mod tests {
 
     #[test]
     fn a_fill_cpu_limit_must_be_a_positive_number_of_cores() {
-        for ok in [None, Some(0.25), Some(4.0)] {
+        for ok in [None, Some(MIN_FILL_CPU_CORES), Some(0.25), Some(4.0)] {
             let o = LoaderOptions {
                 fill_cpu_cores: ok,
                 ..LoaderOptions::default()
             };
             assert!(o.validate().is_ok(), "{ok:?}");
         }
-        for bad in [0.0, -1.0, f32::NAN, f32::INFINITY] {
+        for bad in [0.0, 0.009, 1e-30, -1.0, f32::NAN, f32::INFINITY] {
             let o = LoaderOptions {
                 fill_cpu_cores: Some(bad),
                 ..LoaderOptions::default()

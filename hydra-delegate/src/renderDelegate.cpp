@@ -99,7 +99,9 @@ HdDemandTexRenderDelegate::Settings HdDemandTexRenderDelegate::CurrentSettings()
     // their fills and take them at full speed.
     const double cores = _AsDouble(GetRenderSetting(HdDemandTexRenderSettingsTokens->fillCpuCores),
                                    DTEX_CPU_RENDERER_FILL_CPU_CORES);
-    s.loader.fillCpuCores = s.interactive && std::isfinite(cores) && cores > 0.0 ? float(cores) : 0.0f;
+    s.loader.fillCpuCores = s.interactive && std::isfinite(cores) && cores > 0.0
+                                ? float(std::max(cores, double(DTEX_MIN_FILL_CPU_CORES)))
+                                : 0.0f;
     const long long spp = _AsInt(GetRenderSetting(HdRenderSettingsTokens->convergedSamplesPerPixel), 4);
     s.samplesPerPixel = unsigned(std::clamp<long long>(spp, 1, 4096));
     return s;

@@ -177,6 +177,7 @@ fn loader_options_carry_the_fill_cpu_limit_and_accept_the_size_before_it() {
     let mut l = DtexLoader::default();
     for (bad, field) in [
         (-0.5, "fill_cpu_cores -0.5"),
+        (DTEX_MIN_FILL_CPU_CORES / 2.0, "fill_cpu_cores 0.005"),
         (f32::NAN, "fill_cpu_cores NaN"),
         (f32::INFINITY, "fill_cpu_cores inf"),
     ] {
