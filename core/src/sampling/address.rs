@@ -42,6 +42,13 @@ pub(crate) fn address(i: i64, size: u32, mode: AddressMode) -> Option<u32> {
     }
 }
 
+/// Whether `mode` maps every texel coordinate to a texel ([`address`] never gives `None`):
+/// a footprint under it always needs a page, never lies wholly outside the texture.
+#[inline]
+pub(crate) fn maps_every_coordinate(mode: AddressMode) -> bool {
+    !matches!(mode, AddressMode::Border | AddressMode::FromFile)
+}
+
 /// Clamp a texel-space coordinate to a range where integer conversion is exact and
 /// `+ 1` cannot overflow; NaN (never produced from finite inputs) becomes 0.
 #[inline]
@@ -112,6 +119,15 @@ pub(crate) fn axis(coord: f32, size: u32, filter: AxisFilter, mode: AddressMode)
 mod tests {
     use super::*;
     use AddressMode::*;
+
+    #[test]
+    fn maps_every_coordinate_agrees_with_address() {
+        use AddressMode::*;
+        for mode in [Wrap, Clamp, Mirror, Border, FromFile] {
+            let all = (-9..9).all(|i| address(i, 4, mode).is_some());
+            assert_eq!(maps_every_coordinate(mode), all, "{mode:?}");
+        }
+    }
 
     #[test]
     fn modes_map_outside_indices_like_cuda() {

@@ -3,7 +3,7 @@
 //! distinct page once, and adds the weighted texels to an accumulator only if every page
 //! is resident. Missing tiles are never read.
 
-use super::address::{axis, sanitise_jitter, Axis, AxisFilter};
+use super::address::{axis, maps_every_coordinate, sanitise_jitter, Axis, AxisFilter};
 use super::texel::Texel;
 use super::CpuView;
 use crate::backend::cpu::TileDirectory;
@@ -12,11 +12,11 @@ use crate::textures::{AddressMode, FilterMode, SamplerLevel, TextureSampler};
 use crate::TILE_BYTES;
 use std::marker::PhantomData;
 
-/// How a lookup touches pages.
 /// The most pages a level may have for [`Fetch::level_surely_missing`] to look at its
 /// residence bits as a whole (8 words).
 pub(crate) const SMALL_LEVEL_PAGES: u32 = 256;
 
+/// How a lookup touches pages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Touch {
     /// Record a use of every page (misses become requests): the footprint proper.
@@ -128,7 +128,6 @@ impl<'a, D: Texel> Fetch<'a, D> {
         }
     }
 
-    /// Whether a page is resident, recording the use if touching records.
     /// Whether no footprint at tiled level `level` can be resident, known from the
     /// residence bits alone: none of the level's pages is resident, the level has texels,
     /// and neither address mode can put a footprint wholly outside the texture (which needs
@@ -140,17 +139,11 @@ impl<'a, D: Texel> Fetch<'a, D> {
         if lv.width == 0 || lv.height == 0 || level >= self.sampler.mip_tail_first_level {
             return false;
         }
-        let inside = |a: AddressMode| {
-            matches!(
-                a,
-                AddressMode::Wrap | AddressMode::Clamp | AddressMode::Mirror
-            )
-        };
-        if !(inside(self.address[0]) && inside(self.address[1])) {
+        if !self.address.into_iter().all(maps_every_coordinate) {
             return false;
         }
-        let tiles_y = (lv.height + (1 << self.tile_shift[1]) - 1) >> self.tile_shift[1];
-        let pages = lv.tiles_x * tiles_y;
+        // The layout's rule (`TextureLayout`: tiles_y = ⌈height / tile height⌉).
+        let pages = lv.tiles_x * lv.height.div_ceil(self.sampler.tile_height);
         pages <= SMALL_LEVEL_PAGES
             && !self
                 .view
@@ -158,6 +151,7 @@ impl<'a, D: Texel> Fetch<'a, D> {
                 .any_resident(self.sampler.start_page + lv.offset, pages)
     }
 
+    /// Whether a page is resident, recording the use if touching records.
     #[inline]
     fn touch_page(&self, page: u32) -> bool {
         match self.touch {
