@@ -56,6 +56,8 @@ pub mod sampling;
 pub mod sources;
 pub mod stats;
 mod sync;
+#[cfg(test)]
+mod test_rng;
 
 #[cfg(all(test, loom))]
 mod loom_models;

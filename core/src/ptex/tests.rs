@@ -23,13 +23,8 @@ type Lookup = (u32, [f32; 2], [f32; 4], PtexFilterOptions);
 /// Deterministic lookups over every face: small to whole-face footprints, near edges and
 /// corners, every filter.
 fn lookups(num_faces: usize, n: usize) -> Vec<Lookup> {
-    let mut state = 0x9E37_79B9u32;
-    let mut next = move || {
-        state ^= state << 13;
-        state ^= state >> 17;
-        state ^= state << 5;
-        (state >> 8) as f32 / (1u32 << 24) as f32
-    };
+    let mut rng = crate::test_rng::xorshift32(0x9E37_79B9);
+    let mut next = move || (rng() >> 8) as f32 / (1u32 << 24) as f32;
     (0..n)
         .map(|i| {
             let face = (i % num_faces) as u32;

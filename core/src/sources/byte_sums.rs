@@ -108,13 +108,8 @@ mod tests {
 
     #[test]
     fn byte_prefix_sums_match_the_plain_loop_for_every_stride_and_length() {
-        let mut seed = 0x9E37_79B9u32;
-        let mut next = || {
-            seed ^= seed << 13;
-            seed ^= seed >> 17;
-            seed ^= seed << 5;
-            seed as u8
-        };
+        let mut rng = crate::test_rng::xorshift32(0x9E37_79B9);
+        let mut next = || rng() as u8;
         for stride in 0..=20 {
             for len in [0, 1, 3, 4, 5, 15, 16, 17, 31, 32, 33, 64, 100, 1024, 1027] {
                 let data: Vec<u8> = (0..len).map(|_| next()).collect();

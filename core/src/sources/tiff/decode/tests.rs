@@ -7,13 +7,7 @@ use super::*;
 fn the_horizontal_predictor_is_undone_as_the_plain_definition_says() {
     // Every sample width, 1 to 5 samples a pixel, both byte orders: sample i of a
     // row becomes the wrapping sum of samples i, i - n, i - 2n, … (n a pixel).
-    let mut seed = 0x2545_F491u32;
-    let mut next = || {
-        seed ^= seed << 13;
-        seed ^= seed >> 17;
-        seed ^= seed << 5;
-        seed
-    };
+    let mut next = crate::test_rng::xorshift32(0x2545_F491);
     for (bits, float) in [(8, false), (16, false), (16, true), (32, true)] {
         for samples in 1..=5u32 {
             for little in [true, false] {
