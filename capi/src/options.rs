@@ -89,13 +89,13 @@ pub struct DtexLoaderOptions {
     /// frees, file tiles rather than pages of several. Was `reserved` (0) before
     /// `pages_of_file_tiles`: callers built against that header get the default.
     pub full_pages: u32,
-    /// The most CPU time fills may take, in cores (default 0: no limit; else at least 0.01).
-    /// For a CPU renderer
-    /// whose shading threads use every core, in interactive mode: what fills decode is
-    /// taken from the frame being shaded whatever the fill threads' priority, and this
-    /// bounds what a frame loses to a burst of fills. Waits on storage do not count. A GPU
-    /// renderer leaves it 0. Absent before `DTEX_LOADER_OPTIONS_SIZE_FULL_PAGES`: callers
-    /// built against that header get the default.
+    /// The most CPU time fills may take, in cores (default 0: no limit; else at least
+    /// `DTEX_MIN_FILL_CPU_CORES`). For a CPU renderer whose shading threads use every core,
+    /// in interactive mode: what fills decode is taken from the frame being shaded
+    /// whatever the fill threads' priority, and this bounds what a frame loses to a burst
+    /// of fills. Waits on storage do not count. A GPU renderer leaves it 0. Absent before
+    /// `DTEX_LOADER_OPTIONS_SIZE_FULL_PAGES`: callers built against that header get the
+    /// default.
     pub fill_cpu_cores: f32,
     /// Reserved: must be 0.
     pub reserved: u32,

@@ -23,10 +23,6 @@ use serde_json::{Map, Value};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// The CPU time the streaming loader's fills may take by default (`--fill-cpu-cores`), in
-/// cores: the library's advice for a CPU renderer shading on every core.
-pub const DEFAULT_FILL_CPU_CORES: f32 = demandtex::CPU_RENDERER_FILL_CPU_CORES;
-
 /// A frame slower than this many times its resident counterpart is a stall.
 pub const STALL_RATIO: f64 = 1.5;
 

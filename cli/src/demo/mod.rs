@@ -25,7 +25,6 @@ use crate::progress::Progress;
 use crate::table::{format_bytes, object_table};
 use builtin::SceneSize;
 use demandtex::{Loader, LoaderOptions, TextureId};
-use interactive::DEFAULT_FILL_CPU_CORES;
 use output::RunSummary;
 use render::{RenderJob, RenderOutcome};
 use scene::{Scene, TextureSpec};
@@ -101,8 +100,9 @@ pub struct DemoArgs {
     pub fill_threads: usize,
     /// With --interactive: the most CPU time the streaming loader's fills may take, in
     /// cores (the shading threads use every core: what fills compute is taken from the
-    /// frame). 0: no limit.
-    #[arg(long, default_value_t = DEFAULT_FILL_CPU_CORES)]
+    /// frame). Default: the library's advice for such a renderer,
+    /// `CPU_RENDERER_FILL_CPU_CORES`. 0: no limit.
+    #[arg(long, default_value_t = demandtex::CPU_RENDERER_FILL_CPU_CORES)]
     pub fill_cpu_cores: f32,
     /// Leave the shading threads unpinned. By default (Linux, no more shading threads than
     /// CPUs the process may use) shading thread i runs on the i-th of those CPUs, as
@@ -415,7 +415,7 @@ impl DemoArgs {
             no_rejection: false,
             publish_before_launch: false,
             fill_threads: 0,
-            fill_cpu_cores: DEFAULT_FILL_CPU_CORES,
+            fill_cpu_cores: demandtex::CPU_RENDERER_FILL_CPU_CORES,
             no_pin: false,
             soak_minutes: 0.0,
             stochastic: false,
