@@ -1547,14 +1547,18 @@ uint64_t dtex_ptex_decode_cache_bytes(void);
 
 // Open a Ptex file and register it with `loader` as one texture: its units (a face at one
 // resolution, or a tile of a large one) are packed into 64 KiB pages that share the
-// loader's budget and are requested, filled and evicted like tiles (docs/PTEX.md). The
-// header, face table and per-face constant colours are read now. Sample it with
+// loader's budget and are requested, filled and evicted like tiles (docs/PTEX.md). Only
+// the header is read now; the face table, per-face constant colours and packing are read
+// when the texture is opened, at its first lookup (or by `dtex_ptex_get_info` /
+// `dtex_ptex_get_face_info`, in the calling thread), so registering thousands of files
+// costs a header read each. A file that fails then is a failed texture (lookups give
+// zeros, resident; `dtex_ptex_get_info` returns the error). Sample it with
 // `dtex_launch_ptex_sample`.
 //
 // Errors: INVALID_HANDLE; INVALID_ARGUMENT (NULL `path` or `out_texture`, path not
-// UTF-8); IO_ERROR (the file cannot be read, or is corrupt: the message names the file
-// and what is wrong); UNSUPPORTED (not a Ptex file, or a version or type the reader does
-// not serve); OUT_OF_PAGES. Ownership: the path is copied; the texture belongs to the
+// UTF-8); IO_ERROR (the file cannot be read, or its header is corrupt: the message names
+// the file and what is wrong); UNSUPPORTED (not a Ptex file, or a version or type the
+// reader does not serve); OUT_OF_PAGES. Ownership: the path is copied; the texture belongs to the
 // loader. Thread-safety: any thread.
 //
 // # Safety
@@ -1564,10 +1568,12 @@ DtexStatus dtex_ptex_create(struct DtexLoader loader,
                             uint32_t *out_texture);
 
 // The description of the Ptex texture `texture` of `loader` (the caller sets
-// `out->struct_size` first).
+// `out->struct_size` first). The file is parsed now, in this thread, if no lookup has
+// opened the texture yet.
 //
 // Errors: INVALID_HANDLE; UNKNOWN_TEXTURE (not a Ptex texture of this loader);
-// INVALID_ARGUMENT (NULL `out`, bad `struct_size`). Ownership: `*out` is the caller's.
+// INVALID_ARGUMENT (NULL `out`, bad `struct_size`); IO_ERROR or UNSUPPORTED (the file
+// failed to parse: the message names it and what is wrong). Ownership: `*out` is the caller's.
 // Thread-safety: any thread.
 //
 // # Safety
@@ -1631,9 +1637,11 @@ DtexStatus dtex_cache_ptex_get_face_info(struct DtexCache cache,
 // `min(channels, num_channels - first_channel)` normalised values (u8 / 255, u16 /
 // 65535) to `out`, and 0 to the rest of its `channels` floats. Multi-pass: a unit the filter needs that is not resident records a
 // request for its page, and the values are the face's constant colour with
-// `out_result->resident` 0 (status OK), exactly as core's `Launch::ptex_sample`. A
-// non-finite coordinate or footprint gives zeros, `out_result->channels` 0 (reported
-// resident).
+// `out_result->resident` 0 (status OK), exactly as core's `Launch::ptex_sample`. Before
+// the texture is opened (its file parsed: by the `dtex_loader_process_requests` after
+// its first lookups), the values are zeros, `out_result->channels` 0 and `resident` 0;
+// a texture whose file failed to parse gives zeros, `resident` 1. A non-finite
+// coordinate or footprint gives zeros, `out_result->channels` 0 (reported resident).
 //
 // Errors: INVALID_HANDLE; UNKNOWN_TEXTURE (not a Ptex texture of the launch's loader);
 // INVALID_ARGUMENT (NULL `out` with `channels > 0`, a face id the texture lacks, a bad
@@ -2117,8 +2125,9 @@ DtexStatus dtex_cuda_process_requests(struct DtexCudaLaunch launch,
                                       struct DtexTicket *out_ticket);
 
 // Open a Ptex file and register it with CUDA loader `loader`, as `dtex_ptex_create` does
-// (its units packed into 64 KiB pages in the loader's budget), and copy its face table,
-// unit table and per-face constant colours to the device: `*out_device` is the
+// (its units packed into 64 KiB pages in the loader's budget), parse it now (the tables
+// need the whole file), and copy its face table, unit table and per-face constant colours
+// to the device: `*out_device` is the
 // `DtexPtexDeviceTexture` that kernels pass, by value, to `dtex::ptexSample`
 // (`demandtex/device/ptex.cuh`, docs/PTEX.md "On the device"). The device tables never
 // change and live as long as the loader; the pages are published by the loader's launches

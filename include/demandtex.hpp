@@ -1147,8 +1147,9 @@ public:
         return s;
     }
 
-    /// A Ptex texture from a `.ptx` file (UTF-8 path), opened now: a missing or bad file
-    /// throws (IO_ERROR / UNSUPPORTED, naming the file). Sample it with `Launch::ptexSample`.
+    /// A Ptex texture from a `.ptx` file (UTF-8 path): its header is read now (a missing
+    /// file, or one that is not Ptex, throws IO_ERROR / UNSUPPORTED naming the file), the
+    /// rest when the texture is first looked up. Sample it with `Launch::ptexSample`.
     PtexId createPtex(const std::string& path) const {
         PtexId id = kNoTexture;
         check(dtex_ptex_create(h_.get(), path.c_str(), &id));
@@ -1364,7 +1365,7 @@ public:
         check(dtex_cuda_loader_set_tile_publication(h_.get(), publication));
     }
 
-    /// A Ptex texture from a `.ptx` file (UTF-8 path), opened now, with its face and unit
+    /// A Ptex texture from a `.ptx` file (UTF-8 path), parsed now, with its face and unit
     /// tables copied to the device: `*device` is what kernels pass, by value, to
     /// `dtex::ptexSample`. A missing or bad file throws (IO_ERROR / UNSUPPORTED, naming
     /// the file). The tables live as long as the loader.
@@ -1463,7 +1464,8 @@ public:
         return out;
     }
 
-    /// A Ptex texture from a `.ptx` file, opened now (throws for a missing or bad file).
+    /// A Ptex texture from a `.ptx` file: its header is read now (throws for a missing file
+    /// or one that is not Ptex), the rest at its first lookup.
     PtexId createPtex(const std::string& path) const {
         PtexId id = kNoTexture;
         check(dtex_cache_ptex_create(h_.get(), path.c_str(), &id));

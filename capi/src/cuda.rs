@@ -245,8 +245,9 @@ pub unsafe extern "C" fn dtex_cuda_process_requests(
 }
 
 /// Open a Ptex file and register it with CUDA loader `loader`, as `dtex_ptex_create` does
-/// (its units packed into 64 KiB pages in the loader's budget), and copy its face table,
-/// unit table and per-face constant colours to the device: `*out_device` is the
+/// (its units packed into 64 KiB pages in the loader's budget), parse it now (the tables
+/// need the whole file), and copy its face table, unit table and per-face constant colours
+/// to the device: `*out_device` is the
 /// `DtexPtexDeviceTexture` that kernels pass, by value, to `dtex::ptexSample`
 /// (`demandtex/device/ptex.cuh`, docs/PTEX.md "On the device"). The device tables never
 /// change and live as long as the loader; the pages are published by the loader's launches

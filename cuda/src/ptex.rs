@@ -60,7 +60,8 @@ impl DevicePtex {
     /// Copy the tables of `texture` to the device on `stream` (ordered before any kernel
     /// later enqueued on it).
     pub fn upload(stream: &Arc<CudaStream>, texture: &PtexTexture) -> Result<DevicePtex> {
-        let t = PtexDeviceTables::new(texture.pages());
+        // The tables need the whole file: it is parsed now if no lookup has.
+        let t = PtexDeviceTables::new(texture.pages()?);
         // Never a zero-length allocation: an empty table is one unused byte.
         let copy = |bytes: Vec<u8>, what: &str| -> Result<CudaSlice<u8>> {
             let bytes = if bytes.is_empty() { vec![0] } else { bytes };

@@ -278,26 +278,29 @@ impl PtexTable {
 
 /// `face` of `texture`, or INVALID_ARGUMENT naming the face count.
 fn check_face(texture: &PtexTexture, face: u32) -> ApiResult<()> {
-    let n = texture.pages().file().num_faces();
-    if (face as usize) < n {
+    // From the header: a lookup never parses the file here.
+    let n = texture.num_faces();
+    if face < n {
         Ok(())
     } else {
         Err(ApiError::invalid_argument(format!(
             "face {face} of a Ptex texture of {n} faces ({})",
-            texture.pages().file().name()
+            texture.path().display()
         )))
     }
 }
 
-fn info_of(texture: &PtexTexture) -> DtexPtexInfo {
-    let file = texture.pages().file();
-    let packing = texture.packing();
+/// The description of `texture`, its file parsed now if no lookup has (a file that fails
+/// to parse: its error).
+fn info_of(texture: &PtexTexture) -> ApiResult<DtexPtexInfo> {
+    let file = texture.pages()?.file();
+    let packing = texture.packing()?;
     let border = |b: BorderMode| match b {
         BorderMode::Clamp => DTEX_PTEX_BORDER_CLAMP,
         BorderMode::Black => DTEX_PTEX_BORDER_BLACK,
         BorderMode::Periodic => DTEX_PTEX_BORDER_PERIODIC,
     };
-    DtexPtexInfo {
+    Ok(DtexPtexInfo {
         struct_size: std::mem::size_of::<DtexPtexInfo>() as u32,
         mesh_type: match file.mesh_type() {
             MeshType::Triangle => DTEX_PTEX_MESH_TRIANGLE,
@@ -321,12 +324,12 @@ fn info_of(texture: &PtexTexture) -> DtexPtexInfo {
         has_mipmaps: file.has_mipmaps() as u32,
         num_pages: packing.pages,
         unit_bytes: packing.unit_bytes,
-    }
+    })
 }
 
 fn face_info_of(texture: &PtexTexture, face: u32) -> ApiResult<DtexPtexFaceInfo> {
     check_face(texture, face)?;
-    let f = texture.pages().file().faces()[face as usize];
+    let f = texture.pages()?.file().faces()[face as usize];
     Ok(DtexPtexFaceInfo {
         struct_size: std::mem::size_of::<DtexPtexFaceInfo>() as u32,
         ulog2: f.res.ulog2.max(0) as u32,
@@ -380,14 +383,18 @@ pub extern "C" fn dtex_ptex_decode_cache_bytes() -> u64 {
 
 /// Open a Ptex file and register it with `loader` as one texture: its units (a face at one
 /// resolution, or a tile of a large one) are packed into 64 KiB pages that share the
-/// loader's budget and are requested, filled and evicted like tiles (docs/PTEX.md). The
-/// header, face table and per-face constant colours are read now. Sample it with
+/// loader's budget and are requested, filled and evicted like tiles (docs/PTEX.md). Only
+/// the header is read now; the face table, per-face constant colours and packing are read
+/// when the texture is opened, at its first lookup (or by `dtex_ptex_get_info` /
+/// `dtex_ptex_get_face_info`, in the calling thread), so registering thousands of files
+/// costs a header read each. A file that fails then is a failed texture (lookups give
+/// zeros, resident; `dtex_ptex_get_info` returns the error). Sample it with
 /// `dtex_launch_ptex_sample`.
 ///
 /// Errors: INVALID_HANDLE; INVALID_ARGUMENT (NULL `path` or `out_texture`, path not
-/// UTF-8); IO_ERROR (the file cannot be read, or is corrupt: the message names the file
-/// and what is wrong); UNSUPPORTED (not a Ptex file, or a version or type the reader does
-/// not serve); OUT_OF_PAGES. Ownership: the path is copied; the texture belongs to the
+/// UTF-8); IO_ERROR (the file cannot be read, or its header is corrupt: the message names
+/// the file and what is wrong); UNSUPPORTED (not a Ptex file, or a version or type the
+/// reader does not serve); OUT_OF_PAGES. Ownership: the path is copied; the texture belongs to the
 /// loader. Thread-safety: any thread.
 ///
 /// # Safety
@@ -409,10 +416,12 @@ pub unsafe extern "C" fn dtex_ptex_create(
 }
 
 /// The description of the Ptex texture `texture` of `loader` (the caller sets
-/// `out->struct_size` first).
+/// `out->struct_size` first). The file is parsed now, in this thread, if no lookup has
+/// opened the texture yet.
 ///
 /// Errors: INVALID_HANDLE; UNKNOWN_TEXTURE (not a Ptex texture of this loader);
-/// INVALID_ARGUMENT (NULL `out`, bad `struct_size`). Ownership: `*out` is the caller's.
+/// INVALID_ARGUMENT (NULL `out`, bad `struct_size`); IO_ERROR or UNSUPPORTED (the file
+/// failed to parse: the message names it and what is wrong). Ownership: `*out` is the caller's.
 /// Thread-safety: any thread.
 ///
 /// # Safety
@@ -426,7 +435,7 @@ pub unsafe extern "C" fn dtex_ptex_get_info(
     entry(|| {
         // SAFETY: the caller's contract.
         let out = unsafe { versioned_out(out, "out") }?;
-        out.write(info_of(&loader::get(loader)?.ptex.get(texture)?));
+        out.write(info_of(&loader::get(loader)?.ptex.get(texture)?)?);
         Ok(())
     })
 }
@@ -497,7 +506,7 @@ pub unsafe extern "C" fn dtex_cache_ptex_get_info(
     entry(|| {
         // SAFETY: the caller's contract.
         let out = unsafe { versioned_out(out, "out") }?;
-        out.write(info_of(&cache::get(cache)?.ptex.get(texture)?));
+        out.write(info_of(&cache::get(cache)?.ptex.get(texture)?)?);
         Ok(())
     })
 }

@@ -73,9 +73,11 @@ fn finish(mut call: Call, sample: impl FnOnce(&mut [f32]) -> PtexSampled) {
 /// `min(channels, num_channels - first_channel)` normalised values (u8 / 255, u16 /
 /// 65535) to `out`, and 0 to the rest of its `channels` floats. Multi-pass: a unit the filter needs that is not resident records a
 /// request for its page, and the values are the face's constant colour with
-/// `out_result->resident` 0 (status OK), exactly as core's `Launch::ptex_sample`. A
-/// non-finite coordinate or footprint gives zeros, `out_result->channels` 0 (reported
-/// resident).
+/// `out_result->resident` 0 (status OK), exactly as core's `Launch::ptex_sample`. Before
+/// the texture is opened (its file parsed: by the `dtex_loader_process_requests` after
+/// its first lookups), the values are zeros, `out_result->channels` 0 and `resident` 0;
+/// a texture whose file failed to parse gives zeros, `resident` 1. A non-finite
+/// coordinate or footprint gives zeros, `out_result->channels` 0 (reported resident).
 ///
 /// Errors: INVALID_HANDLE; UNKNOWN_TEXTURE (not a Ptex texture of the launch's loader);
 /// INVALID_ARGUMENT (NULL `out` with `channels > 0`, a face id the texture lacks, a bad

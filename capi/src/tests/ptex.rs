@@ -169,6 +169,8 @@ fn multi_pass_lookups_equal_core_launch_by_launch_and_converge_to_the_resident_v
         let core_loader = engine::Loader::new(options).unwrap();
         let tex = create(c_loader.0, &path);
         let core_tex = core_loader.create_ptex_texture(&path).unwrap();
+        // `info` parses the C texture's file: the core one's parsed too, so both start alike.
+        core_tex.pages().unwrap();
         let n = info(c_loader.0, tex).num_channels as usize;
         let num_faces = info(c_loader.0, tex).num_faces;
         let lookups = lookups(num_faces, 300);

@@ -14,6 +14,7 @@ mod launch_prepare;
 mod lookups;
 pub mod make_trace;
 mod many_textures;
+mod ptex_open;
 pub mod replay;
 mod requests;
 mod rounds;
@@ -99,6 +100,9 @@ pub enum Which {
     /// Constant-tile coalescing on masks, and duplicate-texture sharing on copies of mask
     /// files: budget and bytes read, on against off (CPU, not default).
     Coalescing,
+    /// Ptex files registered (header only) against parsed (face tables, constants,
+    /// packing): 1,000 synthetic files (CPU, not default).
+    PtexOpen,
 }
 
 impl Which {
@@ -126,7 +130,8 @@ impl Which {
             | Which::ExrFill
             | Which::LaunchPrepare
             | Which::ManyTextures
-            | Which::Coalescing => backend == Backend::Cpu,
+            | Which::Coalescing
+            | Which::PtexOpen => backend == Backend::Cpu,
             Which::Fetch | Which::Upload | Which::Converge => backend == Backend::Cuda,
         }
     }
@@ -307,6 +312,10 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
         emit(coalescing::run()?, &mut records);
         eprintln!("bench: duplicate-texture sharing…");
         emit(duplicates::run()?, &mut records);
+    }
+    if only.contains(&Which::PtexOpen) {
+        eprintln!("bench: Ptex registration against parsing…");
+        emit(ptex_open::run()?, &mut records);
     }
     print!("{}", render_tables(&records));
     Ok(())

@@ -9,6 +9,9 @@
 //!   colour, non-resident) and `process_requests` between them.
 //! - Blocking: [`TextureCache::create_ptex_texture`] and [`TextureCache::ptex_sample`]
 //!   (missing pages are filled in the calling thread, as for tiled textures).
+//!
+//! Registration reads the file's header; the rest is parsed when the engine opens the
+//! pages texture, at its first lookup ([`LazyPtexPages`]; docs/PTEX.md, "Open files").
 
 use crate::cache::{blocking_batch, blocking_lookup, TextureCache};
 use crate::error::{Error, Result};
@@ -16,7 +19,9 @@ use crate::ids::TextureId;
 use crate::requests::Engine;
 use crate::sampling::ptex::{ptex_sample, EnginePtex, PtexFilterOptions, PtexSampled};
 use crate::sampling::{CpuView, Sample, SampleOptions};
-use crate::sources::ptex::{PtexError, PtexErrorKind, PtexFile, PtexOptions, PtexPages, UnitFill};
+use crate::sources::ptex::{
+    LazyPtexPages, PtexError, PtexErrorKind, PtexOptions, PtexPages, UnitFill,
+};
 use crate::sources::FileHandles;
 use crate::textures::{FilterMode, MipFilter, TextureDesc};
 use crate::{Launch, Loader, TILE_BYTES};
@@ -24,11 +29,13 @@ use std::cell::RefCell;
 use std::path::Path;
 use std::sync::Arc;
 
-/// A Ptex file registered with a loader: its pages texture and the packing of its units.
+/// A Ptex file registered with a loader: its pages texture and, once the file has been
+/// parsed (at the texture's first lookup, or when [`PtexTexture::pages`] asks), the
+/// packing of its units.
 #[derive(Clone, Debug)]
 pub struct PtexTexture {
     id: TextureId,
-    pages: Arc<PtexPages>,
+    source: Arc<LazyPtexPages>,
 }
 
 /// How well a Ptex texture's units fill the pages they are packed in.
@@ -66,18 +73,22 @@ impl PtexPacking {
 }
 
 impl PtexTexture {
-    /// Open `path` (through the process-wide bounded set of open files,
-    /// [`FileHandles::default_shared`]) and register its pages texture with `engine`. A
-    /// file that cannot be read or is corrupt is [`Error::Io`]; one that is not Ptex, or of
-    /// a version or type the reader does not serve, [`Error::Unsupported`]; both name the
-    /// file.
+    /// Register the pages texture of the Ptex file at `path` with `engine`, read through
+    /// the process-wide bounded set of open files ([`FileHandles::default_shared`]). Only
+    /// the header is read now: a file that cannot be read or whose header is corrupt is
+    /// [`Error::Io`]; one that is not Ptex, or of a version or type the reader does not
+    /// serve, [`Error::Unsupported`]; both name the file. The rest of the file is parsed
+    /// when the engine opens the texture (its first lookup); a file that fails then is a
+    /// failed texture, whose lookups give zeros, resident, and whose error
+    /// [`PtexTexture::pages`] returns.
     pub fn create(engine: &Engine, path: impl AsRef<Path>) -> Result<PtexTexture> {
         Self::create_with_handles(engine, path, FileHandles::default_shared())
     }
 
-    /// Open `path` through `handles` and register its pages texture with `engine`: the
-    /// file's structure is read now, its texels when pages are filled, the file held open
-    /// only while the set keeps it (at most `handles.max_open_files()` files at once).
+    /// Register the Ptex file at `path`, read through `handles`, with `engine`: its header
+    /// is read now, its structure when the texture is opened, its texels when pages are
+    /// filled, the file held open only while the set keeps it (at most
+    /// `handles.max_open_files()` files at once).
     pub fn create_with_handles(
         engine: &Engine,
         path: impl AsRef<Path>,
@@ -86,7 +97,7 @@ impl PtexTexture {
         Self::create_filled(engine, path.as_ref(), handles, UnitFill::Eager)
     }
 
-    /// Open `path` through `handles` and register its pages texture, its pages filled as
+    /// Register the Ptex file at `path`, read through `handles`, its pages filled as
     /// `fill` says (lazily for blocking caches, whose lookups decode units in place).
     pub fn create_filled(
         engine: &Engine,
@@ -94,18 +105,12 @@ impl PtexTexture {
         handles: Arc<FileHandles>,
         fill: UnitFill,
     ) -> Result<PtexTexture> {
-        let error = |e: PtexError| match e.kind {
-            PtexErrorKind::NotPtex | PtexErrorKind::Unsupported => {
-                Error::Unsupported(e.to_string())
-            }
-            _ => Error::Io {
-                path: path.display().to_string(),
-                message: e.to_string(),
-            },
-        };
-        let file = PtexFile::open_shared(path, PtexOptions::default(), handles).map_err(error)?;
-        // Units that need more pages than a texture holds: Unsupported, naming the file.
-        let pages = Arc::new(PtexPages::with_fill(Arc::new(file), fill).map_err(error)?);
+        let source = LazyPtexPages::new(path, PtexOptions::default(), handles, fill)
+            .map_err(|e| error_of(path, e))?;
+        Self::register(engine, Arc::new(source))
+    }
+
+    fn register(engine: &Engine, source: Arc<LazyPtexPages>) -> Result<PtexTexture> {
         // Point filtering: device code reads the packed bytes back from the pages
         // texture's texels (docs/PTEX.md, "On the device"); a linear filter would blend them.
         let desc = TextureDesc {
@@ -113,8 +118,8 @@ impl PtexTexture {
             mip_filter: MipFilter::Point,
             ..TextureDesc::default()
         };
-        let id = engine.create_texture(pages.clone(), desc)?;
-        Ok(PtexTexture { id, pages })
+        let id = engine.create_texture(source.clone(), desc)?;
+        Ok(PtexTexture { id, source })
     }
 
     /// The id of the pages texture (its statistics, lifecycle and errors are the engine's).
@@ -122,26 +127,48 @@ impl PtexTexture {
         self.id
     }
 
-    /// The file and the packing of its units.
-    pub fn pages(&self) -> &Arc<PtexPages> {
-        &self.pages
+    /// The file and the packing of its units: parsed now, in this thread, if no lookup has
+    /// opened the texture yet. The parse's error (naming the file) if it fails, as
+    /// [`PtexTexture::create`] maps it.
+    pub fn pages(&self) -> Result<&Arc<PtexPages>> {
+        let path = self.source.path();
+        self.source.pages().map_err(|e| error_of(path, e))
     }
 
-    /// The packing of every unit of the file (all pages).
-    pub fn packing(&self) -> PtexPacking {
-        PtexPacking::of_pages(&self.pages)
+    /// The number of faces (from the header, read at registration: no parse).
+    pub fn num_faces(&self) -> u32 {
+        self.source.num_faces()
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        self.source.path()
+    }
+
+    /// The file and the packing of its units if the file has been parsed (no parse now).
+    pub fn pages_if_parsed(&self) -> Option<&Arc<PtexPages>> {
+        self.source.pages_if_parsed()
+    }
+
+    /// The packing of every unit of the file (all pages), the file parsed now if needed
+    /// ([`PtexTexture::pages`]).
+    pub fn packing(&self) -> Result<PtexPacking> {
+        Ok(PtexPacking::of_pages(self.pages()?))
     }
 
     /// The packing of the pages resident in `engine` now: the useful share of the budget
-    /// this texture holds.
+    /// this texture holds (none before the file is parsed).
     pub fn resident_packing(&self, engine: &Engine) -> PtexPacking {
+        let Some(pages) = self.pages_if_parsed() else {
+            return PtexPacking::new(0, 0);
+        };
         let Some((start, _)) = engine.texture_pages(self.id) else {
             return PtexPacking::new(0, 0);
         };
         let Some(layout) = engine.texture_layout(self.id) else {
             return PtexPacking::new(0, 0);
         };
-        let pack = self.pages.layout();
+        let pack = pages.layout();
         let (mut pages, mut bytes) = (0u64, 0u64);
         for p in 0..pack.num_pages() {
             let (tx, ty) = PtexPages::tile_of_page(p);
@@ -169,6 +196,26 @@ pub struct PtexLookup<'a> {
     pub d: [f32; 4],
 }
 
+/// The answer of a lookup of a texture whose file has not been parsed (`sampled`, from
+/// [`EnginePtex::opened`]): zeros.
+fn unopened(out: &mut [f32], sampled: PtexSampled) -> PtexSampled {
+    out.fill(0.0);
+    sampled
+}
+
+/// The Error of a Ptex file's registration or parse: [`Error::Unsupported`] for a file that
+/// is not Ptex or that the reader does not serve (or whose units need more pages than a
+/// texture holds), else [`Error::Io`]; both name the file.
+fn error_of(path: &Path, e: PtexError) -> Error {
+    match e.kind {
+        PtexErrorKind::NotPtex | PtexErrorKind::Unsupported => Error::Unsupported(e.to_string()),
+        _ => Error::Io {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        },
+    }
+}
+
 /// Filter through `store`, writing `out`; a failed pages texture reads as constants,
 /// resident.
 #[allow(clippy::too_many_arguments)]
@@ -190,7 +237,8 @@ fn sample_store(
 }
 
 impl Loader {
-    /// Register the Ptex file at `path` (opened now: header, face info, constants).
+    /// Register the Ptex file at `path` (its header read now, the rest at its first lookup:
+    /// [`PtexTexture::create`]).
     pub fn create_ptex_texture(&self, path: impl AsRef<Path>) -> Result<PtexTexture> {
         PtexTexture::create(self.engine(), path)
     }
@@ -226,8 +274,10 @@ impl Launch {
         options: &PtexFilterOptions,
         out: &mut [f32],
     ) -> PtexSampled {
-        let store = EnginePtex::new(self.view(), texture.id, &texture.pages);
-        sample_store(&store, face, [u, v], [dudx, dvdx, dudy, dvdy], options, out)
+        match EnginePtex::opened(self.view(), texture.id, &texture.source) {
+            Ok(store) => sample_store(&store, face, [u, v], [dudx, dvdx, dudy, dvdy], options, out),
+            Err(sampled) => unopened(out, sampled),
+        }
     }
 
     /// Every lookup of `queries` as [`Launch::ptex_sample`] would give it, query `i`
@@ -290,18 +340,21 @@ fn sample_batch(
     let mut store: Option<EnginePtex<'_>> = None;
     for i in which {
         let q = &queries[i];
+        let out = &mut out[i * stride..][..stride];
         let store = match store.take() {
             Some(s) if s.texture_id() == q.texture.id => store.insert(s),
-            _ => store.insert(EnginePtex::new(view, q.texture.id, &q.texture.pages)),
+            _ => match EnginePtex::opened(view, q.texture.id, &q.texture.source) {
+                Ok(s) => store.insert(s),
+                Err(s) => {
+                    sampled[i] = unopened(out, s);
+                    if !s.resident {
+                        missed.push(i);
+                    }
+                    continue;
+                }
+            },
         };
-        let s = sample_store(
-            store,
-            q.face,
-            q.uv,
-            q.d,
-            options,
-            &mut out[i * stride..][..stride],
-        );
+        let s = sample_store(store, q.face, q.uv, q.d, options, out);
         sampled[i] = s;
         if !s.resident {
             missed.push(i);
@@ -310,8 +363,9 @@ fn sample_batch(
 }
 
 impl TextureCache {
-    /// Register the Ptex file at `path` (opened now: header, face info, constants). Its
-    /// pages are filled lazily: a page costs only the units lookups decode in it.
+    /// Register the Ptex file at `path` (its header read now, the rest at its first lookup:
+    /// [`PtexTexture::create`]). Its pages are filled lazily: a page costs only the units
+    /// lookups decode in it.
     pub fn create_ptex_texture(&self, path: impl AsRef<Path>) -> Result<PtexTexture> {
         self.create_ptex_texture_with_handles(path, FileHandles::default_shared())
     }
@@ -351,10 +405,14 @@ impl TextureCache {
             },
         ));
         blocking_lookup(self.loader(), &SampleOptions::default(), |view, _| {
-            let store = EnginePtex::new(view, texture.id, &texture.pages);
             let mut guard = cell.borrow_mut();
             let (out, result) = &mut *guard;
-            *result = sample_store(&store, face, [u, v], [dudx, dvdx, dudy, dvdy], options, out);
+            *result = match EnginePtex::opened(view, texture.id, &texture.source) {
+                Ok(store) => {
+                    sample_store(&store, face, [u, v], [dudx, dvdx, dudy, dvdy], options, out)
+                }
+                Err(sampled) => unopened(out, sampled),
+            };
             Sample::new([0.0; 4], result.resident)
         });
         let (_, result) = cell.into_inner();

@@ -6,8 +6,10 @@ use super::*;
 use crate::options::LoaderOptions;
 use crate::sampling::ptex::{PtexFaces, PtexFilterType, ResidentPtex};
 use crate::sources::ptex::tests::fixtures::{self, Fixture};
+use crate::sources::ptex::PtexFile;
 
 mod batch;
+mod opening;
 
 const FILTERS: [PtexFilterType; 5] = [
     PtexFilterType::Point,
@@ -124,7 +126,7 @@ fn blocking_under_a_tiny_budget_equals_resident() {
         assert_eq!(stats.read_errors, 0, "{name}");
         evictions += stats.evictions;
         // Every page but the last is at least half full (tiles of 3-byte texels fill 3/4).
-        let packing = tex.packing();
+        let packing = tex.packing().unwrap();
         let full = packing.pages.saturating_sub(1) as f64 * TILE_BYTES as f64;
         assert!(
             packing.unit_bytes as f64 >= 0.5 * full,
@@ -261,7 +263,7 @@ fn lazy_pages_fill_in_place_from_many_threads() {
     let cache = TextureCache::new(options(6)).unwrap();
     let tex = cache.create_ptex_texture(&fx.path).unwrap();
     assert_eq!(
-        tex.pages().unit_fill(),
+        tex.pages().unwrap().unit_fill(),
         crate::sources::ptex::UnitFill::Lazy
     );
     let n = fx.file.num_channels();
@@ -283,7 +285,7 @@ fn lazy_pages_fill_in_place_from_many_threads() {
     });
     let stats = cache.loader().engine().stats();
     assert!(stats.evictions > 0 && stats.peak_resident_bytes <= stats.budget_bytes);
-    assert!(tex.pages().unit_error().is_none());
+    assert!(tex.pages().unwrap().unit_error().is_none());
 
     // Sparse lookups (a few faces of a file of many small ones) decode a few units, where
     // filling their pages whole decodes every unit on them.
@@ -314,7 +316,10 @@ fn lazy_pages_fill_in_place_from_many_threads() {
         }
         assert_eq!(a, b, "face {face}");
     }
-    let (lazy, eager) = (lazy.pages().read_stats(), eager.pages().read_stats());
+    let (lazy, eager) = (
+        lazy.pages().unwrap().read_stats(),
+        eager.pages().unwrap().read_stats(),
+    );
     assert!(lazy.units_decoded <= 3, "{lazy:?}");
     assert!(
         lazy.unit_bytes_decoded * 10 < eager.unit_bytes_decoded,
@@ -342,6 +347,8 @@ fn a_unit_that_fails_in_place_falls_back_with_its_error() {
     std::fs::write(&path, &bytes).unwrap();
     let cache = TextureCache::new(options(16)).unwrap();
     let tex = cache.create_ptex_texture(&path).unwrap();
+    // Parsed now (it would be at the first lookup), before the damage.
+    tex.pages().unwrap();
     // Zero the second half of the file: the face data blocks, not the header or tables
     // already read.
     let mut damaged = bytes.clone();
@@ -373,7 +380,11 @@ fn a_unit_that_fails_in_place_falls_back_with_its_error() {
         }
     }
     assert!(failed > 0, "no lookup met the damage");
-    let e = tex.pages().unit_error().expect("the error is kept");
+    let e = tex
+        .pages()
+        .unwrap()
+        .unit_error()
+        .expect("the error is kept");
     assert!(e.0.contains("damaged.ptx"), "{e:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -421,7 +432,11 @@ fn a_file_changed_on_disk_is_an_error_not_texels_of_two_versions() {
             failed += usize::from(!resident);
         }
         assert!(failed > 0, "longer {longer}: no read met the change");
-        let e = tex.pages().unit_error().expect("the error is kept");
+        let e = tex
+            .pages()
+            .unwrap()
+            .unit_error()
+            .expect("the error is kept");
         assert!(
             e.0.contains("changing.ptx") && e.0.contains("changed on disk"),
             "{e:?}"

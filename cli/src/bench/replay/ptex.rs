@@ -126,8 +126,8 @@ fn check_faces(prepared: &Prepared<PtexQuery>) -> Result<Vec<usize>, CliError> {
 /// bytes read.
 fn with_read_stats(report: Report, textures: &[PtexTexture]) -> Report {
     let (mut units, mut bytes, mut file) = (0, 0, 0);
-    for t in textures {
-        let s = t.pages().read_stats();
+    for t in textures.iter().filter_map(PtexTexture::pages_if_parsed) {
+        let s = t.read_stats();
         units += s.units_decoded;
         bytes += s.unit_bytes_decoded;
         file += s.file_bytes_read;

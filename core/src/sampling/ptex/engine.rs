@@ -2,7 +2,8 @@
 //! units live packed in the 64 KiB tile pages of a [`PtexPages`] texture; a unit is
 //! resident when its page is, and asking for a missing one records a request for its page
 //! (as every sampler does: the reference bit, and the view's miss list in blocking mode).
-//! The per-face constants come from the open file and are always available.
+//! The per-face constants come from the parsed file: available from the texture's open
+//! (which parses it, [`EnginePtex::opened`]) on, without a page.
 //!
 //! A page of a lazily filled texture ([`UnitFill::Lazy`], a blocking cache's) is resident
 //! before its units are decoded: a lookup that meets a unit not yet valid decodes it in
@@ -12,12 +13,12 @@
 //!
 //! [`UnitFill::Lazy`]: crate::sources::ptex::UnitFill::Lazy
 
-use super::{PtexFaces, PtexTextureInfo, Texels, Tiling};
+use super::{PtexFaces, PtexSampled, PtexTextureInfo, Texels, Tiling};
 use crate::ids::{TextureId, TILE_BYTES};
 use crate::sampling::fetch::Touch;
 use crate::sampling::{resolve, CpuView};
 use crate::sources::ptex::pack::{has_bitmap, PlacedUnit, UnitLoc};
-use crate::sources::ptex::{DecodedUnits, FaceInfo, PtexPages, Res};
+use crate::sources::ptex::{DecodedUnits, FaceInfo, LazyPtexPages, PtexPages, Res};
 use crate::textures::TextureSampler;
 use std::cell::Cell;
 
@@ -62,6 +63,38 @@ impl<'a> EnginePtex<'a> {
             failed: Cell::new(false),
             last_unit: Cell::new(None),
             last_page: Cell::new(None),
+        }
+    }
+
+    /// The store of `texture`, whose source is `source`, once its file has been parsed.
+    /// Before that, its opening is requested through `view` (the pages texture's sampler
+    /// page, which the engine fills by opening the source: parsing the file), and `Err`
+    /// holds what the lookup reports meanwhile: no channels, non-resident; resident if the
+    /// texture failed (its file could not be parsed).
+    pub fn opened(
+        view: CpuView<'a>,
+        texture: TextureId,
+        source: &'a LazyPtexPages,
+    ) -> Result<Self, PtexSampled> {
+        let parsed = match source.pages_if_parsed() {
+            Some(pages) => Some(pages),
+            // Resolved: the engine opened the source, which parsed the file first.
+            None => match resolve::sampler(view, texture) {
+                Ok(_) => source.pages_if_parsed(),
+                Err(sample) => {
+                    return Err(PtexSampled {
+                        channels: 0,
+                        resident: sample.resident,
+                    })
+                }
+            },
+        };
+        match parsed {
+            Some(pages) => Ok(EnginePtex::new(view, texture, pages)),
+            None => Err(PtexSampled {
+                channels: 0,
+                resident: true,
+            }),
         }
     }
 

@@ -47,6 +47,7 @@ mod error;
 pub mod faces;
 pub mod header;
 pub(crate) mod input;
+pub mod lazy_pages;
 pub mod levels;
 mod locate_cache;
 pub mod meta;
@@ -66,6 +67,7 @@ pub use edits::{EditKind, EditRecord};
 pub use error::{PtexError, PtexErrorKind};
 pub use faces::{face_flags, Adjacent, FaceInfo, Res};
 pub use header::{BorderMode, DataType, EdgeFilterMode, ExtHeader, Header, MeshType, Sections};
+pub use lazy_pages::LazyPtexPages;
 pub use levels::{BlockSpan, Encoding, FaceDataHeader, LevelInfo, TileLayout};
 pub use meta::{MetaEntry, MetaStorage, MetaType, MetaValue};
 pub use pages::{PtexPages, PtexReadStats, UnitFill};
@@ -174,33 +176,23 @@ impl PtexFile {
         Self::parse_inner(&name, input, options).map_err(|e| e.in_file(&name))
     }
 
+    /// The header of the file at `path`, opened through `handles`, checked as a parse
+    /// checks it (magic, version, mesh and data type, extended header, section sizes):
+    /// reading only the header and extended header, as registering a texture does before
+    /// its file is parsed at first use.
+    pub fn read_header_shared(
+        path: impl AsRef<Path>,
+        handles: Arc<crate::sources::FileHandles>,
+    ) -> Result<Header, PtexError> {
+        let name = path.as_ref().display().to_string();
+        let input = Input::open_shared(path.as_ref(), handles).map_err(|e| e.in_file(&name))?;
+        read_header(&input)
+            .map(|(header, ..)| header)
+            .map_err(|e| e.in_file(&name))
+    }
+
     fn parse_inner(name: &str, input: Input, options: PtexOptions) -> R<PtexFile> {
-        let mut head = [0u8; 64];
-        let n = input.len().min(HEADER_SIZE) as usize;
-        input.read_into(0, &mut head[..n], &"the header")?;
-        if n < 64 {
-            let magic = header::MAGIC.to_le_bytes();
-            if head[..n.min(4)] != magic[..n.min(4)] || n == 0 {
-                return Err(Fail::new(
-                    PtexErrorKind::NotPtex,
-                    format!("not a Ptex file ({} bytes, not starting with \"Ptex\")", n),
-                ));
-            }
-            return Err(Fail::corrupt(format!(
-                "the file is {n} bytes, shorter than the 64-byte Ptex header"
-            )));
-        }
-        let header = Header::parse(&head)?;
-        let mut ext_bytes = [0u8; EXT_HEADER_SIZE];
-        let ext_len = (header.extheadersize as usize).min(EXT_HEADER_SIZE);
-        input.read_into(
-            HEADER_SIZE,
-            &mut ext_bytes[..ext_len],
-            &"the extended header",
-        )?;
-        let ext = ExtHeader::parse(&ext_bytes);
-        let kinds = header::kinds(&header, &ext)?;
-        let sections = Sections::new(&header, &ext)?;
+        let (header, ext, kinds, sections) = read_header(&input)?;
         let pixel_size = header.pixel_size(kinds.data);
         let texels = Texels {
             data_type: kinds.data,
@@ -495,4 +487,36 @@ impl PtexFile {
             ))
         })
     }
+}
+
+/// The header, extended header, kinds and section offsets of the file in `input`, each
+/// checked (a file shorter than a header, or not starting with the magic, is named so).
+fn read_header(input: &Input) -> R<(Header, ExtHeader, Kinds, Sections)> {
+    let mut head = [0u8; 64];
+    let n = input.len().min(HEADER_SIZE) as usize;
+    input.read_into(0, &mut head[..n], &"the header")?;
+    if n < 64 {
+        let magic = header::MAGIC.to_le_bytes();
+        if head[..n.min(4)] != magic[..n.min(4)] || n == 0 {
+            return Err(Fail::new(
+                PtexErrorKind::NotPtex,
+                format!("not a Ptex file ({} bytes, not starting with \"Ptex\")", n),
+            ));
+        }
+        return Err(Fail::corrupt(format!(
+            "the file is {n} bytes, shorter than the 64-byte Ptex header"
+        )));
+    }
+    let header = Header::parse(&head)?;
+    let mut ext_bytes = [0u8; EXT_HEADER_SIZE];
+    let ext_len = (header.extheadersize as usize).min(EXT_HEADER_SIZE);
+    input.read_into(
+        HEADER_SIZE,
+        &mut ext_bytes[..ext_len],
+        &"the extended header",
+    )?;
+    let ext = ExtHeader::parse(&ext_bytes);
+    let kinds = header::kinds(&header, &ext)?;
+    let sections = Sections::new(&header, &ext)?;
+    Ok((header, ext, kinds, sections))
 }
