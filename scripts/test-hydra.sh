@@ -117,7 +117,8 @@ run() {  # name, then driver arguments; stderr is kept for the checks
   PASSED+=("$name")
 }
 
-run quad-hydra1 "$WORK/quad_angled.usda" "$WORK/quad-h1.ppm" --budget-mib 8 --compare-unlimited
+run quad-hydra1 "$WORK/quad_angled.usda" "$WORK/quad-h1.ppm" --budget-mib 8 --compare-unlimited \
+  --compare-formats
 run quad-hydra2 "$WORK/quad_angled.usda" "$WORK/quad-h2.ppm" --budget-mib 8 --compare-unlimited --hydra2
 run quad-interactive "$WORK/quad_angled.usda" "$WORK/quad-int.ppm" --budget-mib 8 --interactive --compare-unlimited
 cmp "$WORK/quad-h1.ppm" "$WORK/quad-h2.ppm" || fail "Hydra 1.0 and 2.0 renders of quad_angled differ"

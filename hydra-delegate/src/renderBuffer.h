@@ -1,5 +1,5 @@
-// A CPU render buffer: float, half-free formats the renderer writes directly (Float32 with
-// 1-4 components, Int32, UNorm8Vec4). Hosts read it through Map().
+// A CPU render buffer in any format of 1-4 components of UNorm8, SNorm8, Float16, Float32 or
+// Int32, which the renderer writes converted from float RGBA. Hosts read it through Map().
 #ifndef HD_DEMANDTEX_RENDER_BUFFER_H
 #define HD_DEMANDTEX_RENDER_BUFFER_H
 
@@ -50,6 +50,8 @@ private:
     unsigned _width = 0;
     unsigned _height = 0;
     HdFormat _format = HdFormatInvalid;
+    HdFormat _componentFormat = HdFormatInvalid;
+    size_t _components = 0;
     size_t _pixelBytes = 0;
     std::vector<unsigned char> _data;
     std::atomic<int> _mappers{0};

@@ -28,6 +28,7 @@
 // PXR_PLUGINPATH_NAME must name the plugin's resources directory, as for any host.
 // Exit code 0 when every check passes; messages say which failed.
 #include "pxr/pxr.h"
+#include "pxr/base/gf/half.h"
 #include "pxr/base/gf/vec4f.h"
 #include "pxr/base/tf/token.h"
 #include "pxr/imaging/cameraUtil/framing.h"
@@ -50,6 +51,7 @@
 
 #include "exr_writer.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -95,6 +97,7 @@ struct Options {
     std::string scene, out;
     bool hydra2 = false, interactive = false, compareUnlimited = false, expectEvictions = false;
     bool expectPreview = false;
+    bool compareFormats = false;  ///< Also render into Float16Vec4 and UNorm8Vec4 colour buffers.
     int width = 256, height = 256, spp = 4, maxLaunches = 200, expectDistinctBlue = 0;
     int frameMs = 10;  ///< Interactive: time between draws, as a viewport's frame rate gives.
     long long budgetMiB = 0;
@@ -117,7 +120,39 @@ std::uint64_t _Stat(const VtDictionary& stats, const std::string& key) {
     return it != stats.end() && it->second.IsHolding<std::uint64_t>() ? it->second.UncheckedGet<std::uint64_t>() : 0;
 }
 
-std::optional<Render> RenderStage(const Options& o, long long budgetMiB, bool interactive) {
+/// `n` pixels of a colour buffer of `format` (Float32Vec4, Float16Vec4 or UNorm8Vec4) as float RGBA.
+std::vector<GfVec4f> ReadColor(const void* data, HdFormat format, size_t n) {
+    std::vector<GfVec4f> out(n);
+    for (size_t i = 0; i < n; ++i) {
+        for (int c = 0; c < 4; ++c) {
+            switch (format) {
+            case HdFormatFloat16Vec4:
+                out[i][c] = float(static_cast<const GfHalf*>(data)[4 * i + c]);
+                break;
+            case HdFormatUNorm8Vec4:
+                out[i][c] = float(static_cast<const unsigned char*>(data)[4 * i + c]) / 255.0f;
+                break;
+            default:
+                out[i][c] = static_cast<const float*>(data)[4 * i + c];
+                break;
+            }
+        }
+    }
+    return out;
+}
+
+/// `v` stored in a colour buffer of `format` and read back as float.
+GfVec4f StoredAs(const GfVec4f& v, HdFormat format) {
+    GfVec4f out = v;
+    for (int c = 0; c < 4; ++c) {
+        if (format == HdFormatFloat16Vec4) out[c] = float(GfHalf(v[c]));
+        if (format == HdFormatUNorm8Vec4) out[c] = float(std::lround(std::clamp(v[c], 0.0f, 1.0f) * 255.0f)) / 255.0f;
+    }
+    return out;
+}
+
+std::optional<Render> RenderStage(const Options& o, long long budgetMiB, bool interactive,
+                                  HdFormat colorFormat = HdFormatFloat32Vec4) {
     UsdStageRefPtr stage = UsdStage::Open(o.scene);
     if (!stage) {
         std::cerr << "cannot open stage " << o.scene << "\n";
@@ -157,7 +192,10 @@ std::optional<Render> RenderStage(const Options& o, long long budgetMiB, bool in
         static_cast<HdRenderBuffer*>(delegate->CreateBprim(HdPrimTypeTokens->renderBuffer, colorId)));
     std::unique_ptr<HdRenderBuffer> prim(
         static_cast<HdRenderBuffer*>(delegate->CreateBprim(HdPrimTypeTokens->renderBuffer, primIdId)));
-    color->Allocate(GfVec3i(o.width, o.height, 1), HdFormatFloat32Vec4, false);
+    if (!color->Allocate(GfVec3i(o.width, o.height, 1), colorFormat, false)) {
+        std::cerr << "the delegate refused a colour buffer of format " << int(colorFormat) << "\n";
+        return std::nullopt;
+    }
     prim->Allocate(GfVec3i(o.width, o.height, 1), HdFormatInt32, false);
     HdRenderPassAovBinding colorBinding, primBinding;
     colorBinding.aovName = HdAovTokens->color;
@@ -216,8 +254,7 @@ std::optional<Render> RenderStage(const Options& o, long long budgetMiB, bool in
         }
     }
     color->Resolve();
-    const auto* pixels = static_cast<const GfVec4f*>(color->Map());
-    r.color.assign(pixels, pixels + size_t(o.width) * o.height);
+    r.color = ReadColor(color->Map(), colorFormat, size_t(o.width) * o.height);
     color->Unmap();
     const auto* ids = static_cast<const int*>(prim->Map());
     r.primId.assign(ids, ids + size_t(o.width) * o.height);
@@ -327,6 +364,7 @@ int main(int argc, char** argv) {
         else if (a == "--compare-unlimited") o.compareUnlimited = true;
         else if (a == "--expect-evictions") o.expectEvictions = true;
         else if (a == "--expect-preview") o.expectPreview = true;
+        else if (a == "--compare-formats") o.compareFormats = true;
         else if (a == "--width") o.width = std::stoi(next());
         else if (a == "--height") o.height = std::stoi(next());
         else if (a == "--spp") o.spp = std::stoi(next());
@@ -440,6 +478,22 @@ int main(int argc, char** argv) {
         std::printf("against the unlimited-budget render (%d launches): %zu of %zu pixels differ\n", ref->launches,
                     differ, r->color.size());
         if (differ != 0) failures += Fail("the image differs from the unlimited-budget render");
+    }
+    if (o.compareFormats) {
+        // The same render into half and 8-bit colour buffers (as usdview or another host may
+        // bind them): each pixel is the float render's, converted.
+        for (HdFormat format : {HdFormatFloat16Vec4, HdFormatUNorm8Vec4}) {
+            const std::optional<Render> alt = RenderStage(o, o.budgetMiB, o.interactive, format);
+            if (!alt) return 1;
+            size_t differ = 0;
+            for (size_t i = 0; i < r->color.size(); ++i) differ += alt->color[i] != StoredAs(r->color[i], format);
+            std::printf("colour buffer format %d: %zu of %zu pixels differ from the float render converted\n",
+                        int(format), differ, r->color.size());
+            if (!alt->converged || differ != 0) {
+                failures += Fail("the render into colour format " + std::to_string(int(format)) +
+                                 " differs from the float render");
+            }
+        }
     }
     if (failures == 0) std::printf("OK\n");
     return failures == 0 ? 0 : 1;

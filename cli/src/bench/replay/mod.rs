@@ -96,6 +96,10 @@ pub struct ReplayArgs {
     /// comparison.
     #[arg(long)]
     pub one_by_one: bool,
+    /// Ptex: the most MiB the process-wide decode cache (the sources of reductions) holds
+    /// (`set_decode_cache_bytes`; default: the library's, 64). For comparison.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(0..=(1 << 20)))]
+    pub decode_cache_mb: Option<u64>,
 }
 
 impl ReplayArgs {

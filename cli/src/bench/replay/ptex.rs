@@ -190,6 +190,9 @@ pub(crate) fn replay(
     budget: u64,
     filter: PtexTraceFilter,
 ) -> Result<(Report, Vec<[f32; 4]>), CliError> {
+    if let Some(mb) = args.decode_cache_mb {
+        demandtex::sources::ptex::set_decode_cache_bytes((mb << 20) as usize);
+    }
     let channels = check_faces(prepared)?;
     let options = filter.options();
     let queries = &prepared.queries;
