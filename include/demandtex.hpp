@@ -895,12 +895,13 @@ inline std::vector<UdimTile> expandUdimPattern(const std::string& pattern) {
     return std::move(collector.tiles);
 }
 
-/// Set the most bytes of decoded Ptex face data the process-wide decode cache holds (the
-/// sources reductions are made from, shared by every Ptex texture in the process; default
-/// 64 MiB, 0 keeps nothing; scratch outside the texture budgets). Any thread.
+/// Set the most bytes of decoded Ptex face data a decode cache holds (the sources
+/// reductions are made from; default 64 MiB, 0 keeps nothing). Each loader or cache takes
+/// its own from its texture budget at its first Ptex texture: this many bytes, at most an
+/// eighth of the budget. Any thread.
 inline void setPtexDecodeCacheBytes(std::uint64_t bytes) noexcept { dtex_ptex_set_decode_cache_bytes(bytes); }
 
-/// The most bytes of decoded Ptex face data the process-wide decode cache holds.
+/// The most bytes of decoded Ptex face data a decode cache holds.
 inline std::uint64_t ptexDecodeCacheBytes() noexcept { return dtex_ptex_decode_cache_bytes(); }
 
 // ---------------------------------------------------------------------------------------

@@ -357,12 +357,14 @@ pub unsafe extern "C" fn dtex_ptex_filter_options_default(out: *mut DtexPtexFilt
     })
 }
 
-/// Set the most bytes of decoded Ptex face data the process-wide decode cache holds: the
-/// sources that reductions (a face at a resolution the file does not store) are made from,
-/// shared by every Ptex texture of every loader and cache in the process, first in first
-/// out (docs/PTEX.md, "The decode cache"). Default 64 MiB; 0 keeps nothing. This memory is
-/// scratch outside the loaders' texture budgets. A smaller value takes effect as entries
-/// are next added.
+/// Set the most bytes of decoded Ptex face data a decode cache holds: the sources that
+/// reductions (a face at a resolution the file does not store) are made from, first in
+/// first out (docs/PTEX.md, "The decode cache"). Default 64 MiB; 0 keeps nothing. Each
+/// loader or cache takes its own from its texture budget when its first Ptex texture is
+/// registered: this many bytes, but at most an eighth of the budget, for its life (so set
+/// this before registering Ptex textures). Files read outside a loader share a
+/// process-wide one of this size, where a smaller value takes effect as entries are next
+/// added.
 ///
 /// Ownership: a value. Thread-safety: any thread (lookups in progress are unaffected).
 #[no_mangle]
@@ -372,7 +374,7 @@ pub extern "C" fn dtex_ptex_set_decode_cache_bytes(bytes: u64) {
     })
 }
 
-/// The most bytes of decoded Ptex face data the process-wide decode cache holds
+/// The most bytes of decoded Ptex face data a decode cache holds
 /// (`dtex_ptex_set_decode_cache_bytes`).
 ///
 /// Ownership: a value. Thread-safety: any thread.

@@ -105,7 +105,8 @@ impl PtexTexture {
         handles: Arc<FileHandles>,
         fill: UnitFill,
     ) -> Result<PtexTexture> {
-        let source = LazyPtexPages::new(path, PtexOptions::default(), handles, fill)
+        let cache = engine.ptex_decode_cache();
+        let source = LazyPtexPages::new(path, PtexOptions::default(), handles, fill, cache)
             .map_err(|e| error_of(path, e))?;
         Self::register(engine, Arc::new(source))
     }

@@ -9,6 +9,7 @@ use crate::sources::ptex::tests::fixtures::{self, Fixture};
 use crate::sources::ptex::PtexFile;
 
 mod batch;
+mod decode_cache;
 mod opening;
 
 const FILTERS: [PtexFilterType; 5] = [
@@ -455,8 +456,10 @@ fn a_file_changed_on_disk_is_an_error_not_texels_of_two_versions() {
 
 /// Each face's constant colour, held with the open file, is charged to the budget as long
 /// as the texture is open: before any unit is read, an open texture's resident bytes are
-/// its constants; a budget that cannot hold them fails the texture with an error saying so
-/// (its lookups read the constants, as resident); unloading gives the bytes back.
+/// its constants and the engine's decode cache (an eighth of the budget, taken at the
+/// first registration); a budget that cannot hold them fails the texture with an error
+/// saying so (its lookups read the constants, as resident); unloading gives the
+/// constants' bytes back.
 #[test]
 fn per_face_constants_are_charged_to_the_budget() {
     let (dir, path) = one_synthetic_file("consts", 50_000, 2);
@@ -480,14 +483,17 @@ fn per_face_constants_are_charged_to_the_budget() {
 
     let loader = Loader::new(options(64)).unwrap();
     let tex = loader.create_ptex_texture(&path).unwrap();
+    let cache = loader.engine().ptex_decode_cache().capacity() as u64;
+    assert_eq!(cache, 64 * TILE_BYTES as u64 / 8);
+    assert_eq!(loader.engine().stats().resident_bytes, cache);
     open(&loader, &tex, &mut out);
     let stats = loader.engine().stats();
     assert_eq!(stats.failed_textures, 0, "{stats:?}");
-    assert_eq!(stats.resident_bytes, constants, "{stats:?}");
+    assert_eq!(stats.resident_bytes, constants + cache, "{stats:?}");
     loader.engine().unload_texture(tex.id()).unwrap();
     // Launches that could still see the texture have ended: the bytes are back.
     drop(loader.launch_prepare());
-    assert_eq!(loader.engine().stats().resident_bytes, 0);
+    assert_eq!(loader.engine().stats().resident_bytes, cache);
 
     let small = Loader::new(options(2)).unwrap();
     let tex = small.create_ptex_texture(&path).unwrap();
@@ -495,7 +501,7 @@ fn per_face_constants_are_charged_to_the_budget() {
     let stats = small.engine().stats();
     assert_eq!(
         (stats.failed_textures, stats.resident_bytes),
-        (1, 0),
+        (1, 2 * TILE_BYTES as u64 / 8),
         "{stats:?}"
     );
     let e = small.engine().texture_error(tex.id()).expect("an error");

@@ -20,12 +20,13 @@ use crate::options::LoaderOptions;
 use crate::paging::bits;
 use crate::paging::{PageKind, PageLayout, PageSpace, PageTable, RequestGate};
 use crate::resources::TextureState;
+use crate::sources::ptex::{decode_cache_bytes, DecodeCache};
 use crate::sources::ImageSource;
 use crate::stats::Stats;
 use crate::sync::AtomicU32;
 use crate::textures::{TextureDesc, TextureLayout};
 use parking_lot::{Condvar, Mutex, RwLock};
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, OnceLock, Weak};
 
 /// The backend-independent part of a loader (see the module docs). `Send + Sync`; shared
 /// as `Arc<Engine>` by its loader, launches and fill threads.
@@ -54,7 +55,13 @@ pub struct Engine {
     /// The engine itself, for work it starts on its own (interactive mode opens textures
     /// at creation).
     pub(crate) me: Weak<Engine>,
+    /// The decode cache of its Ptex textures, made (and its bytes taken from the budget)
+    /// with the first ([`Engine::ptex_decode_cache`]).
+    ptex_decode_cache: OnceLock<Arc<DecodeCache>>,
 }
+
+/// An engine's Ptex decode cache takes at most this share of its budget (1 / N).
+pub const PTEX_DECODE_CACHE_BUDGET_SHARE: u64 = 8;
 
 /// Check a texture description for values the samplers cannot honour.
 pub(crate) fn check_desc(desc: &TextureDesc) -> Result<()> {
@@ -102,8 +109,34 @@ impl Engine {
             gate: RequestGate::new(),
             file_tile_locks: super::file_tiles::FileTileLocks::new(),
             digests: Default::default(),
+            ptex_decode_cache: OnceLock::new(),
             options,
         }))
+    }
+
+    /// The cache of decoded Ptex face data (the sources of reductions) this engine's Ptex
+    /// textures share. The first call makes it, of the process-wide setting
+    /// ([`decode_cache_bytes`], 64 MiB by default) but at most an eighth of the budget
+    /// ([`PTEX_DECODE_CACHE_BUDGET_SHARE`]), and takes its bytes from the budget for the
+    /// engine's life, non-evictable like a mip tail, so that Ptex lookups use no memory
+    /// beyond it. If the budget is taken by then, by resident tiles or mip tails, the cache
+    /// keeps nothing (reductions then read their sources again).
+    pub fn ptex_decode_cache(&self) -> Arc<DecodeCache> {
+        self.ptex_decode_cache
+            .get_or_init(|| {
+                let mut host = self.host.lock();
+                let share = host.residency.budget_bytes() / PTEX_DECODE_CACHE_BUDGET_SHARE;
+                let want = (decode_cache_bytes() as u64).min(share);
+                let bytes = if want > 0 && host.residency.reserve_tail(want) {
+                    // Published at once: held for good, as a published mip tail.
+                    host.residency.publish_tail(want);
+                    want
+                } else {
+                    0
+                };
+                Arc::new(DecodeCache::with_capacity(bytes as usize))
+            })
+            .clone()
     }
 
     /// The options the engine was created with (the budget may have changed since; see

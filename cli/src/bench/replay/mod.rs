@@ -96,8 +96,9 @@ pub struct ReplayArgs {
     /// comparison.
     #[arg(long)]
     pub one_by_one: bool,
-    /// Ptex: the most MiB the process-wide decode cache (the sources of reductions) holds
-    /// (`set_decode_cache_bytes`; default: the library's, 64). For comparison.
+    /// Ptex: the most MiB the decode cache (the sources of reductions) holds
+    /// (`set_decode_cache_bytes`; default: the library's, 64), at most an eighth of
+    /// `--cache-mb`, taken from it. For comparison.
     #[arg(long, value_parser = clap::value_parser!(u64).range(0..=(1 << 20)))]
     pub decode_cache_mb: Option<u64>,
 }
@@ -144,7 +145,7 @@ pub struct Report {
     pub file_bytes_read: Option<u64>,
     /// Ptex: units (faces at one resolution, or tiles of them) decoded.
     pub units_decoded: Option<u64>,
-    /// Ptex: the most the process-wide decode cache (sources of reductions, outside the
+    /// Ptex: the most the engine's decode cache (sources of reductions, taken from the
     /// budget) may hold.
     pub decode_cache_bytes: Option<u64>,
 }

@@ -23,7 +23,7 @@ use crate::error::CliError;
 use demandtex::ptex::{PtexLookup, PtexTexture};
 use demandtex::sampling::ptex::{PtexFilterOptions, PtexFilterType, PtexSampled};
 use demandtex::sources::ptex::PtexFile;
-use demandtex::TextureCache;
+use demandtex::{Engine, TextureCache};
 use std::time::Instant;
 
 /// The filters a `.dtxp` trace is replayed with (QUERIES.md).
@@ -124,7 +124,7 @@ fn check_faces(prepared: &Prepared<PtexQuery>) -> Result<Vec<usize>, CliError> {
 
 /// The report with the Ptex textures' own figures: texel bytes and units decoded, file
 /// bytes read.
-fn with_read_stats(report: Report, textures: &[PtexTexture]) -> Report {
+fn with_read_stats(report: Report, textures: &[PtexTexture], engine: &Engine) -> Report {
     let (mut units, mut bytes, mut file) = (0, 0, 0);
     for t in textures.iter().filter_map(PtexTexture::pages_if_parsed) {
         let s = t.read_stats();
@@ -136,7 +136,7 @@ fn with_read_stats(report: Report, textures: &[PtexTexture]) -> Report {
         bytes_read: bytes,
         file_bytes_read: Some(file),
         units_decoded: Some(units),
-        decode_cache_bytes: Some(demandtex::sources::ptex::decode_cache_bytes() as u64),
+        decode_cache_bytes: Some(engine.ptex_decode_cache().capacity() as u64),
         ..report
     }
 }
@@ -239,6 +239,7 @@ pub(crate) fn replay(
             let report = with_read_stats(
                 Report::from_stats(queries.len(), seconds, &stats, non_resident, 1),
                 &textures,
+                cache.loader().engine(),
             );
             let ids: Vec<_> = textures.iter().map(PtexTexture::id).collect();
             super::report_texture_errors(cache.loader(), &ids, &prepared.paths);
@@ -274,6 +275,7 @@ pub(crate) fn replay(
             let report = with_read_stats(
                 Report::from_stats(n, seconds, &loader.stats(), 0, passes),
                 &textures,
+                loader.engine(),
             );
             let ids: Vec<_> = textures.iter().map(PtexTexture::id).collect();
             super::report_texture_errors(&loader, &ids, &prepared.paths);

@@ -1,11 +1,16 @@
-//! A process-wide, bounded cache of decoded face data: the sources that reductions are
-//! computed from. A unit of an anisotropic resolution is reduced on the fly from the next
-//! larger resolution, recursively down to a stored level (format note §15); the units of
-//! one face at neighbouring resolutions share that chain, and a lookup that needs one
-//! usually needs the others soon. The reference library keeps every resolution it made in
-//! its cache; demandtex keeps the units themselves in the page budget and the chain's
-//! sources here, first in first out, within [`decode_cache_bytes`] for all files together
-//! ([`DEFAULT_CAPACITY`] unless [`set_decode_cache_bytes`] says otherwise; 0 turns it off).
+//! Bounded caches of decoded face data: the sources that reductions are computed from. A
+//! unit of an anisotropic resolution is reduced on the fly from the next larger
+//! resolution, recursively down to a stored level (format note §15); the units of one face
+//! at neighbouring resolutions share that chain, and a lookup that needs one usually needs
+//! the others soon. The reference library keeps every resolution it made in its cache;
+//! demandtex keeps the units themselves in the page budget and the chain's sources here,
+//! first in first out.
+//!
+//! Each engine that has Ptex textures has one ([`DecodeCache::with_capacity`]), taken from
+//! its texture budget (`Engine::ptex_decode_cache`); files opened on their own
+//! ([`super::PtexFile::open`]) share a process-wide one ([`shared`]) of
+//! [`decode_cache_bytes`] ([`DEFAULT_CAPACITY`] unless [`set_decode_cache_bytes`] says
+//! otherwise; 0 turns it off), which is also the most an engine's takes.
 
 use super::decode::FaceData;
 use super::faces::Res;
@@ -14,18 +19,20 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
-/// Bytes of decoded data the cache holds at most by default, for all files together.
+/// Bytes of decoded data a cache holds at most by default, for all its files together.
 pub const DEFAULT_CAPACITY: usize = 64 << 20;
 
 static CAPACITY: AtomicUsize = AtomicUsize::new(DEFAULT_CAPACITY);
 
-/// The most bytes of decoded face data the process-wide decode cache holds.
+/// The most bytes of decoded face data the process-wide decode cache holds, and the most
+/// an engine's takes from its budget (when its first Ptex texture is registered).
 pub fn decode_cache_bytes() -> usize {
     CAPACITY.load(Ordering::Relaxed)
 }
 
 /// Set the most bytes of decoded face data the process-wide decode cache holds (0: keep
-/// nothing); entries beyond it go at the next insertion.
+/// nothing; entries beyond it go at the next insertion), and the most an engine that
+/// registers its first Ptex texture after this call takes from its budget.
 pub fn set_decode_cache_bytes(bytes: usize) {
     CAPACITY.store(bytes, Ordering::Relaxed);
 }
@@ -43,9 +50,20 @@ struct Entries {
     bytes: usize,
 }
 
-/// The cache (see the module documentation).
-pub(crate) struct DecodeCache {
+/// A cache of decoded face data (see the module documentation).
+pub struct DecodeCache {
     entries: Mutex<Entries>,
+    /// `None`: the process-wide setting ([`decode_cache_bytes`]).
+    capacity: Option<usize>,
+}
+
+impl std::fmt::Debug for DecodeCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DecodeCache")
+            .field("capacity", &self.capacity())
+            .field("bytes", &self.bytes())
+            .finish()
+    }
 }
 
 /// A number unique in this process, never 0: a newly opened file's key here, a packing's
@@ -55,26 +73,56 @@ pub(crate) fn unique_id() -> u64 {
     NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
-/// The process-wide cache.
-pub(crate) fn shared() -> &'static DecodeCache {
-    static CACHE: OnceLock<DecodeCache> = OnceLock::new();
-    CACHE.get_or_init(|| DecodeCache {
-        entries: Mutex::new(Entries::default()),
-    })
+/// The process-wide cache, of files opened on their own.
+pub(crate) fn shared() -> Arc<DecodeCache> {
+    static CACHE: OnceLock<Arc<DecodeCache>> = OnceLock::new();
+    CACHE
+        .get_or_init(|| {
+            Arc::new(DecodeCache {
+                entries: Mutex::new(Entries::default()),
+                capacity: None,
+            })
+        })
+        .clone()
 }
 
 impl DecodeCache {
+    /// An empty cache of at most `bytes` (0 keeps nothing).
+    pub fn with_capacity(bytes: usize) -> DecodeCache {
+        DecodeCache {
+            entries: Mutex::new(Entries::default()),
+            capacity: Some(bytes),
+        }
+    }
+
+    /// The most bytes it holds.
+    pub fn capacity(&self) -> usize {
+        self.capacity.unwrap_or_else(decode_cache_bytes)
+    }
+
+    /// Bytes held now.
+    pub fn bytes(&self) -> usize {
+        self.entries.lock().bytes
+    }
+
     /// The data of `face` at `res` of file `file`, and whether it is uniform, if cached
     /// (shared, not copied: a hit costs no copy of the texels, under the lock or after).
-    pub fn get(&self, file: u64, face: u32, res: Res) -> Option<(Arc<FaceData>, bool)> {
+    pub(crate) fn get(&self, file: u64, face: u32, res: Res) -> Option<(Arc<FaceData>, bool)> {
         self.entries.lock().map.get(&(file, face, res)).cloned()
     }
 
-    /// Keep `data` (dropping the oldest entries beyond [`decode_cache_bytes`]); too large
-    /// an entry is not kept.
-    pub fn insert(&self, file: u64, face: u32, res: Res, data: &Arc<FaceData>, uniform: bool) {
+    /// Keep `data` (dropping the oldest entries beyond the capacity); too large an entry is
+    /// not kept.
+    pub(crate) fn insert(
+        &self,
+        file: u64,
+        face: u32,
+        res: Res,
+        data: &Arc<FaceData>,
+        uniform: bool,
+    ) {
         let size = data.bytes().len();
-        let capacity = decode_cache_bytes();
+        let capacity = self.capacity();
         if size > MAX_ENTRY.min(capacity) {
             return;
         }
@@ -96,14 +144,8 @@ impl DecodeCache {
         e.bytes += size;
     }
 
-    /// Bytes held now.
-    #[cfg(test)]
-    pub fn bytes(&self) -> usize {
-        self.entries.lock().bytes
-    }
-
     /// Drop every entry of `file` (it is closing).
-    pub fn forget(&self, file: u64) {
+    pub(crate) fn forget(&self, file: u64) {
         let mut e = self.entries.lock();
         let Entries { map, order, bytes } = &mut *e;
         order.retain(|k| {
@@ -124,15 +166,13 @@ mod tests {
 
     #[test]
     fn holds_at_most_its_capacity_first_in_first_out() {
-        let cache = DecodeCache {
-            entries: Mutex::new(Entries::default()),
-        };
+        let cache = DecodeCache::with_capacity(DEFAULT_CAPACITY);
         let file = unique_id();
         let res = Res::new(9, 9); // 512 × 512 × 3 bytes = 768 KiB
         let data = Arc::new(FaceData::packed(res, 3, vec![7; res.texels() * 3]));
         for face in 0..100 {
             cache.insert(file, face, res, &data, false);
-            assert!(cache.bytes() <= decode_cache_bytes());
+            assert!(cache.bytes() <= cache.capacity());
         }
         assert!(cache.get(file, 0, res).is_none(), "the oldest went first");
         let hit = cache.get(file, 39, res).unwrap().0;

@@ -6,7 +6,7 @@
 //! source, so registering thousands of files costs a header read each and a file no
 //! lookup reaches is never parsed. A file that fails to parse is a failed texture.
 
-use super::{PtexError, PtexFile, PtexOptions, PtexPages, UnitFill};
+use super::{DecodeCache, PtexError, PtexFile, PtexOptions, PtexPages, UnitFill};
 use crate::sources::{FileHandles, ImageInfo, ImageSource, Readiness, SourceError};
 use crate::textures::TileRegion;
 use std::path::{Path, PathBuf};
@@ -19,6 +19,8 @@ pub struct LazyPtexPages {
     options: PtexOptions,
     handles: Arc<FileHandles>,
     fill: UnitFill,
+    /// Where the file keeps the sources of its reductions (its engine's cache).
+    decode_cache: Arc<DecodeCache>,
     /// Faces, from the header (edits never change the count).
     num_faces: u32,
     pages: OnceLock<Result<Arc<PtexPages>, PtexError>>,
@@ -34,14 +36,15 @@ impl std::fmt::Debug for LazyPtexPages {
 }
 
 impl LazyPtexPages {
-    /// The file at `path`, read through `handles` and filled as `fill` says, once its
-    /// header has been read and checked ([`PtexFile::read_header_shared`]); nothing else
-    /// is read.
+    /// The file at `path`, read through `handles`, filled as `fill` says, the sources of
+    /// its reductions kept in `decode_cache`, once its header has been read and checked
+    /// ([`PtexFile::read_header_shared`]); nothing else is read.
     pub fn new(
         path: &Path,
         options: PtexOptions,
         handles: Arc<FileHandles>,
         fill: UnitFill,
+        decode_cache: Arc<DecodeCache>,
     ) -> Result<LazyPtexPages, PtexError> {
         let header = PtexFile::read_header_shared(path, handles.clone())?;
         Ok(LazyPtexPages {
@@ -49,6 +52,7 @@ impl LazyPtexPages {
             options,
             handles,
             fill,
+            decode_cache,
             num_faces: header.nfaces,
             pages: OnceLock::new(),
         })
@@ -59,7 +63,9 @@ impl LazyPtexPages {
     pub fn pages(&self) -> Result<&Arc<PtexPages>, PtexError> {
         self.pages
             .get_or_init(|| {
-                let file = PtexFile::open_shared(&self.path, self.options, self.handles.clone())?;
+                let mut file =
+                    PtexFile::open_shared(&self.path, self.options, self.handles.clone())?;
+                file.use_decode_cache(self.decode_cache.clone());
                 Ok(Arc::new(PtexPages::with_fill(Arc::new(file), self.fill)?))
             })
             .as_ref()

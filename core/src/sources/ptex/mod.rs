@@ -40,7 +40,8 @@ mod checkpoints;
 mod decode;
 mod decode_cache;
 pub use decode_cache::{
-    decode_cache_bytes, set_decode_cache_bytes, DEFAULT_CAPACITY as DEFAULT_DECODE_CACHE_BYTES,
+    decode_cache_bytes, set_decode_cache_bytes, DecodeCache,
+    DEFAULT_CAPACITY as DEFAULT_DECODE_CACHE_BYTES,
 };
 pub mod edits;
 mod error;
@@ -53,6 +54,7 @@ mod locate_cache;
 pub mod meta;
 pub mod pack;
 pub mod pages;
+mod planar;
 mod read;
 pub mod region;
 mod units;
@@ -114,11 +116,13 @@ pub struct PtexFile {
     edits: Vec<EditRecord>,
     /// This open file's key in the decode cache.
     cache_id: u64,
+    /// The decode cache its reductions' sources go to.
+    decode_cache: Arc<DecodeCache>,
 }
 
 impl Drop for PtexFile {
     fn drop(&mut self) {
-        decode_cache::shared().forget(self.cache_id);
+        self.decode_cache.forget(self.cache_id);
     }
 }
 
@@ -309,7 +313,15 @@ impl PtexFile {
             meta,
             edits: edits.records,
             cache_id: decode_cache::unique_id(),
+            decode_cache: decode_cache::shared(),
         })
+    }
+
+    /// Keep the sources of reductions in `cache` (an engine's) instead of the process-wide
+    /// cache: called before the file is shared, so nothing was cached yet.
+    pub(crate) fn use_decode_cache(&mut self, cache: Arc<DecodeCache>) {
+        self.decode_cache.forget(self.cache_id);
+        self.decode_cache = cache;
     }
 
     /// The file's path (or the name given to [`PtexFile::from_bytes`]).

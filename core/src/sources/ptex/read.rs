@@ -318,7 +318,7 @@ impl PtexFile {
     /// them) but not kept itself: the cache holds what reductions are made from, not a
     /// second copy of what the caller holds.
     fn data_for_caller(&self, face: u32, res: Res, units: Option<&dyn DecodedUnits>) -> R<Data> {
-        match super::decode_cache::shared().get(self.cache_id, face, res) {
+        match self.decode_cache.get(self.cache_id, face, res) {
             Some((face, uniform)) => Ok(Data { face, uniform }),
             None => self.compute_data(face, res, units),
         }
@@ -333,7 +333,7 @@ impl PtexFile {
     /// [`PtexFile::data`], or `units`' copy (not kept: its owner holds it) when the cache
     /// has none.
     fn source_data(&self, face: u32, res: Res, units: Option<&dyn DecodedUnits>) -> R<Data> {
-        let cache = super::decode_cache::shared();
+        let cache = &self.decode_cache;
         if let Some((face, uniform)) = cache.get(self.cache_id, face, res) {
             return Ok(Data { face, uniform });
         }
