@@ -7,7 +7,8 @@ use super::faces::Res;
 use super::header::DataType;
 use super::input::Input;
 use super::levels::{BlockSpan, Encoding};
-use super::values::{decode_difference, interleave, premultiply};
+use super::planar::{decode_difference, interleave};
+use super::values::premultiply;
 use crate::sources::limits::SizeLimits;
 
 /// The texels of a face or tile at one resolution: one value for all of them, or every

@@ -69,6 +69,20 @@ pub fn f32_to_half(val: f32) -> u16 {
     (sign | 0x7c00) as u16
 }
 
+/// [`f32_to_half`] of `val` without branches where the result is zero or a normal half
+/// (then `true`); otherwise `false` and a value to throw away.
+#[inline(always)]
+fn f32_to_normal_half(val: f32) -> (u16, bool) {
+    let i = val.to_bits();
+    let exponent = (i >> 23) & 0xff;
+    let sign = (i >> 16) & 0x8000;
+    let zero = val == 0.0;
+    let normal = exponent.wrapping_sub(113) <= 142 - 113;
+    let base = sign | (exponent.wrapping_sub(112) << 10);
+    let h = base.wrapping_add(((i & 0x007f_ffff) + 0x1000) >> 13) as u16;
+    (if zero { 0 } else { h }, zero | normal)
+}
+
 /// One channel value of a data type, read from and written to little-endian bytes, with
 /// the reference's arithmetic for reductions.
 trait Value: Copy {
@@ -90,6 +104,18 @@ trait Value: Copy {
     }
     /// `T(halve(a + b))`.
     fn halve(a: Self, b: Self) -> Self;
+    /// [`Value::halve`] of the values of `a` and `b` side by side into `d` (slices of
+    /// whole values, `d` no longer than `a` or `b`).
+    #[inline(always)]
+    fn halve_run(d: &mut [u8], a: &[u8], b: &[u8]) {
+        let values = a.chunks_exact(Self::SIZE).zip(b.chunks_exact(Self::SIZE));
+        for (d, (a, b)) in d.chunks_exact_mut(Self::SIZE).zip(values) {
+            Self::halve(Self::load(a), Self::load(b)).store(d);
+        }
+    }
+    /// Whether [`Value::halve_run`] over long runs is much cheaper than value by value (so
+    /// a reduction in u gathers the texels it pairs into runs first).
+    const RUNS: bool = false;
     /// `T(quarter(a + b + c + d))`, summed left to right.
     fn quarter(a: Self, b: Self, c: Self, d: Self) -> Self;
     /// `T(float(x) * factor)`: truncation for integers, the half rounding for half.
@@ -170,6 +196,65 @@ impl Value for Half {
     fn halve(a: Self, b: Self) -> Self {
         Half(f32_to_half(0.5 * (a.to_f32() + b.to_f32())))
     }
+    /// Eight values at a time without branches (they vectorise), each equal to
+    /// [`Half::halve`]'s: where all eight averages are zero or normal halves; otherwise
+    /// those eight value by value (as are runs not aligned to two bytes).
+    fn halve_run(d: &mut [u8], a: &[u8], b: &[u8]) {
+        const N: usize = 8;
+        let n = d.len().min(a.len()).min(b.len()) / 2;
+        let (d, a, b) = (&mut d[..2 * n], &a[..2 * n], &b[..2 * n]);
+        // SAFETY: any two bytes are a valid `u16`; `align_to` reinterprets only the
+        // aligned middle of each slice, and the runs are used only when that is all of it.
+        let ((pd, d16, _), (pa, a16, _), (pb, b16, _)) = unsafe {
+            (
+                d.align_to_mut::<u16>(),
+                a.align_to::<u16>(),
+                b.align_to::<u16>(),
+            )
+        };
+        if !(pd.is_empty() && pa.is_empty() && pb.is_empty())
+            || d16.len() != n
+            || a16.len() != n
+            || b16.len() != n
+        {
+            let values = a.chunks_exact(2).zip(b.chunks_exact(2));
+            for (d, (a, b)) in d.chunks_exact_mut(2).zip(values) {
+                Half::halve(Half::load(a), Half::load(b)).store(d);
+            }
+            return;
+        }
+        let (mut d8, mut a8, mut b8) = (
+            d16.chunks_exact_mut(N),
+            a16.chunks_exact(N),
+            b16.chunks_exact(N),
+        );
+        let halve = |a: u16, b: u16| Half::halve(Half(u16::from_le(a)), Half(u16::from_le(b))).0;
+        for ((d, a), b) in (&mut d8).zip(&mut a8).zip(&mut b8) {
+            // Arrays: no bounds check is left in the loop, so it vectorises.
+            let a: &[u16; N] = a.try_into().expect("chunks of N values");
+            let b: &[u16; N] = b.try_into().expect("chunks of N values");
+            let (mut out, mut odd) = ([0u16; N], 0u32);
+            for k in 0..N {
+                let x = half_to_f32(u16::from_le(a[k]));
+                let y = half_to_f32(u16::from_le(b[k]));
+                let (h, normal) = f32_to_normal_half(0.5 * (x + y));
+                out[k] = h.to_le();
+                odd |= u32::from(!normal);
+            }
+            if odd == 0 {
+                d.copy_from_slice(&out);
+            } else {
+                for ((d, &a), &b) in d.iter_mut().zip(a).zip(b) {
+                    *d = halve(a, b).to_le();
+                }
+            }
+        }
+        let values = a8.remainder().iter().zip(b8.remainder());
+        for (d, (&a, &b)) in d8.into_remainder().iter_mut().zip(values) {
+            *d = halve(a, b).to_le();
+        }
+    }
+    const RUNS: bool = true;
     fn quarter(a: Self, b: Self, c: Self, d: Self) -> Self {
         Half(f32_to_half(
             0.25 * (((a.to_f32() + b.to_f32()) + c.to_f32()) + d.to_f32()),
@@ -352,10 +437,30 @@ pub(crate) fn reduce(
                 for (v, d) in dst.chunks_exact_mut(row.max(1)).enumerate().take(dv) {
                     let a = &src[2 * v * row..(2 * v + 1) * row];
                     let b = &src[(2 * v + 1) * row..(2 * v + 2) * row];
-                    let values = a.chunks_exact(T::SIZE).zip(b.chunks_exact(T::SIZE));
-                    for (d, (a, b)) in d.chunks_exact_mut(T::SIZE).zip(values) {
-                        T::halve(T::load(a), T::load(b)).store(d);
+                    T::halve_run(d, a, b);
+                }
+                return dst;
+            }
+            Reduction::U if T::RUNS => {
+                // Texels 2u and 2u + 1 gathered into two runs, halved run against run.
+                let (out_row, texel) = (du * n * T::SIZE, n * T::SIZE);
+                let (mut even, mut odd) = (vec![0u8; out_row], vec![0u8; out_row]);
+                for (v, d) in dst.chunks_exact_mut(out_row.max(1)).enumerate().take(dv) {
+                    let s = &src[v * row..(v + 1) * row];
+                    let runs = even
+                        .chunks_exact_mut(texel)
+                        .zip(odd.chunks_exact_mut(texel));
+                    for ((e, o), pair) in runs.zip(s.chunks_exact(2 * texel)) {
+                        let (x, y) = pair.split_at(texel);
+                        // Value by value: fixed-size copies, not a `memcpy` call a texel.
+                        let values = x.chunks_exact(T::SIZE).zip(y.chunks_exact(T::SIZE));
+                        let into = e.chunks_exact_mut(T::SIZE).zip(o.chunks_exact_mut(T::SIZE));
+                        for ((e, o), (x, y)) in into.zip(values) {
+                            e.copy_from_slice(x);
+                            o.copy_from_slice(y);
+                        }
                     }
+                    T::halve_run(d, &even, &odd);
                 }
                 return dst;
             }
@@ -405,101 +510,36 @@ pub(crate) fn reduce(
     by_type!(data_type, go(how, src, ures, vres, nchannels))
 }
 
-/// Undo difference encoding (format note §7): a running wrapping sum over the whole
-/// buffer, for `u8` and `u16`; other types are left as they are (the reference does the
-/// same; its writer never difference-encodes them).
-pub(crate) fn decode_difference(data_type: DataType, b: &mut [u8]) {
-    match data_type {
-        DataType::U8 => {
-            let mut prev = 0u8;
-            for x in b.iter_mut() {
-                prev = prev.wrapping_add(*x);
-                *x = prev;
-            }
-        }
-        DataType::U16 => {
-            let mut prev = 0u16;
-            for pair in b.chunks_exact_mut(2) {
-                prev = prev.wrapping_add(u16::from_le_bytes([pair[0], pair[1]]));
-                pair.copy_from_slice(&prev.to_le_bytes());
-            }
-        }
-        DataType::Half | DataType::F32 => {}
-    }
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// Interleave planar data (all of channel 0, then channel 1, ...; each plane `texels`
-/// values) into texels with their channels side by side.
-pub(crate) fn interleave(
-    planar: &[u8],
-    texels: usize,
-    nchannels: usize,
-    value_size: usize,
-) -> Vec<u8> {
-    let mut out = vec![0u8; planar.len()];
-    // Fixed-size copies: a `copy_from_slice` of a run-time length is a call to memcpy per
-    // value, which dominated page fills.
-    match value_size {
-        1 => interleave_values::<1>(planar, &mut out, texels, nchannels),
-        2 => interleave_values::<2>(planar, &mut out, texels, nchannels),
-        4 => interleave_values::<4>(planar, &mut out, texels, nchannels),
-        _ => {
-            let pixel = nchannels * value_size;
-            for c in 0..nchannels {
-                let plane = &planar[c * texels * value_size..(c + 1) * texels * value_size];
-                for (t, value) in plane.chunks_exact(value_size).enumerate() {
-                    let at = t * pixel + c * value_size;
-                    out[at..at + value_size].copy_from_slice(value);
-                }
-            }
+    /// A run whose bytes are not aligned to two gives what an aligned one gives (it is
+    /// halved value by value), and both equal `Half::halve` value by value.
+    #[test]
+    fn half_runs_aligned_or_not_equal_value_by_value() {
+        let mut rng = crate::test_rng::xorshift32(77);
+        let n = 37;
+        let mut a = vec![0u8; 2 * n + 1];
+        let mut b = vec![0u8; 2 * n + 1];
+        for x in a.iter_mut().chain(b.iter_mut()) {
+            *x = (rng() >> 13) as u8 & 0x3b; // mostly normal halves in [0, 1)
         }
-    }
-    out
-}
-
-/// [`interleave`] for values of `N` bytes.
-fn interleave_values<const N: usize>(
-    planar: &[u8],
-    out: &mut [u8],
-    texels: usize,
-    nchannels: usize,
-) {
-    match nchannels {
-        1 => out.copy_from_slice(&planar[..out.len()]),
-        2 => interleave_texels::<N, 2>(planar, out, texels),
-        3 => interleave_texels::<N, 3>(planar, out, texels),
-        4 => interleave_texels::<N, 4>(planar, out, texels),
-        _ => interleave_planes::<N>(planar, out, texels, nchannels),
-    }
-}
-
-/// [`interleave`] for `C` channels of `N` bytes, texel by texel: each texel is written
-/// whole, from the `C` planes read side by side (one pass, sequential writes).
-fn interleave_texels<const N: usize, const C: usize>(planar: &[u8], out: &mut [u8], texels: usize) {
-    let plane = texels * N;
-    let planes: [&[u8]; C] = std::array::from_fn(|c| &planar[c * plane..(c + 1) * plane]);
-    for (t, texel) in out.chunks_exact_mut(C * N).enumerate().take(texels) {
-        for (c, p) in planes.iter().enumerate() {
-            let value: &[u8; N] = p[t * N..t * N + N].try_into().expect("N bytes");
-            texel[c * N..c * N + N].copy_from_slice(value);
-        }
-    }
-}
-
-/// [`interleave`] for any channel count, plane by plane.
-fn interleave_planes<const N: usize>(
-    planar: &[u8],
-    out: &mut [u8],
-    texels: usize,
-    nchannels: usize,
-) {
-    let pixel = nchannels * N;
-    for c in 0..nchannels {
-        let plane = &planar[c * texels * N..(c + 1) * texels * N];
-        let values = plane.chunks_exact(N);
-        for (texel, value) in out.chunks_exact_mut(pixel).zip(values) {
-            let value: &[u8; N] = value.try_into().expect("chunks of N bytes");
-            texel[c * N..c * N + N].copy_from_slice(value);
-        }
+        let want: Vec<u8> = (0..n)
+            .flat_map(|i| {
+                let (x, y) = (Half::get(&a[..2 * n], i), Half::get(&b[..2 * n], i));
+                Half::halve(x, y).0.to_le_bytes()
+            })
+            .collect();
+        let mut aligned = vec![0u8; 2 * n];
+        Half::halve_run(&mut aligned, &a[..2 * n], &b[..2 * n]);
+        assert_eq!(aligned, want);
+        // The same values one byte further on.
+        let (mut a1, mut b1) = (vec![0u8; 2 * n + 1], vec![0u8; 2 * n + 1]);
+        a1[1..].copy_from_slice(&a[..2 * n]);
+        b1[1..].copy_from_slice(&b[..2 * n]);
+        let mut d1 = vec![0u8; 2 * n + 1];
+        Half::halve_run(&mut d1[1..], &a1[1..], &b1[1..]);
+        assert_eq!(&d1[1..], &want[..]);
     }
 }

@@ -341,7 +341,7 @@ fn size_limits_bound_whole_face_reads_and_decoded_blocks() {
 
 #[test]
 fn interleave_puts_each_plane_in_its_channel() {
-    use crate::sources::ptex::values::interleave;
+    use crate::sources::ptex::planar::interleave;
     for value_size in [1usize, 2, 3, 4, 8] {
         for nchannels in 1..=5usize {
             let texels = 7;

@@ -294,3 +294,61 @@ fn concurrent_reads_agree() {
         t.join().unwrap();
     }
 }
+
+/// Half reductions in one direction (the runs of eight values without branches, and the
+/// gathering of texel pairs in u) give, value by value, `f32_to_half(0.5 · (a + b))`: on
+/// random bit patterns (NaN, infinity, denormals and normals mixed, so runs take both
+/// paths), on texture-like values (runs take the fast path), every channel count and
+/// widths that leave remainders.
+#[test]
+fn half_reductions_in_runs_equal_value_by_value() {
+    let mut rng = crate::test_rng::xorshift32(0x5eed_0001);
+    let halve = |a: u16, b: u16| f32_to_half(0.5 * (half_to_f32(a) + half_to_f32(b)));
+    let value = |rng: &mut dyn FnMut() -> u32, nice: bool| -> u16 {
+        if nice {
+            f32_to_half((rng() >> 8) as f32 / (1u32 << 24) as f32)
+        } else {
+            rng() as u16
+        }
+    };
+    for nice in [false, true] {
+        for n in 1..=4 {
+            for (ures, vres) in [(2, 2), (4, 8), (16, 2), (34, 6), (64, 64)] {
+                let src: Vec<u16> = (0..ures * vres * n)
+                    .map(|_| value(&mut rng, nice))
+                    .collect();
+                let bytes: Vec<u8> = src.iter().flat_map(|v| v.to_le_bytes()).collect();
+                let at = |u: usize, v: usize, c: usize| src[(v * ures + u) * n + c];
+                let got_u = reduce(DataType::Half, Reduction::U, &bytes, ures, vres, n);
+                let got_v = reduce(DataType::Half, Reduction::V, &bytes, ures, vres, n);
+                let value_of = |b: &[u8], i: usize| u16::from_le_bytes([b[2 * i], b[2 * i + 1]]);
+                for v in 0..vres {
+                    for u in 0..ures / 2 {
+                        for c in 0..n {
+                            let want = halve(at(2 * u, v, c), at(2 * u + 1, v, c));
+                            let i = (v * (ures / 2) + u) * n + c;
+                            assert_eq!(
+                                value_of(&got_u, i),
+                                want,
+                                "u: {ures}×{vres}×{n} ({u}, {v}, {c})"
+                            );
+                        }
+                    }
+                }
+                for v in 0..vres / 2 {
+                    for u in 0..ures {
+                        for c in 0..n {
+                            let want = halve(at(u, 2 * v, c), at(u, 2 * v + 1, c));
+                            let i = (v * ures + u) * n + c;
+                            assert_eq!(
+                                value_of(&got_v, i),
+                                want,
+                                "v: {ures}×{vres}×{n} ({u}, {v}, {c})"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
