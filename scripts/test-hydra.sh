@@ -122,6 +122,10 @@ run quad-hydra1 "$WORK/quad_angled.usda" "$WORK/quad-h1.ppm" --budget-mib 8 --co
 run quad-hydra2 "$WORK/quad_angled.usda" "$WORK/quad-h2.ppm" --budget-mib 8 --compare-unlimited --hydra2
 run quad-interactive "$WORK/quad_angled.usda" "$WORK/quad-int.ppm" --budget-mib 8 --interactive --compare-unlimited
 cmp "$WORK/quad-h1.ppm" "$WORK/quad-h2.ppm" || fail "Hydra 1.0 and 2.0 renders of quad_angled differ"
+run transform2d-hydra1 "$WORK/transform2d.usda" "$WORK/xf-h1.ppm" --budget-mib 8 \
+  --compare-scene "$WORK/transform2d_baked.usda"
+run transform2d-hydra2 "$WORK/transform2d.usda" "$WORK/xf-h2.ppm" --budget-mib 8 --hydra2 \
+  --compare-scene "$WORK/transform2d_baked.usda"
 
 run udim-hydra1 "$WORK/udim_plane.usda" "$WORK/udim-h1.ppm" --expect-distinct-blue 6 \
   --expect-prim-color /World/Missing 1 0 1 --expect-prim-color /World/Corrupt 0 1 1 --compare-unlimited

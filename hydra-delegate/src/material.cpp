@@ -2,12 +2,15 @@
 
 #include "renderParam.h"
 
+#include "pxr/base/gf/vec2d.h"
 #include "pxr/base/gf/vec3d.h"
 #include "pxr/base/gf/vec4d.h"
 #include "pxr/base/tf/diagnostic.h"
 #include "pxr/base/tf/staticTokens.h"
 #include "pxr/imaging/hd/sceneDelegate.h"
 #include "pxr/usd/sdf/assetPath.h"
+
+#include <cmath>
 
 PXR_NAMESPACE_OPEN_SCOPE
 
@@ -17,6 +20,10 @@ TF_DEFINE_PRIVATE_TOKENS(
     (UsdPreviewSurface)
     (UsdUVTexture)
     (UsdPrimvarReader_float2)
+    (UsdTransform2d)
+    (in)
+    (rotation)
+    (translation)
     (surface)
     (diffuseColor)
     (emissiveColor)
@@ -71,6 +78,30 @@ GfVec4f _Vec4(const HdMaterialNode2& node, const TfToken& name, GfVec4f fallback
     return fallback;
 }
 
+GfVec2f _Vec2(const HdMaterialNode2& node, const TfToken& name, GfVec2f fallback) {
+    GfVec2f f;
+    GfVec2d d;
+    if (_Param(node, name, &f)) return f;
+    if (_Param(node, name, &d)) return GfVec2f(d);
+    return fallback;
+}
+
+float _Float(const HdMaterialNode2& node, const TfToken& name, float fallback) {
+    float f;
+    double d;
+    if (_Param(node, name, &f)) return f;
+    if (_Param(node, name, &d)) return float(d);
+    return fallback;
+}
+
+/// The node the first of `connections` comes from, or null.
+const HdMaterialNode2* _Upstream(const HdMaterialNetwork2& network,
+                                 const std::vector<HdMaterialConnection2>& connections) {
+    if (connections.empty()) return nullptr;
+    auto it = network.nodes.find(connections.front().upstreamNode);
+    return it == network.nodes.end() ? nullptr : &it->second;
+}
+
 /// A token-valued parameter that hosts deliver as TfToken or std::string.
 TfToken _Token(const HdMaterialNode2& node, const TfToken& name) {
     TfToken t;
@@ -118,9 +149,21 @@ bool _ReadTexture(const SdfPath& materialId, const TfToken& inputName, const HdM
     input->primvar = _tokens->st;
     auto st = tex.inputConnections.find(_tokens->st);
     if (st != tex.inputConnections.end() && !st->second.empty()) {
-        auto reader = network.nodes.find(st->second.front().upstreamNode);
-        if (reader != network.nodes.end() && reader->second.nodeTypeId == _tokens->UsdPrimvarReader_float2) {
-            const TfToken varname = _Token(reader->second, _tokens->varname);
+        const HdMaterialNode2* node = _Upstream(network, st->second);
+        if (node && node->nodeTypeId == _tokens->UsdTransform2d) {
+            // st = R(rotation) (in * scale) + translation, the rotation in degrees counter-
+            // clockwise, as UsdPreviewSurface defines it; `in` comes from a primvar reader.
+            const GfVec2f scale = _Vec2(*node, _tokens->scale, GfVec2f(1.0f));
+            const double radians = double(_Float(*node, _tokens->rotation, 0.0f)) * M_PI / 180.0;
+            const float c = float(std::cos(radians)), s = float(std::sin(radians));
+            input->stX = GfVec2f(c * scale[0], s * scale[0]);
+            input->stY = GfVec2f(-s * scale[1], c * scale[1]);
+            input->stOffset = _Vec2(*node, _tokens->translation, GfVec2f(0.0f));
+            auto in = node->inputConnections.find(_tokens->in);
+            node = in != node->inputConnections.end() ? _Upstream(network, in->second) : nullptr;
+        }
+        if (node && node->nodeTypeId == _tokens->UsdPrimvarReader_float2) {
+            const TfToken varname = _Token(*node, _tokens->varname);
             if (!varname.IsEmpty()) input->primvar = varname;
         } else {
             TF_WARN("demandtex: %s: st comes from an unsupported node; reading primvar 'st'", context.c_str());

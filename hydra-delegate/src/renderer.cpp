@@ -322,6 +322,11 @@ GfVec3f HdDemandTexRenderer::_EvalColor(const HdDemandTexColorInput& input, cons
             // A grazing differential ray misses the plane: take the whole texture as footprint.
             if (!stAt(hit.rx, &stx)) stx = st + GfVec2f(1.0f, 0.0f);
             if (!stAt(hit.ry, &sty)) sty = st + GfVec2f(0.0f, 1.0f);
+            // A UsdTransform2d: the points move, so the footprint's differences transform too.
+            auto xf = [&tex](const GfVec2f& p) { return tex.stX * p[0] + tex.stY * p[1] + tex.stOffset; };
+            st = xf(st);
+            stx = xf(stx);
+            sty = xf(sty);
         }
         float dsdx = stx[0] - st[0], dtdx = stx[1] - st[1];
         float dsdy = sty[0] - st[0], dtdy = sty[1] - st[1];

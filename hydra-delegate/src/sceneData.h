@@ -37,6 +37,11 @@ enum class HdDemandTexTextureOutput { Rgb, R, G, B, A };
 struct HdDemandTexTextureInput {
     std::shared_ptr<const HdDemandTexTexture> texture;  ///< Null: the file is missing.
     TfToken primvar;                                     ///< The st primvar's name.
+    /// A UsdTransform2d between the primvar and the texture: st' = stX st[0] + stY st[1] +
+    /// stOffset (the identity without one).
+    GfVec2f stX{1.0f, 0.0f};
+    GfVec2f stY{0.0f, 1.0f};
+    GfVec2f stOffset{0.0f, 0.0f};
     HdDemandTexTextureOutput output = HdDemandTexTextureOutput::Rgb;
     GfVec4f scale{1.0f, 1.0f, 1.0f, 1.0f};
     GfVec4f bias{0.0f, 0.0f, 0.0f, 0.0f};
