@@ -126,6 +126,10 @@ run transform2d-hydra1 "$WORK/transform2d.usda" "$WORK/xf-h1.ppm" --budget-mib 8
   --compare-scene "$WORK/transform2d_baked.usda"
 run transform2d-hydra2 "$WORK/transform2d.usda" "$WORK/xf-h2.ppm" --budget-mib 8 --hydra2 \
   --compare-scene "$WORK/transform2d_baked.usda"
+run instanced-hydra1 "$WORK/instanced.usda" "$WORK/inst-h1.ppm" --budget-mib 8 \
+  --compare-scene "$WORK/instanced_baked.usda"
+run instanced-hydra2 "$WORK/instanced.usda" "$WORK/inst-h2.ppm" --budget-mib 8 --hydra2 \
+  --compare-scene "$WORK/instanced_baked.usda"
 
 run udim-hydra1 "$WORK/udim_plane.usda" "$WORK/udim-h1.ppm" --expect-distinct-blue 6 \
   --expect-prim-color /World/Missing 1 0 1 --expect-prim-color /World/Corrupt 0 1 1 --compare-unlimited

@@ -1,4 +1,5 @@
 #include "mesh.h"
+#include "instancer.h"
 
 #include "renderParam.h"
 #include "sceneData.h"
@@ -6,6 +7,7 @@
 #include "pxr/base/gf/vec2d.h"
 #include "pxr/base/tf/diagnostic.h"
 #include "pxr/imaging/hd/meshUtil.h"
+#include "pxr/imaging/hd/renderIndex.h"
 #include "pxr/imaging/hd/sceneDelegate.h"
 #include "pxr/imaging/hd/tokens.h"
 
@@ -100,7 +102,8 @@ std::vector<GfVec2f> _TriangleCorners(const SdfPath& id, const TfToken& name, Hd
 HdDirtyBits HdDemandTexMesh::GetInitialDirtyBitsMask() const {
     return HdChangeTracker::Clean | HdChangeTracker::InitRepr | HdChangeTracker::DirtyPoints |
            HdChangeTracker::DirtyTopology | HdChangeTracker::DirtyTransform | HdChangeTracker::DirtyVisibility |
-           HdChangeTracker::DirtyPrimvar | HdChangeTracker::DirtyMaterialId | HdChangeTracker::DirtyInstancer;
+           HdChangeTracker::DirtyPrimvar | HdChangeTracker::DirtyMaterialId | HdChangeTracker::DirtyInstancer |
+           HdChangeTracker::DirtyInstanceIndex;
 }
 
 void HdDemandTexMesh::_InitRepr(TfToken const& reprToken, HdDirtyBits* dirtyBits) {
@@ -124,8 +127,20 @@ void HdDemandTexMesh::Sync(HdSceneDelegate* sceneDelegate, HdRenderParam* render
         const VtValue points = GetPoints(sceneDelegate);
         _points = points.IsHolding<VtVec3fArray>() ? points.UncheckedGet<VtVec3fArray>() : VtVec3fArray();
     }
+    _UpdateInstancer(sceneDelegate, dirtyBits);
+    HdInstancer::_SyncInstancerAndParents(sceneDelegate->GetRenderIndex(), GetInstancerId());
+    // One world transform per instance (one, the mesh's own, without an instancer).
+    std::vector<GfMatrix4d> placements{_transform};
+    if (!GetInstancerId().IsEmpty()) {
+        placements.clear();
+        auto* instancer =
+            static_cast<HdDemandTexInstancer*>(sceneDelegate->GetRenderIndex().GetInstancer(GetInstancerId()));
+        if (instancer) {
+            for (const GfMatrix4d& t : instancer->ComputeInstanceTransforms(id)) placements.push_back(_transform * t);
+        }
+    }
 
-    if (!IsVisible()) {
+    if (!IsVisible() || placements.empty()) {
         param->SetMesh(id, nullptr);
         *dirtyBits &= ~HdChangeTracker::AllSceneDirtyBits;
         return;
@@ -137,9 +152,11 @@ void HdDemandTexMesh::Sync(HdSceneDelegate* sceneDelegate, HdRenderParam* render
     mesh->id = id;
     mesh->primId = GetPrimId();
     mesh->materialId = GetMaterialId();
-    const GfMatrix4d& m = _transform;
-    mesh->points.reserve(_points.size());
-    for (const GfVec3f& p : _points) mesh->points.emplace_back(GfVec3f(m.Transform(GfVec3d(p))));
+    // Instances are world-space copies of the prototype: points, triangles and corners.
+    mesh->points.reserve(_points.size() * placements.size());
+    for (const GfMatrix4d& m : placements) {
+        for (const GfVec3f& p : _points) mesh->points.emplace_back(GfVec3f(m.Transform(GfVec3d(p))));
+    }
 
     HdMeshUtil util(&_topology, id);
     VtVec3iArray triangles;
@@ -148,17 +165,22 @@ void HdDemandTexMesh::Sync(HdSceneDelegate* sceneDelegate, HdRenderParam* render
     size_t dropped = 0;
     for (const GfVec3i& tri : triangles) {
         const bool valid = tri[0] >= 0 && tri[1] >= 0 && tri[2] >= 0 &&
-                           static_cast<size_t>(std::max({tri[0], tri[1], tri[2]})) < mesh->points.size();
+                           static_cast<size_t>(std::max({tri[0], tri[1], tri[2]})) < _points.size();
         dropped += valid ? 0 : 1;
     }
     if (dropped != 0) {
         TF_WARN("demandtex: mesh %s: %zu triangles index past its %zu points; mesh skipped", id.GetText(), dropped,
-                mesh->points.size());
+                _points.size());
         param->SetMesh(id, nullptr);
         *dirtyBits &= ~HdChangeTracker::AllSceneDirtyBits;
         return;
     }
-    mesh->triangles.assign(triangles.cbegin(), triangles.cend());
+    const int pointCount = int(_points.size());
+    mesh->triangles.reserve(triangles.size() * placements.size());
+    for (size_t k = 0; k < placements.size(); ++k) {
+        const GfVec3i offset(int(k) * pointCount);
+        for (const GfVec3i& tri : triangles) mesh->triangles.push_back(tri + offset);
+    }
 
     for (size_t i = 0; i < HdInterpolationCount; ++i) {
         const auto interp = static_cast<HdInterpolation>(i);
@@ -171,7 +193,10 @@ void HdDemandTexMesh::Sync(HdSceneDelegate* sceneDelegate, HdRenderParam* render
             if (values.empty()) continue;
             std::vector<GfVec2f> corners =
                 _TriangleCorners(id, pv.name, interp, values, _topology, triangles, primitiveParams);
-            if (!corners.empty()) mesh->texcoords[pv.name] = std::move(corners);
+            if (corners.empty()) continue;
+            std::vector<GfVec2f>& all = mesh->texcoords[pv.name];
+            all.reserve(corners.size() * placements.size());
+            for (size_t k = 0; k < placements.size(); ++k) all.insert(all.end(), corners.begin(), corners.end());
         }
     }
 

@@ -10,6 +10,7 @@
 #include "pxr/base/tf/stringUtils.h"
 #include "pxr/imaging/hd/camera.h"
 #include "pxr/imaging/hd/instancer.h"
+#include "instancer.h"
 #include "pxr/imaging/hd/tokens.h"
 
 #include <cmath>
@@ -182,8 +183,7 @@ HdRenderPassSharedPtr HdDemandTexRenderDelegate::CreateRenderPass(HdRenderIndex*
 }
 
 HdInstancer* HdDemandTexRenderDelegate::CreateInstancer(HdSceneDelegate* delegate, SdfPath const& id) {
-    TF_WARN("demandtex: instancing is not supported (instancer %s ignored)", id.GetText());
-    return new HdInstancer(delegate, id);
+    return new HdDemandTexInstancer(delegate, id);
 }
 
 void HdDemandTexRenderDelegate::DestroyInstancer(HdInstancer* instancer) { delete instancer; }
