@@ -63,49 +63,43 @@ VtMatrix4dArray HdDemandTexInstancer::ComputeInstanceTransforms(SdfPath const& p
     const GfMatrix4d instancerTransform = GetDelegate()->GetInstancerTransform(GetId());
     const VtIntArray indices = GetDelegate()->GetInstanceIndices(GetId(), prototypeId);
     VtMatrix4dArray transforms(indices.size(), instancerTransform);
-    auto primvar = [this](const TfToken& name) -> const VtValue* {
+    // Each part applies before what is already there (row vectors: m = part · m).
+    auto compose = [&](const TfToken& name, auto part) {
         auto it = _primvars.find(name);
-        return it == _primvars.end() ? nullptr : &it->second;
+        if (it == _primvars.end()) return;
+        for (size_t i = 0; i < indices.size(); ++i) {
+            GfMatrix4d m(1.0);
+            if (part(it->second, indices[i], &m)) transforms[i] = m * transforms[i];
+        }
     };
-    // Each applies before what is already there (row vectors: m = part · m).
-    if (const VtValue* v = primvar(HdInstancerTokens->instanceTranslations)) {
-        for (size_t i = 0; i < indices.size(); ++i) {
-            GfVec3d t;
-            if (_Sample<GfVec3d, GfVec3f, GfVec3d, GfVec3h>(*v, indices[i], &t, [](auto x) { return _Vec3(x); })) {
-                transforms[i] = GfMatrix4d(1.0).SetTranslate(t) * transforms[i];
-            }
-        }
-    }
-    if (const VtValue* v = primvar(HdInstancerTokens->instanceRotations)) {
-        for (size_t i = 0; i < indices.size(); ++i) {
-            GfQuatd q;
-            const bool found = _Sample<GfQuatd, GfQuath, GfQuatf, GfQuatd>(*v, indices[i], &q, [](auto x) {
-                const auto im = x.GetImaginary();
-                return GfQuatd(double(x.GetReal()), double(im[0]), double(im[1]), double(im[2]));
-            }) || _Sample<GfQuatd, GfVec4f>(*v, indices[i], &q, [](const GfVec4f& x) {
-                // <real, i, j, k>, as Hydra's older instancers give them.
-                return GfQuatd(x[0], x[1], x[2], x[3]);
-            });
-            if (found) transforms[i] = GfMatrix4d(1.0).SetRotate(q) * transforms[i];
-        }
-    }
-    if (const VtValue* v = primvar(HdInstancerTokens->instanceScales)) {
-        for (size_t i = 0; i < indices.size(); ++i) {
-            GfVec3d s;
-            if (_Sample<GfVec3d, GfVec3f, GfVec3d, GfVec3h>(*v, indices[i], &s, [](auto x) { return _Vec3(x); })) {
-                transforms[i] = GfMatrix4d(1.0).SetScale(s) * transforms[i];
-            }
-        }
-    }
-    if (const VtValue* v = primvar(HdInstancerTokens->instanceTransforms)) {
-        for (size_t i = 0; i < indices.size(); ++i) {
-            GfMatrix4d m;
-            if (_Sample<GfMatrix4d, GfMatrix4d, GfMatrix4f>(*v, indices[i], &m,
-                                                            [](auto x) { return GfMatrix4d(x); })) {
-                transforms[i] = m * transforms[i];
-            }
-        }
-    }
+    auto vec3 = [](auto x) { return _Vec3(x); };
+    compose(HdInstancerTokens->instanceTranslations, [&](const VtValue& v, int i, GfMatrix4d* m) {
+        GfVec3d t;
+        if (!_Sample<GfVec3d, GfVec3f, GfVec3d, GfVec3h>(v, i, &t, vec3)) return false;
+        m->SetTranslate(t);
+        return true;
+    });
+    compose(HdInstancerTokens->instanceRotations, [](const VtValue& v, int i, GfMatrix4d* m) {
+        GfQuatd q;
+        const bool found = _Sample<GfQuatd, GfQuath, GfQuatf, GfQuatd>(v, i, &q, [](auto x) {
+            const auto im = x.GetImaginary();
+            return GfQuatd(double(x.GetReal()), double(im[0]), double(im[1]), double(im[2]));
+        }) || _Sample<GfQuatd, GfVec4f>(v, i, &q, [](const GfVec4f& x) {
+            // <real, i, j, k>, as Hydra's older instancers give them.
+            return GfQuatd(x[0], x[1], x[2], x[3]);
+        });
+        if (found) m->SetRotate(q);
+        return found;
+    });
+    compose(HdInstancerTokens->instanceScales, [&](const VtValue& v, int i, GfMatrix4d* m) {
+        GfVec3d s;
+        if (!_Sample<GfVec3d, GfVec3f, GfVec3d, GfVec3h>(v, i, &s, vec3)) return false;
+        m->SetScale(s);
+        return true;
+    });
+    compose(HdInstancerTokens->instanceTransforms, [](const VtValue& v, int i, GfMatrix4d* m) {
+        return _Sample<GfMatrix4d, GfMatrix4d, GfMatrix4f>(v, i, m, [](auto x) { return GfMatrix4d(x); });
+    });
     if (GetParentId().IsEmpty()) return transforms;
     auto* parent = static_cast<HdDemandTexInstancer*>(GetDelegate()->GetRenderIndex().GetInstancer(GetParentId()));
     if (!TF_VERIFY(parent)) return transforms;

@@ -62,36 +62,31 @@ bool _Param(const HdMaterialNode2& node, const TfToken& name, T* out) {
     return false;
 }
 
-GfVec3f _Color(const HdMaterialNode2& node, const TfToken& name, GfVec3f fallback) {
-    GfVec3f f;
-    GfVec3d d;
+/// A parameter of type `F`, or of its double-precision form `D` converted; `fallback` when
+/// it is neither (or absent).
+template <typename F, typename D>
+F _Value(const HdMaterialNode2& node, const TfToken& name, F fallback) {
+    F f;
+    D d;
     if (_Param(node, name, &f)) return f;
-    if (_Param(node, name, &d)) return GfVec3f(d);
+    if (_Param(node, name, &d)) return F(d);
     return fallback;
+}
+
+GfVec3f _Color(const HdMaterialNode2& node, const TfToken& name, GfVec3f fallback) {
+    return _Value<GfVec3f, GfVec3d>(node, name, fallback);
 }
 
 GfVec4f _Vec4(const HdMaterialNode2& node, const TfToken& name, GfVec4f fallback) {
-    GfVec4f f;
-    GfVec4d d;
-    if (_Param(node, name, &f)) return f;
-    if (_Param(node, name, &d)) return GfVec4f(d);
-    return fallback;
+    return _Value<GfVec4f, GfVec4d>(node, name, fallback);
 }
 
 GfVec2f _Vec2(const HdMaterialNode2& node, const TfToken& name, GfVec2f fallback) {
-    GfVec2f f;
-    GfVec2d d;
-    if (_Param(node, name, &f)) return f;
-    if (_Param(node, name, &d)) return GfVec2f(d);
-    return fallback;
+    return _Value<GfVec2f, GfVec2d>(node, name, fallback);
 }
 
 float _Float(const HdMaterialNode2& node, const TfToken& name, float fallback) {
-    float f;
-    double d;
-    if (_Param(node, name, &f)) return f;
-    if (_Param(node, name, &d)) return float(d);
-    return fallback;
+    return _Value<float, double>(node, name, fallback);
 }
 
 /// The node the first of `connections` comes from, or null.
