@@ -72,13 +72,19 @@ VtMatrix4dArray HdDemandTexInstancer::ComputeInstanceTransforms(SdfPath const& p
             if (part(it->second, indices[i], &m)) transforms[i] = m * transforms[i];
         }
     };
-    auto vec3 = [](auto x) { return _Vec3(x); };
-    compose(HdInstancerTokens->instanceTranslations, [&](const VtValue& v, int i, GfMatrix4d* m) {
-        GfVec3d t;
-        if (!_Sample<GfVec3d, GfVec3f, GfVec3d, GfVec3h>(v, i, &t, vec3)) return false;
-        m->SetTranslate(t);
-        return true;
-    });
+    // A part made from one vector per instance (a translation, a scale).
+    auto vectorPart = [](auto set) {
+        return [set](const VtValue& v, int i, GfMatrix4d* m) {
+            GfVec3d x;
+            if (!_Sample<GfVec3d, GfVec3f, GfVec3d, GfVec3h>(v, i, &x, [](auto y) { return _Vec3(y); })) {
+                return false;
+            }
+            set(m, x);
+            return true;
+        };
+    };
+    compose(HdInstancerTokens->instanceTranslations,
+            vectorPart([](GfMatrix4d* m, const GfVec3d& t) { m->SetTranslate(t); }));
     compose(HdInstancerTokens->instanceRotations, [](const VtValue& v, int i, GfMatrix4d* m) {
         GfQuatd q;
         const bool found = _Sample<GfQuatd, GfQuath, GfQuatf, GfQuatd>(v, i, &q, [](auto x) {
@@ -91,12 +97,7 @@ VtMatrix4dArray HdDemandTexInstancer::ComputeInstanceTransforms(SdfPath const& p
         if (found) m->SetRotate(q);
         return found;
     });
-    compose(HdInstancerTokens->instanceScales, [&](const VtValue& v, int i, GfMatrix4d* m) {
-        GfVec3d s;
-        if (!_Sample<GfVec3d, GfVec3f, GfVec3d, GfVec3h>(v, i, &s, vec3)) return false;
-        m->SetScale(s);
-        return true;
-    });
+    compose(HdInstancerTokens->instanceScales, vectorPart([](GfMatrix4d* m, const GfVec3d& x) { m->SetScale(x); }));
     compose(HdInstancerTokens->instanceTransforms, [](const VtValue& v, int i, GfMatrix4d* m) {
         return _Sample<GfMatrix4d, GfMatrix4d, GfMatrix4f>(v, i, m, [](auto x) { return GfMatrix4d(x); });
     });
