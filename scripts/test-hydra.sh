@@ -130,6 +130,10 @@ run instanced-hydra1 "$WORK/instanced.usda" "$WORK/inst-h1.ppm" --budget-mib 8 \
   --compare-scene "$WORK/instanced_baked.usda"
 run instanced-hydra2 "$WORK/instanced.usda" "$WORK/inst-h2.ppm" --budget-mib 8 --hydra2 \
   --compare-scene "$WORK/instanced_baked.usda"
+run display-color-hydra1 "$WORK/display_color.usda" "$WORK/dc-h1.ppm" --budget-mib 8 \
+  --compare-scene "$WORK/display_color_materials.usda"
+run display-color-hydra2 "$WORK/display_color.usda" "$WORK/dc-h2.ppm" --budget-mib 8 --hydra2 \
+  --compare-scene "$WORK/display_color_materials.usda"
 
 run udim-hydra1 "$WORK/udim_plane.usda" "$WORK/udim-h1.ppm" --expect-distinct-blue 6 \
   --expect-prim-color /World/Missing 1 0 1 --expect-prim-color /World/Corrupt 0 1 1 --compare-unlimited

@@ -17,43 +17,57 @@ PXR_NAMESPACE_OPEN_SCOPE
 
 namespace {
 
-/// The float2 values of a primvar (float2 or double2 arrays, or one value for constant
-/// interpolation), with its indices applied. Empty when it is not float2.
-std::vector<GfVec2f> _Float2Values(const VtValue& value, const VtIntArray& indices) {
-    std::vector<GfVec2f> raw;
-    if (value.IsHolding<VtVec2fArray>()) {
-        const VtVec2fArray& a = value.UncheckedGet<VtVec2fArray>();
+/// The values of a primvar as `V` (float arrays, double arrays converted, or one value for
+/// constant interpolation), with its indices applied. Empty when it is of another type.
+template <typename V, typename D>
+std::vector<V> _Values(const VtValue& value, const VtIntArray& indices) {
+    std::vector<V> raw;
+    if (value.IsHolding<VtArray<V>>()) {
+        const VtArray<V>& a = value.UncheckedGet<VtArray<V>>();
         raw.assign(a.cbegin(), a.cend());
-    } else if (value.IsHolding<VtVec2dArray>()) {
-        for (const GfVec2d& v : value.UncheckedGet<VtVec2dArray>()) raw.emplace_back(GfVec2f(v));
-    } else if (value.IsHolding<GfVec2f>()) {
-        raw.push_back(value.UncheckedGet<GfVec2f>());
-    } else if (value.IsHolding<GfVec2d>()) {
-        raw.emplace_back(GfVec2f(value.UncheckedGet<GfVec2d>()));
+    } else if (value.IsHolding<VtArray<D>>()) {
+        for (const D& v : value.UncheckedGet<VtArray<D>>()) raw.emplace_back(V(v));
+    } else if (value.IsHolding<V>()) {
+        raw.push_back(value.UncheckedGet<V>());
+    } else if (value.IsHolding<D>()) {
+        raw.emplace_back(V(value.UncheckedGet<D>()));
     } else {
         return {};
     }
     if (indices.empty()) return raw;
-    std::vector<GfVec2f> flat;
+    std::vector<V> flat;
     flat.reserve(indices.size());
     for (int i : indices) {
-        // An out-of-range index reads (0, 0) rather than stray memory.
-        flat.push_back(i >= 0 && static_cast<size_t>(i) < raw.size() ? raw[i] : GfVec2f(0.0f));
+        // An out-of-range index reads zeros rather than stray memory.
+        flat.push_back(i >= 0 && static_cast<size_t>(i) < raw.size() ? raw[i] : V(0.0f));
     }
     return flat;
 }
 
+/// The Hydra type of `V`, for triangulating face-varying values.
+template <typename V>
+HdType _HdType();
+template <>
+HdType _HdType<GfVec2f>() {
+    return HdTypeFloatVec2;
+}
+template <>
+HdType _HdType<GfVec3f>() {
+    return HdTypeFloatVec3;
+}
+
 /// Corner values (three per triangle) of a primvar with `interp` interpolation; empty when
 /// its size does not fit the topology (reported once per sync).
-std::vector<GfVec2f> _TriangleCorners(const SdfPath& id, const TfToken& name, HdInterpolation interp,
-                                      const std::vector<GfVec2f>& values, const HdMeshTopology& topology,
-                                      const VtVec3iArray& triangles, const VtIntArray& primitiveParams) {
-    std::vector<GfVec2f> corners;
+template <typename V>
+std::vector<V> _TriangleCorners(const SdfPath& id, const TfToken& name, HdInterpolation interp,
+                                const std::vector<V>& values, const HdMeshTopology& topology,
+                                const VtVec3iArray& triangles, const VtIntArray& primitiveParams) {
+    std::vector<V> corners;
     corners.reserve(triangles.size() * 3);
     auto bad = [&](size_t expected) {
         TF_WARN("demandtex: mesh %s: primvar '%s' has %zu values, %zu expected; ignored", id.GetText(),
                 name.GetText(), values.size(), expected);
-        return std::vector<GfVec2f>();
+        return std::vector<V>();
     };
     switch (interp) {
     case HdInterpolationConstant:
@@ -83,11 +97,11 @@ std::vector<GfVec2f> _TriangleCorners(const SdfPath& id, const TfToken& name, Hd
         HdMeshUtil util(&topology, id);
         VtValue triangulated;
         if (!util.ComputeTriangulatedFaceVaryingPrimvar(values.data(), static_cast<int>(values.size()),
-                                                        HdTypeFloatVec2, &triangulated) ||
-            !triangulated.IsHolding<VtVec2fArray>()) {
+                                                        _HdType<V>(), &triangulated) ||
+            !triangulated.IsHolding<VtArray<V>>()) {
             return bad(expected);
         }
-        const VtVec2fArray& t = triangulated.UncheckedGet<VtVec2fArray>();
+        const VtArray<V>& t = triangulated.UncheckedGet<VtArray<V>>();
         corners.assign(t.cbegin(), t.cend());
         if (corners.size() != triangles.size() * 3) return bad(triangles.size() * 3);
         return corners;
@@ -189,7 +203,19 @@ void HdDemandTexMesh::Sync(HdSceneDelegate* sceneDelegate, HdRenderParam* render
             VtIntArray indices;
             const VtValue value = pv.indexed ? GetIndexedPrimvar(sceneDelegate, pv.name, &indices)
                                              : GetPrimvar(sceneDelegate, pv.name);
-            const std::vector<GfVec2f> values = _Float2Values(value, indices);
+            if (pv.name == HdTokens->displayColor) {
+                // The colour of meshes without a material, as Storm shows them.
+                std::vector<GfVec3f> colors = _TriangleCorners(
+                    id, pv.name, interp, _Values<GfVec3f, GfVec3d>(value, indices), _topology, triangles,
+                    primitiveParams);
+                if (colors.empty()) continue;
+                mesh->displayColors.reserve(colors.size() * placements.size());
+                for (size_t k = 0; k < placements.size(); ++k) {
+                    mesh->displayColors.insert(mesh->displayColors.end(), colors.begin(), colors.end());
+                }
+                continue;
+            }
+            const std::vector<GfVec2f> values = _Values<GfVec2f, GfVec2d>(value, indices);
             if (values.empty()) continue;
             std::vector<GfVec2f> corners =
                 _TriangleCorners(id, pv.name, interp, values, _topology, triangles, primitiveParams);

@@ -281,8 +281,15 @@ GfVec4f HdDemandTexRenderer::_Shade(const Hit& hit, const demandtex::Launch& lau
                                     std::uint32_t requestKey, Lookups* found) const {
     const HdDemandTexMaterialData* material = &_defaultMaterial;
     auto it = _snapshot.materials.find(hit.mesh->materialId);
-    if (it != _snapshot.materials.end() && it->second) material = it->second.get();
-    const GfVec3f diffuse = _EvalColor(material->diffuseColor, hit, launch, preview, requestKey, found);
+    const bool bound = it != _snapshot.materials.end() && it->second;
+    if (bound) material = it->second.get();
+    GfVec3f diffuse = _EvalColor(material->diffuseColor, hit, launch, preview, requestKey, found);
+    const std::vector<GfVec3f>& display = hit.mesh->displayColors;
+    if (!bound && display.size() >= size_t(hit.triangle + 1) * 3) {
+        // No material: the mesh's displayColor, interpolated over the triangle.
+        const GfVec3f* c = &display[size_t(hit.triangle) * 3];
+        diffuse = c[0] * (1.0f - hit.u - hit.v) + c[1] * hit.u + c[2] * hit.v;
+    }
     const GfVec3f emissive = _EvalColor(material->emissiveColor, hit, launch, preview, requestKey, found);
     // A headlight: enough shape to read a scene, no lights to set up.
     const float facing = std::abs(GfDot(hit.normal, hit.ray.dir));

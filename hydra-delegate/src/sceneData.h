@@ -27,6 +27,9 @@ struct HdDemandTexMeshData {
     std::vector<GfVec3i> triangles;  ///< Indices into `points`.
     /// Float2 primvars (texture coordinates), three values per triangle (its corners).
     std::map<TfToken, std::vector<GfVec2f>> texcoords;
+    /// `displayColor` at every triangle corner (three per triangle), when the mesh has one:
+    /// the diffuse colour when no material is bound.
+    std::vector<GfVec3f> displayColors;
     SdfPath materialId;
 };
 
