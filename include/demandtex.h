@@ -1440,6 +1440,25 @@ DtexStatus dtex_texture_replace_from_callbacks(struct DtexLoader loader,
 DtexStatus dtex_texture_get_error(struct DtexLoader loader,
                                   uint32_t texture);
 
+// The description of `texture` as its source opened it: level-0 size, stored texel type
+// (`DTEX_TEXEL_*`), channels (1, 2 or 4) and mip levels. A texture opens at its first
+// lookup's fills (or soon after creation in interactive mode): until then, and for a
+// texture that failed to open or was unloaded, `*out_opened` is 0 and `*out_info` is left
+// as it was; once open, `*out_opened` is 1 and `*out_info` written. A host that treats
+// 8-bit colour differently (UsdUVTexture's `auto` colour space decodes 8-bit RGB(A) as
+// sRGB) asks this rather than reading the file itself.
+//
+// Errors: INVALID_HANDLE; INVALID_ARGUMENT (NULL `out_info` or `out_opened`);
+// UNKNOWN_TEXTURE (an id the loader never handed out). Nothing is written on error.
+// Ownership: the outputs are the caller's. Thread-safety: any thread.
+//
+// # Safety
+// `out_info` is NULL or writable as a `DtexImageInfo`; `out_opened` is NULL or writable.
+DtexStatus dtex_texture_get_image_info(struct DtexLoader loader,
+                                       uint32_t texture,
+                                       struct DtexImageInfo *out_info,
+                                       uint32_t *out_opened);
+
 // Create a UDIM texture from `grid_width x grid_height` OpenEXR tile paths, row-major:
 // `tile_paths[row * grid_width + col]` is tile (col, row), UDIM number
 // `1001 + col + 10 * row`, covering s in [col, col+1), t in [row, row+1); NULL is a hole

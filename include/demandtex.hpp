@@ -1266,6 +1266,23 @@ public:
     /// Why lookups of `texture` do not give its texels, or `std::nullopt` if it is healthy:
     /// its source failed (the source's message), it was unloaded, or the id names no
     /// texture (`DTEX_STATUS_UNKNOWN_TEXTURE`). Throws only for an invalid loader handle.
+    /// The description of `texture` as its source opened it (size, stored texel type,
+    /// channels, mip levels); empty before the texture has opened (its first lookups'
+    /// fills), or if it failed or was unloaded.
+    std::optional<ImageInfo> imageInfo(TextureId texture) const {
+        DtexImageInfo c{};
+        std::uint32_t opened = 0;
+        check(dtex_texture_get_image_info(h_.get(), texture, &c, &opened));
+        if (opened == 0) return std::nullopt;
+        ImageInfo i;
+        i.width = c.width;
+        i.height = c.height;
+        i.texelType = static_cast<TexelType>(c.texel_type);
+        i.channels = c.channels;
+        i.numLevels = c.num_levels;
+        return i;
+    }
+
     std::optional<Error> textureError(TextureId texture) const {
         const DtexStatus s = dtex_texture_get_error(h_.get(), texture);
         if (s == DTEX_STATUS_OK) return std::nullopt;

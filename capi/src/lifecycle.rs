@@ -1,13 +1,13 @@
 //! Texture lifecycle: invalidate (the source's content changed), replace (the id reads
 //! another source), unload (dropped for good), and a texture's error.
 
-use crate::boundary::{c_str, entry, optional_c_str, optional_in, required_in};
+use crate::boundary::{c_str, entry, optional_c_str, optional_in, required_in, Out};
 use crate::callbacks::{make_source, DtexImageSourceCallbacks};
 use crate::handles::DtexLoader;
 use crate::loader::{self, LoaderEntry};
 use crate::options::DtexTextureDesc;
 use crate::status::{ApiError, ApiResult, DtexStatus, DTEX_STATUS_UNKNOWN_TEXTURE};
-use crate::textures::texture_file_source;
+use crate::textures::{texel_type_code, texture_file_source, DtexImageInfo};
 use engine::TextureId;
 use std::ffi::c_char;
 
@@ -172,6 +172,65 @@ pub extern "C" fn dtex_texture_get_error(loader: DtexLoader, texture: u32) -> Dt
     })
 }
 
+/// The description of `texture` as its source opened it: level-0 size, stored texel type
+/// (`DTEX_TEXEL_*`), channels (1, 2 or 4) and mip levels. A texture opens at its first
+/// lookup's fills (or soon after creation in interactive mode): until then, and for a
+/// texture that failed to open or was unloaded, `*out_opened` is 0 and `*out_info` is left
+/// as it was; once open, `*out_opened` is 1 and `*out_info` written. A host that treats
+/// 8-bit colour differently (UsdUVTexture's `auto` colour space decodes 8-bit RGB(A) as
+/// sRGB) asks this rather than reading the file itself.
+///
+/// Errors: INVALID_HANDLE; INVALID_ARGUMENT (NULL `out_info` or `out_opened`);
+/// UNKNOWN_TEXTURE (an id the loader never handed out). Nothing is written on error.
+/// Ownership: the outputs are the caller's. Thread-safety: any thread.
+///
+/// # Safety
+/// `out_info` is NULL or writable as a `DtexImageInfo`; `out_opened` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn dtex_texture_get_image_info(
+    loader: DtexLoader,
+    texture: u32,
+    out_info: *mut DtexImageInfo,
+    out_opened: *mut u32,
+) -> DtexStatus {
+    entry(|| {
+        // SAFETY: the caller's contract (both pointers).
+        let (info, opened) = unsafe {
+            (
+                Out::new(out_info, "out_info")?,
+                Out::new(out_opened, "out_opened")?,
+            )
+        };
+        let entry = loader::get(loader)?;
+        if u64::from(texture) >= entry.engine.stats().textures {
+            return Err(never_created(texture));
+        }
+        let failed = entry.engine.texture_error(TextureId(texture)).is_some();
+        match entry.engine.texture_layout(TextureId(texture)) {
+            Some(layout) if !failed => {
+                info.write(DtexImageInfo {
+                    width: layout.width,
+                    height: layout.height,
+                    texel_type: texel_type_code(layout.format.texel_type),
+                    channels: layout.format.channels,
+                    num_levels: layout.levels.len() as u32,
+                });
+                opened.write(1);
+            }
+            _ => opened.write(0),
+        }
+        Ok(())
+    })
+}
+
+/// UNKNOWN_TEXTURE for an id the loader never handed out.
+fn never_created(texture: u32) -> ApiError {
+    ApiError::new(
+        DTEX_STATUS_UNKNOWN_TEXTURE,
+        format!("texture {texture} was never created by this loader"),
+    )
+}
+
 /// The error of `texture` (see `dtex_texture_get_error`).
 fn texture_error(entry: &LoaderEntry, texture: TextureId) -> ApiResult<()> {
     if let Some(e) = entry.engine.texture_error(texture) {
@@ -179,10 +238,7 @@ fn texture_error(entry: &LoaderEntry, texture: TextureId) -> ApiResult<()> {
     }
     // Ids are handed out in order from 0: an id below the count names a texture.
     if u64::from(texture.0) >= entry.engine.stats().textures {
-        return Err(ApiError::new(
-            DTEX_STATUS_UNKNOWN_TEXTURE,
-            format!("texture {} was never created by this loader", texture.0),
-        ));
+        return Err(never_created(texture.0));
     }
     Ok(())
 }

@@ -82,6 +82,16 @@ pub(crate) fn texel_type(code: u32) -> Result<TexelType, String> {
         .ok_or_else(|| format!("texel_type {code} (DTEX_TEXEL_U8 0, U16 1, F16 2 or F32 3)"))
 }
 
+/// The `DTEX_TEXEL_*` code of the engine's texel type.
+pub(crate) fn texel_type_code(t: TexelType) -> u32 {
+    match t {
+        TexelType::U8 => DTEX_TEXEL_U8,
+        TexelType::U16 => DTEX_TEXEL_U16,
+        TexelType::F16 => DTEX_TEXEL_F16,
+        TexelType::F32 => DTEX_TEXEL_F32,
+    }
+}
+
 /// The engine's texel format for a type code and 1, 2 or 4 channels.
 pub(crate) fn texel_format(type_code: u32, channels: u32) -> Result<TexelFormat, String> {
     let t = texel_type(type_code)?;

@@ -37,6 +37,7 @@ TF_DEFINE_PRIVATE_TOKENS(
     (fallback)
     (sourceColorSpace)
     (sRGB)
+    ((autoColorSpace, "auto"))
     (repeat)
     (mirror)
     (clamp)
@@ -138,8 +139,10 @@ bool _ReadTexture(const SdfPath& materialId, const TfToken& inputName, const HdM
     input->scale = _Vec4(tex, _tokens->scale, GfVec4f(1.0f));
     input->bias = _Vec4(tex, _tokens->bias, GfVec4f(0.0f));
     input->fallback = _Vec4(tex, _tokens->fallback, GfVec4f(0.0f, 0.0f, 0.0f, 1.0f));
-    // "auto" is raw for the EXR files demandtex reads (they are linear by convention).
-    input->srgb = _Token(tex, _tokens->sourceColorSpace) == _tokens->sRGB;
+    // "auto": sRGB for 8-bit colour files, decided once the texture has opened (its format).
+    const TfToken colorSpace = _Token(tex, _tokens->sourceColorSpace);
+    input->srgb = colorSpace == _tokens->sRGB;
+    input->autoColorSpace = colorSpace.IsEmpty() || colorSpace == _tokens->autoColorSpace;
 
     input->primvar = _tokens->st;
     auto st = tex.inputConnections.find(_tokens->st);

@@ -80,6 +80,7 @@ void HdDemandTexRenderPass::_Execute(HdRenderPassStateSharedPtr const& state, Tf
     if (!_renderer.Finished()) {
         const demandtex::Loader& loader = param.Textures().Loader();
         demandtex::Launch launch = loader.prepareLaunch();
+        param.Textures().ResolveColorFormats();
         const HdDemandTexIterationStats stats = _renderer.Iterate(launch, interactive);
         // Interactive: returns at once, the fills go to the loader's background threads.
         _ticket = loader.processRequests(std::move(launch));

@@ -357,7 +357,8 @@ GfVec3f HdDemandTexRenderer::_EvalColor(const HdDemandTexColorInput& input, cons
         if (!sample.fullDetail()) found->fullDetail = false;
         if (!sample.resident) found->shown = false;
         rgba = GfVec4f(sample.value[0], sample.value[1], sample.value[2], sample.value[3]);
-        if (tex.srgb) {
+        // `auto`: 8-bit colour files are sRGB-encoded (Storm's rule); the rest are linear.
+        if (tex.srgb || (tex.autoColorSpace && tex.texture->eightBitColor.load(std::memory_order_relaxed) == 1)) {
             for (int k = 0; k < 3; ++k) rgba[k] = _SrgbToLinear(rgba[k]);
         }
         for (int k = 0; k < 4; ++k) rgba[k] = rgba[k] * tex.scale[k] + tex.bias[k];

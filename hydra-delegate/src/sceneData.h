@@ -50,6 +50,8 @@ struct HdDemandTexTextureInput {
     GfVec4f bias{0.0f, 0.0f, 0.0f, 0.0f};
     GfVec4f fallback{0.0f, 0.0f, 0.0f, 1.0f};
     bool srgb = false;  ///< Decode sRGB-encoded texels to linear.
+    /// `sourceColorSpace` "auto" (the default): decode as sRGB if the file is 8-bit colour.
+    bool autoColorSpace = false;
 };
 
 /// A colour input: a constant, or a texture.

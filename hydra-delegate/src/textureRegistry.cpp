@@ -74,6 +74,7 @@ HdDemandTexTextureRegistry::HdDemandTexTextureRegistry(const HdDemandTexLoaderSe
 
 void HdDemandTexTextureRegistry::_Register(HdDemandTexTexture& texture) {
     const HdDemandTexTextureKey& key = texture.key;
+    texture.eightBitColor.store(-1);
     demandtex::TextureDesc desc;
     desc.fallbackColor({key.fallback[0], key.fallback[1], key.fallback[2], key.fallback[3]});
     if (texture.udim) {
@@ -152,6 +153,22 @@ void HdDemandTexTextureRegistry::ReportFailures() {
             _reportedFailures.insert(texture.id);
             TF_WARN("demandtex: texture '%s' failed: %s; rendering its fallback colour", texture.key.path.c_str(),
                     error->message());
+        }
+    }
+}
+
+void HdDemandTexTextureRegistry::ResolveColorFormats() {
+    std::lock_guard<std::mutex> lock(_mutex);
+    for (const auto& entry : _textures) {
+        const HdDemandTexTexture& texture = *entry.second;
+        if (texture.udim || texture.eightBitColor.load() != -1) continue;
+        try {
+            if (std::optional<demandtex::ImageInfo> info = _loader->imageInfo(texture.id)) {
+                const bool color8 = info->texelType == demandtex::TexelType::U8 && info->channels == 4;
+                texture.eightBitColor.store(color8 ? 1 : 0);
+            }
+        } catch (const demandtex::Error&) {
+            // Unknown to this loader: it stays undecided (read as stored).
         }
     }
 }

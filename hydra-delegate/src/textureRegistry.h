@@ -8,6 +8,7 @@
 
 #include <demandtex.hpp>
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -40,6 +41,10 @@ struct HdDemandTexTexture {
     HdDemandTexTextureKey key;
     bool udim = false;
     std::uint32_t id = 0;
+    /// Whether the file's texels are 8-bit colour (RGB or RGBA), which UsdUVTexture's
+    /// `auto` colour space decodes as sRGB, as Storm does: -1 until the texture has opened
+    /// (`HdDemandTexTextureRegistry::ResolveColorFormats`), then 0 or 1. UDIM sets stay -1.
+    mutable std::atomic<int> eightBitColor{-1};
 };
 
 /// Loader settings the host can change (render settings).
@@ -78,6 +83,10 @@ public:
 
     /// Warn once for each texture whose file failed to read since the last call.
     void ReportFailures();
+    /// Learn which textures opened since the last call are 8-bit colour
+    /// (`HdDemandTexTexture::eightBitColor`). Called after a launch is prepared and before
+    /// it samples: a texture whose tiles the launch sees has opened by then.
+    void ResolveColorFormats();
 
     /// Every registered texture's key path (for statistics and tests).
     std::vector<std::string> Paths() const;

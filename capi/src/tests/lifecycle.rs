@@ -518,3 +518,42 @@ fn borrowed_pixels_are_released_by_unload() {
     assert_eq!((s[0].resident, s[0].value), (1, desc.fallback_color));
     ok(dtex_launch_discard(launch));
 }
+
+/// `dtex_texture_get_image_info`: nothing before the texture opens, its size and format
+/// once its first lookups were filled; UNKNOWN_TEXTURE for an id never handed out,
+/// INVALID_ARGUMENT for NULL outputs.
+#[test]
+fn image_info_is_known_once_the_texture_opened() {
+    let loader = TestLoader::new();
+    let src = Source::new(32, 8, 3);
+    let tex = create(&loader, &src);
+    let mut info = DtexImageInfo::default();
+    let mut opened = 7u32;
+    // SAFETY: valid pointers.
+    ok(unsafe { dtex_texture_get_image_info(loader.0, tex, &mut info, &mut opened) });
+    assert_eq!((opened, info), (0, DtexImageInfo::default()));
+    converge_texels(&loader, tex, (32, 8), &TEXELS);
+    // SAFETY: as above.
+    ok(unsafe { dtex_texture_get_image_info(loader.0, tex, &mut info, &mut opened) });
+    assert_eq!(opened, 1);
+    assert_eq!(
+        (info.width, info.height, info.texel_type, info.channels),
+        (32, 8, DTEX_TEXEL_U8, 4)
+    );
+    assert!(info.num_levels >= 1);
+    // SAFETY: as above; the NULL outputs are what is checked.
+    unsafe {
+        fails(
+            dtex_texture_get_image_info(loader.0, 999, &mut info, &mut opened),
+            DTEX_STATUS_UNKNOWN_TEXTURE,
+        );
+        fails(
+            dtex_texture_get_image_info(loader.0, tex, std::ptr::null_mut(), &mut opened),
+            DTEX_STATUS_INVALID_ARGUMENT,
+        );
+        fails(
+            dtex_texture_get_image_info(loader.0, tex, &mut info, std::ptr::null_mut()),
+            DTEX_STATUS_INVALID_ARGUMENT,
+        );
+    }
+}
