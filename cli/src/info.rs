@@ -272,7 +272,7 @@ fn render_served(out: &mut String, info: &ExrDescription) {
         None => format!("{}, all from the file", s.levels),
         Some(why) => format!(
             "{}: {} from the file, {generated} generated in memory when first read ({why}; \
-             slow, outside the texture budget: convert it with `demandtex convert`)",
+             slow: convert it with `demandtex convert`)",
             s.levels, s.levels_from_file
         ),
     };

@@ -110,4 +110,15 @@ pub struct Stats {
     /// Bytes of files read to confirm that two textures' files hold the same bytes (each
     /// unchanged file once).
     pub duplicate_bytes_hashed: u64,
+    /// Whole decodes made for fills (PNG and JPEG images decoded whole, mip levels
+    /// generated in memory: `ImageSource::whole_decode`), each used for every page of
+    /// those levels that a batch fills.
+    pub whole_decodes: u64,
+    /// Of those, decodes whose bytes the budget could not take (served all the same).
+    pub whole_decodes_over_budget: u64,
+    /// Pages filled from a whole decode without being asked for (`tiles_filled` counts
+    /// them too).
+    pub pages_prefetched: u64,
+    /// Bytes of whole decodes charged to the budget now (in `resident_bytes`).
+    pub whole_decode_bytes: u64,
 }

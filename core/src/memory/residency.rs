@@ -148,6 +148,8 @@ pub struct Residency {
     /// Mip-tail bytes reserved by opens still reading (still in the non-evictable bytes):
     /// published or released when the open ends.
     reserved_tail_bytes: u64,
+    /// Bytes of whole decodes charged now (in the non-evictable bytes; see `decodes.rs`).
+    decode_bytes: u64,
     events: Vec<TileEvent>,
     counts: ResidencyCounts,
     /// The shared slots of constant tiles (see `residency/coalesce.rs`).
@@ -165,6 +167,7 @@ impl Residency {
             next_seq: 0,
             retired_tail_bytes: 0,
             reserved_tail_bytes: 0,
+            decode_bytes: 0,
             retired: RetiredQueue::new(),
             events: Vec::new(),
             counts: ResidencyCounts::default(),
@@ -229,9 +232,12 @@ impl Residency {
 
     /// Non-evictable bytes that stay until their texture is invalidated, replaced or
     /// unloaded: the published mip tails. What a new tail must fit beside for good; the
-    /// rest (retired and reserved tails) is a shortage that passes.
+    /// rest (retired and reserved tails, whole decodes) is a shortage that passes.
     pub fn published_tail_bytes(&self) -> u64 {
-        self.non_evictable_bytes() - self.retired_tail_bytes - self.reserved_tail_bytes
+        self.non_evictable_bytes()
+            - self.retired_tail_bytes
+            - self.reserved_tail_bytes
+            - self.decode_bytes
     }
 
     /// Reserve a mip tail's bytes for an open. False if the budget does not allow it now.
@@ -748,5 +754,6 @@ impl std::fmt::Debug for Residency {
 }
 
 mod coalesce;
+mod decodes;
 #[cfg(test)]
 mod tests;

@@ -14,11 +14,13 @@
 //!   publishes nothing, as in the multi-pass mode (`requests::fill`); the lookup looks
 //!   again and finds the texture to reopen.
 
+use super::decode_hold::DecodeHold;
 use super::engine::Engine;
 use super::fill::{self, TileJob};
 use super::host_state::{HostState, Pending};
 use super::resource::ResourceTask;
 use super::ticket::Ticket;
+use super::whole_decodes;
 use crate::ids::PageId;
 use crate::memory::epoch::Quiescence;
 use crate::memory::TileSlot;
@@ -185,9 +187,13 @@ fn resource_now(
     !not_yet && published > 0
 }
 
-/// Read one tile in this thread and publish it.
+/// Read one tile in this thread and publish it. A page of levels served from one decode
+/// of the whole image brings the texture's other pages of those levels with it, as far as
+/// free memory allows (`whole_decodes`).
 fn tile_now(engine: &Engine, mut host: MutexGuard<'_, HostState>, job: TileJob) -> bool {
     host.in_flight.insert(job.page);
+    engine.settle_decodes(&mut host);
+    let hold = decode_hold(engine, &mut host, &job);
     let Some(slot) = take_slot_now(engine, &mut host, job.tile_bytes as usize) else {
         // The marker is ours unless the contents were dropped while we waited for memory
         // (then it may be a newer fill's).
@@ -208,9 +214,79 @@ fn tile_now(engine: &Engine, mut host: MutexGuard<'_, HostState>, job: TileJob) 
     // "Not yet" puts the page on the deferred list: in blocking mode nobody serves that
     // list, so take it back off.
     let not_yet = host.deferred.remove(&job.page);
+    if hold.is_some() && !not_yet {
+        prefetch_now(engine, &mut host, &job);
+    }
+    drop(hold);
+    engine.settle_decodes(&mut host);
     let published = publish_now(engine, &mut host);
     engine.fill_done.notify_all();
     !not_yet && published > 0
+}
+
+/// The hold of the whole decode `job` reads from, if its level is served so: the one its
+/// open kept, or a new one charged to the budget (evicting tiles for it if need be).
+fn decode_hold(
+    engine: &Engine,
+    host: &mut MutexGuard<'_, HostState>,
+    job: &TileJob,
+) -> Option<DecodeHold> {
+    let record = host.resources.get(job.texture)?;
+    let (levels, whole) = record.layout.as_ref()?.whole_decode_pages()?;
+    if !levels.contains(&job.level) || record.generation != job.generation {
+        return None;
+    }
+    let source = record.source.clone();
+    if let Some(kept) = host.kept_decodes.remove(&job.texture) {
+        if kept.generation == job.generation {
+            return Some(kept);
+        }
+    }
+    if host.residency.available_bytes() < whole.bytes {
+        free_bytes(engine, host, whole.bytes);
+    }
+    let charged = whole_decodes::charge(engine, host, &*source, whole.bytes);
+    let released = engine.decode_bytes_released.clone();
+    Some(DecodeHold::new(
+        (job.texture, job.generation),
+        source,
+        charged,
+        released,
+    ))
+}
+
+/// Fill the other pages of `job`'s whole-decode levels in this thread, in the memory that
+/// is free now or held by staged tiles no lookup can see (nothing is swept for them).
+fn prefetch_now(engine: &Engine, host: &mut MutexGuard<'_, HostState>, job: &TileJob) {
+    let pages = whole_decodes::prefetch_pages(engine, host, job, usize::MAX);
+    let ticket = Ticket::new(pages.len());
+    let mut tasks = Vec::with_capacity(pages.len());
+    let mut filled = Vec::with_capacity(pages.len());
+    let mut pages = pages.into_iter();
+    for p in pages.by_ref() {
+        let Some(slot) = host
+            .residency
+            .allocate(&engine.epochs, p.tile_bytes as usize)
+        else {
+            host.in_flight.remove(&p.page);
+            break;
+        };
+        host.counters.pages_prefetched += 1;
+        filled.push(p.page);
+        tasks.extend(fill::prepare_tile(host, p, slot, ticket.task()));
+    }
+    for p in pages {
+        host.in_flight.remove(&p.page);
+    }
+    MutexGuard::unlocked(host, || {
+        for task in tasks {
+            task.run(engine);
+        }
+    });
+    // Nobody serves the deferred list in blocking mode: a "not yet" is dropped.
+    for page in filled {
+        host.deferred.remove(&page);
+    }
 }
 
 /// Publish what is pending at once (blocking fills do not wait for a launch). Returns how
@@ -236,6 +312,13 @@ fn take_slot_now(
     loop {
         if let Some(slot) = host.residency.allocate(&engine.epochs, bytes) {
             return Some(slot);
+        }
+        if !host.kept_decodes.is_empty() {
+            // Decodes kept by opens for fills that have not come: released before any
+            // tile is evicted.
+            host.kept_decodes.clear();
+            engine.settle_decodes(host);
+            continue;
         }
         match host.residency.staged_quiescence(&engine.epochs) {
             None => {

@@ -26,6 +26,7 @@ use crate::stats::Stats;
 use crate::sync::AtomicU32;
 use crate::textures::{TextureDesc, TextureLayout};
 use parking_lot::{Condvar, Mutex, RwLock};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 
 /// The backend-independent part of a loader (see the module docs). `Send + Sync`; shared
@@ -58,6 +59,8 @@ pub struct Engine {
     /// The decode cache of its Ptex textures, made (and its bytes taken from the budget)
     /// with the first ([`Engine::ptex_decode_cache`]).
     ptex_decode_cache: OnceLock<Arc<DecodeCache>>,
+    /// Bytes of whole decodes released since the last [`settle_decodes`](Self::settle_decodes).
+    pub(crate) decode_bytes_released: Arc<AtomicU64>,
 }
 
 /// An engine's Ptex decode cache takes at most this share of its budget (1 / N).
@@ -110,6 +113,7 @@ impl Engine {
             file_tile_locks: super::file_tiles::FileTileLocks::new(),
             digests: Default::default(),
             ptex_decode_cache: OnceLock::new(),
+            decode_bytes_released: Arc::default(),
             options,
         }))
     }
@@ -235,9 +239,18 @@ impl Engine {
         self.options.coalesce_constant_tiles && self.backend.shares_tiles()
     }
 
+    /// Take the bytes of whole decodes released since the last call off the budget.
+    pub(crate) fn settle_decodes(&self, host: &mut HostState) {
+        let bytes = self.decode_bytes_released.swap(0, Ordering::Relaxed);
+        if bytes > 0 {
+            host.residency.release_decode(bytes);
+        }
+    }
+
     /// A statistics snapshot.
     pub fn stats(&self) -> Stats {
-        let host = self.host.lock();
+        let mut host = self.host.lock();
+        self.settle_decodes(&mut host);
         Stats {
             requests_rejected: self.gate.rejected(),
             duplicate_bytes_hashed: self.digests.bytes_hashed(),
@@ -294,7 +307,8 @@ impl Engine {
     /// tails.
     pub fn set_max_texture_memory(&self, bytes: u64) -> Result<()> {
         let mut host = self.host.lock();
-        let needed = host.residency.non_evictable_bytes();
+        // Whole decodes charged now are released when their fills end.
+        let needed = host.residency.non_evictable_bytes() - host.residency.decode_bytes();
         if bytes < needed {
             return Err(Error::BudgetTooSmall {
                 budget_bytes: bytes,

@@ -7,6 +7,7 @@
 //! nothing, gives its memory back and leaves the in-flight markers alone (they belong to
 //! fills of the new generation).
 
+use super::decode_hold::DecodeHold;
 use super::engine::Engine;
 use super::host_state::{Deferral, HostState, Pending};
 use super::ticket::TaskGuard;
@@ -106,6 +107,11 @@ impl TileTask {
     /// The page the task fills.
     pub(crate) fn page(&self) -> PageId {
         self.job.page
+    }
+
+    /// The texture whose page the task fills.
+    pub(crate) fn texture(&self) -> TextureId {
+        self.job.texture
     }
 
     /// Take the task's ticket guard, for a caller that completes the ticket itself after
@@ -298,6 +304,7 @@ pub(crate) fn init_texture(engine: &Engine, texture: TextureId, generation: u32)
         TextureLayout::with_tile(info.width, info.height, info.num_levels, info.format, tile)
             .map(|layout| TextureLayout {
                 held_bytes: source.held_bytes(),
+                whole_decode: contain(|| Ok(source.whole_decode())).unwrap_or(None),
                 ..layout
             })
             .map_err(|e| e.to_string())
@@ -311,6 +318,13 @@ pub(crate) fn init_texture(engine: &Engine, texture: TextureId, generation: u32)
             }
             return;
         }
+    };
+
+    // Reading the mip tail of such a texture decodes the whole image: kept for its first
+    // fills if the budget takes it (below), released otherwise.
+    let mut decode = ReleaseUnlessKept {
+        source: &source,
+        armed: layout.whole_decode.is_some(),
     };
 
     let identity = if engine.shares_duplicate_textures() {
@@ -426,6 +440,43 @@ pub(crate) fn init_texture(engine: &Engine, texture: TextureId, generation: u32)
         generation,
         base_color: base,
     });
+    if let Some(whole) = layout.whole_decode {
+        // A decode of levels that also have pages: kept, charged, for the first batch
+        // that fills them (`whole_decodes`).
+        let bytes = whole.bytes;
+        // (A texture sharing another's tiles fills none of its own.)
+        if owner.is_none()
+            && layout.whole_decode_pages().is_some()
+            && host.residency.reserve_decode(&engine.epochs, bytes)
+        {
+            host.counters.whole_decodes += 1;
+            let released = engine.decode_bytes_released.clone();
+            let hold = DecodeHold::new((texture, generation), source.clone(), bytes, released);
+            host.kept_decodes.insert(texture, hold);
+            decode.armed = false;
+        } else {
+            host.counters.whole_decodes += 1;
+        }
+    }
+    drop(host);
+}
+
+/// Releases a source's whole decode when dropped, unless it was kept (an open's).
+struct ReleaseUnlessKept<'a> {
+    source: &'a Arc<dyn ImageSource>,
+    armed: bool,
+}
+
+impl Drop for ReleaseUnlessKept<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            let source = self.source;
+            let _ = contain(|| {
+                source.release_decoded();
+                Ok(())
+            });
+        }
+    }
 }
 
 /// A texture's mip tail and base colour as read from its source.

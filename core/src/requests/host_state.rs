@@ -82,6 +82,9 @@ pub(crate) struct HostState {
     pub pull: PullResult,
     /// Open textures holding their own tiles, by content key (duplicate sharing).
     pub duplicates: super::duplicates::DuplicateIndex,
+    /// Whole decodes made by opens (reading the mip tail), kept for the texture's first
+    /// fills (`whole_decodes`).
+    pub kept_decodes: HashMap<TextureId, super::decode_hold::DecodeHold>,
 }
 
 impl HostState {
@@ -102,6 +105,7 @@ impl HostState {
             counters: Stats::default(),
             pull: PullResult::default(),
             duplicates: Default::default(),
+            kept_decodes: HashMap::new(),
         }
     }
 
@@ -213,6 +217,7 @@ impl HostState {
             tiles_coalesced: counts.tiles_coalesced,
             coalesced_pages: r.coalesced_pages(),
             shared_constant_tiles: r.shared_tiles(),
+            whole_decode_bytes: r.decode_bytes(),
             ..self.counters.clone()
         }
     }

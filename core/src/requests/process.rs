@@ -10,6 +10,7 @@ use super::fill::{self, TileJob};
 use super::host_state::{Deferral, HostState, Pending};
 use super::resource::ResourceTask;
 use super::ticket::Ticket;
+use super::whole_decodes::DecodePlan;
 use crate::ids::{PageId, TextureId};
 use crate::options::StreamingMode;
 use crate::paging::PullResult;
@@ -74,6 +75,7 @@ fn process_pulled(engine: &Arc<Engine>, launch_num: u32, pulled: Option<PullResu
             pull
         }
     };
+    engine.settle_decodes(&mut host);
     host.counters.requests += pull.requested.len() as u64;
     engine.gate.end_launch(pull.requested.len() as u64);
     // The launch has ended: memory retired while it lived may be free now.
@@ -199,10 +201,27 @@ fn process_pulled(engine: &Arc<Engine>, launch_num: u32, pulled: Option<PullResu
         engine.gate.clear_request_counts();
     }
 
+    // Pages of levels served from one decode of the whole image: the texture's other
+    // pages of those levels come from the same decode (`whole_decodes`).
+    let prefetch_room = if interactive {
+        max.saturating_sub(inits.len() + resources.len() + tiles.len())
+            .min(max.saturating_sub(host.queued_fills + tiles.len()))
+    } else {
+        usize::MAX
+    };
+    let (mut decodes, unused_decodes) =
+        DecodePlan::new(engine, &mut host, &tiles, Some(launch_num), prefetch_room);
+    let prefetch = std::mem::take(&mut decodes.prefetch);
+
     let wanted_bytes = std::mem::take(&mut host.wanted_bytes);
     if engine.options.eviction {
-        let tile_bytes: u64 = tiles.iter().map(|j| u64::from(j.tile_bytes)).sum();
-        let needed = tile_bytes + wanted_bytes + host.residency.excess_bytes();
+        let tile_bytes: u64 = tiles
+            .iter()
+            .chain(&prefetch)
+            .map(|j| u64::from(j.tile_bytes))
+            .sum();
+        let needed =
+            tile_bytes + decodes.bytes_to_charge() + wanted_bytes + host.residency.excess_bytes();
         host.residency.make_room(
             &engine.pages,
             &engine.epochs,
@@ -212,8 +231,9 @@ fn process_pulled(engine: &Arc<Engine>, launch_num: u32, pulled: Option<PullResu
         );
     }
     host.residency.free_excess(&engine.epochs);
+    let holds = decodes.charge(engine, &mut host);
 
-    let mut jobs = Vec::with_capacity(tiles.len());
+    let mut jobs = Vec::with_capacity(tiles.len() + prefetch.len());
     for job in tiles {
         match host
             .residency
@@ -230,6 +250,26 @@ fn process_pulled(engine: &Arc<Engine>, launch_num: u32, pulled: Option<PullResu
             }
         }
     }
+    // Prefetched pages take memory that is free now, or nothing: never a deferral.
+    let mut prefetch = prefetch.into_iter();
+    for job in prefetch.by_ref() {
+        match host
+            .residency
+            .allocate(&engine.epochs, job.tile_bytes as usize)
+        {
+            Some(buffer) => {
+                host.counters.pages_prefetched += 1;
+                jobs.push((job, buffer));
+            }
+            None => {
+                host.in_flight.remove(&job.page);
+                break;
+            }
+        }
+    }
+    for job in prefetch {
+        host.in_flight.remove(&job.page);
+    }
     host.pull = pull;
     let ticket = Ticket::new(inits.len() + jobs.len() + resources.len());
     let tile_tasks: Vec<_> = jobs
@@ -243,6 +283,7 @@ fn process_pulled(engine: &Arc<Engine>, launch_num: u32, pulled: Option<PullResu
         }
     }
     drop(host);
+    drop(unused_decodes);
 
     // Each task lets go of the engine before its guard completes the ticket: a caller who
     // saw the ticket complete and drops the loader then drops the engine on its own thread,
@@ -269,11 +310,15 @@ fn process_pulled(engine: &Arc<Engine>, launch_num: u32, pulled: Option<PullResu
     for mut task in tile_tasks {
         let engine = engine.clone();
         let guard = task.take_guard();
+        // The last fill using a whole decode releases it (before its ticket completes).
+        let hold = holds.get(&task.texture()).cloned();
         engine.clone().workers.spawn(move || {
             task.run_on_fill_thread(&engine);
+            drop(hold);
             drop(engine);
             drop(guard);
         });
     }
+    drop(holds);
     ticket
 }

@@ -3,10 +3,14 @@
 //! header (size and channels), checked against [`SizeLimits`] before anything is
 //! allocated — level 0 and the generated levels held whole must fit `max_image_bytes` —
 //! so a PNG whose header declares 100000² pixels is an error naming the file and the
-//! limit. The first read decodes level 0 once (the `image` crate's decoders, under an
+//! limit. The first read decodes level 0 (the `image` crate's decoders, under an
 //! allocation limit) and generates the mip levels from it by the box filter of the
 //! generated EXR levels ([`crate::sources::exr`]), on scoped threads; every read after
-//! that is a row copy. A warning says so once: the memory is outside the texture budget.
+//! that is a row copy, until the loader releases the decode
+//! ([`ImageSource::whole_decode`]): it fills the pages it needs from one decode, with the
+//! decode's bytes charged to the texture budget, and then lets it go, so that what stays
+//! in memory is pages inside the budget. A warning says once that the file is slow to
+//! serve.
 //!
 //! Samples are served as stored: 8-bit and 16-bit unsigned (normalised by the sampler),
 //! 1, 2 or 4 channels (RGB widened to RGBA with an opaque alpha); sRGB-encoded values are
@@ -18,11 +22,12 @@
 use super::associate;
 use super::exr::mips::{self, GenLevel};
 use super::region::{check_read, full_chain_info};
-use super::{ImageInfo, ImageSource, Readiness, SizeLimits, SourceError};
+use super::remade::Remade;
+use super::{ImageInfo, ImageSource, Readiness, SizeLimits, SourceError, WholeDecode};
 use crate::textures::{TexelFormat, TexelType, TileRegion};
 use parking_lot::Mutex;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Decoded levels: level 0 then the generated ones, packed rows of the served format.
 struct Levels {
@@ -37,9 +42,11 @@ pub struct DecodedImageSource {
     limits: SizeLimits,
     /// What the header said at the last `open`.
     info: Mutex<Option<ImageInfo>>,
-    /// The decoded levels (or why they could not be), replaced at every `open` after the
-    /// first.
-    decoded: Mutex<Arc<OnceLock<Result<Levels, SourceError>>>>,
+    /// The decoded levels (or why they could not be), dropped at every `open` after the
+    /// first and when the loader releases them.
+    decoded: Remade<Result<Levels, SourceError>>,
+    /// Whether the warning that the file is decoded whole has been given.
+    warned: AtomicBool,
 }
 
 impl std::fmt::Debug for DecodedImageSource {
@@ -87,13 +94,20 @@ impl DecodedImageSource {
             path: path.into(),
             limits,
             info: Mutex::new(None),
-            decoded: Mutex::new(Arc::new(OnceLock::new())),
+            decoded: Remade::new(),
+            warned: AtomicBool::new(false),
         }
     }
 
     /// The file's path.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Whether the decoded image is held now: from a read until the loader releases it
+    /// ([`ImageSource::release_decoded`]).
+    pub fn holds_decode(&self) -> bool {
+        self.decoded.is_made()
     }
 
     fn error(&self, reason: impl std::fmt::Display) -> SourceError {
@@ -197,14 +211,16 @@ impl DecodedImageSource {
             Ok(())
         };
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-        tracing::warn!(
-            "{}: a {}-bit image (no tiles, no mip levels): decoded whole and levels 1..{} \
-             generated in memory (outside the texture budget). Make a tiled, mip-mapped \
-             texture of it with `demandtex convert` or `maketx`.",
-            self.path.display(),
-            info.format.texel_type.bytes() * 8,
-            info.num_levels
-        );
+        if !self.warned.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                "{}: a {}-bit image (no tiles, no mip levels): decoded whole and levels 1..{} \
+                 generated from it at each read that needs them. Make a tiled, mip-mapped \
+                 texture of it with `demandtex convert` or `maketx`.",
+                self.path.display(),
+                info.format.texel_type.bytes() * 8,
+                info.num_levels
+            );
+        }
         let generated = mips::generate(
             info.format,
             (w, h),
@@ -243,7 +259,7 @@ impl ImageSource for DecodedImageSource {
         let (info, _) = self.header()?;
         let mut last = self.info.lock();
         if last.is_some() {
-            *self.decoded.lock() = Arc::new(OnceLock::new());
+            self.decoded.release();
         }
         *last = Some(info);
         Ok(info)
@@ -255,11 +271,8 @@ impl ImageSource for DecodedImageSource {
         dest: &mut [u8],
         row_bytes: usize,
     ) -> Result<Readiness, SourceError> {
-        let cell = self.decoded.lock().clone();
-        let levels = cell
-            .get_or_init(|| self.decode())
-            .as_ref()
-            .map_err(Clone::clone)?;
+        let decoded = self.decoded.get_or_make(|| self.decode());
+        let levels = decoded.as_ref().as_ref().map_err(Clone::clone)?;
         check_read(&levels.info, region, dest.len(), row_bytes).map_err(|e| self.error(e))?;
         let level = &levels.levels[region.level as usize];
         let tb = levels.info.format.texel_bytes();
@@ -269,6 +282,15 @@ impl ImageSource for DecodedImageSource {
             dest[j * row_bytes..j * row_bytes + n].copy_from_slice(&level.data[src..src + n]);
         }
         Ok(Readiness::Ready)
+    }
+
+    /// Every level: the image is decoded whole and its levels generated from it.
+    fn whole_decode(&self) -> Option<WholeDecode> {
+        super::whole_decode_of_levels(self.info.lock().as_ref()?, 0)
+    }
+
+    fn release_decoded(&self) {
+        self.decoded.release();
     }
 }
 

@@ -546,6 +546,14 @@ impl ImageSource for FaultInjectingSource {
     fn texels_are_words(&self) -> bool {
         self.inner.texels_are_words()
     }
+
+    fn whole_decode(&self) -> Option<crate::sources::WholeDecode> {
+        self.inner.whole_decode()
+    }
+
+    fn release_decoded(&self) {
+        self.inner.release_decoded()
+    }
 }
 
 #[cfg(test)]

@@ -44,8 +44,10 @@ mod positioned;
 pub mod procedural;
 pub mod ptex;
 mod region;
+pub(crate) mod remade;
 pub mod tiff;
 
+pub use crate::textures::WholeDecode;
 pub use dds::{DdsOptions, DdsSource};
 pub use decoded::DecodedImageSource;
 pub use detect::{file_source, FileFormat};
@@ -116,6 +118,20 @@ pub struct MipTailLevel {
     pub offset: usize,
     /// Bytes per row (width × texel bytes).
     pub row_bytes: usize,
+}
+
+/// The levels `first_level..` of `info`, held whole: their bytes in `info`'s format
+/// ([`ImageSource::whole_decode`]).
+pub fn whole_decode_of_levels(info: &ImageInfo, first_level: u32) -> Option<WholeDecode> {
+    (first_level < info.num_levels).then(|| WholeDecode {
+        first_level,
+        bytes: (first_level..info.num_levels)
+            .map(|l| {
+                let (w, h) = crate::textures::mip_level_size(info.width, info.height, l);
+                u64::from(w) * u64::from(h) * info.format.texel_bytes() as u64
+            })
+            .sum(),
+    })
 }
 
 /// A thread-safe, random-access producer of texel data.
@@ -218,6 +234,25 @@ pub trait ImageSource: Send + Sync {
     fn held_bytes(&self) -> u64 {
         0
     }
+
+    /// The levels whose reads all come from one decode of the whole image, made at the
+    /// first such read and held by the source until [`release_decoded`](Self::release_decoded):
+    /// every level of a PNG or JPEG, the levels a file lacks and the source generates in
+    /// memory. `None` (the default): each read reads its own part of the file. Asked after
+    /// a successful [`open`](Self::open).
+    ///
+    /// The loader keeps that memory inside the texture budget: it fills the pages of these
+    /// levels from one decode (a launch asking for one of them reads the others too, as
+    /// far as a quarter of the budget), charges [`WholeDecode::bytes`] to the budget while
+    /// those reads run, and then releases the decode.
+    fn whole_decode(&self) -> Option<WholeDecode> {
+        None
+    }
+
+    /// Drop what the whole decode made ([`whole_decode`](Self::whole_decode)); reads in
+    /// progress keep what they use, and the next read of those levels decodes again.
+    /// Default: nothing.
+    fn release_decoded(&self) {}
 
     /// The texture's average colour, if the source knows it cheaply. `None` (the default)
     /// lets the loader use the 1×1 level of the mip tail.

@@ -76,6 +76,16 @@ pub struct LevelLayout {
     pub offset: u32,
 }
 
+/// The levels a source serves from one decode of the whole image
+/// ([`ImageSource::whole_decode`](crate::sources::ImageSource::whole_decode)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WholeDecode {
+    /// The first level served so; every coarser level is too.
+    pub first_level: u32,
+    /// Bytes the decode holds (the levels it makes) until it is released.
+    pub bytes: u64,
+}
+
 /// The tiling and page layout of one texture, computed once from its size and format.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TextureLayout {
@@ -97,6 +107,10 @@ pub struct TextureLayout {
     /// ([`ImageSource::held_bytes`](crate::sources::ImageSource::held_bytes); 0 from
     /// [`new`](Self::new)): charged to the budget with the mip tail.
     pub held_bytes: u64,
+    /// The levels the source serves from one decode of the whole image
+    /// ([`ImageSource::whole_decode`](crate::sources::ImageSource::whole_decode); `None`
+    /// from [`new`](Self::new)): the loader fills their pages from one decode.
+    pub whole_decode: Option<WholeDecode>,
     /// Pages of the texture's range: 1 (mip tail) + every tile.
     pub num_pages: u32,
     /// Per level, finest first.
@@ -216,6 +230,7 @@ impl TextureLayout {
             mip_tail_first_level,
             mip_tail_bytes: tail_bytes,
             held_bytes: 0,
+            whole_decode: None,
             num_pages,
             levels,
         })
@@ -283,6 +298,14 @@ impl TextureLayout {
     /// tail and what the source holds ([`held_bytes`](Self::held_bytes)).
     pub fn non_evictable_bytes(&self) -> u64 {
         self.mip_tail_bytes + self.held_bytes
+    }
+
+    /// The levels read from one whole decode that have pages of their own (outside the
+    /// mip tail), with the decode: `None` when there are none.
+    pub fn whole_decode_pages(&self) -> Option<(std::ops::Range<u32>, WholeDecode)> {
+        let w = self.whole_decode?;
+        (w.first_level < self.mip_tail_first_level)
+            .then_some((w.first_level..self.mip_tail_first_level, w))
     }
 
     /// Bytes of texel data in level 0.

@@ -14,6 +14,6 @@ pub use duplicate_key::DuplicateKey;
 pub use format::{TexelFormat, TexelType};
 pub use layout::{
     file_tile_pages, full_mip_levels, mip_level_size, LevelLayout, PageContent, TextureLayout,
-    TileRegion, MAX_LEVELS, MAX_TEXTURE_SIZE,
+    TileRegion, WholeDecode, MAX_LEVELS, MAX_TEXTURE_SIZE,
 };
 pub use sampler::{SamplerLevel, TextureSampler, SAMPLER_FLAG_FAILED};

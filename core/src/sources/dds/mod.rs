@@ -18,8 +18,9 @@
 //!
 //! Stored mip levels have demandtex's sizes (DDS rounds down too); levels past the last
 //! stored one — all but level 0 for a DDS without mips — are generated in memory from it
-//! when first read (with a warning; outside the budget, within
-//! [`SizeLimits::max_image_bytes`]). Cube maps, volumes and texture arrays are refused
+//! when first read (with a warning; within [`SizeLimits::max_image_bytes`], and held only
+//! while the loader fills their pages, charged to the budget:
+//! [`ImageSource::whole_decode`](crate::sources::ImageSource::whole_decode)). Cube maps, volumes and texture arrays are refused
 //! with a clear error, as are formats not listed above. A file changed on disk after it
 //! was opened fails its reads until the texture is invalidated, as for OpenEXR.
 
@@ -184,7 +185,7 @@ impl DdsSource {
         }
         tracing::warn!(
             "{}: a DDS with {} of {} mip levels: levels {}..{} are generated in memory from \
-             level {} when first read (slow; the memory is outside the texture budget)",
+             level {} when first read (slow)",
             self.path().display(),
             o.stored_levels,
             o.info.num_levels,
@@ -346,5 +347,17 @@ impl ImageSource for DdsSource {
             self.file.check_unchanged(&o, &*self.file.file()?)?;
         }
         Ok(Readiness::Ready)
+    }
+
+    /// The levels the file lacks, generated in memory from its last one.
+    fn whole_decode(&self) -> Option<crate::sources::WholeDecode> {
+        let o = self.opened().ok()?;
+        o.value.generated.whole_decode(&o.value.info)
+    }
+
+    fn release_decoded(&self) {
+        if let Ok(o) = self.opened() {
+            o.value.generated.release();
+        }
     }
 }

@@ -131,7 +131,7 @@ pub struct ServedAs {
     /// Levels served: the full chain, sizes rounded down.
     pub levels: u32,
     /// Levels `0..levels_from_file` are read from the file; the rest are generated in
-    /// memory from the last of them when first read (slow, outside the texture budget).
+    /// memory from the last of them when first read (slow).
     pub levels_from_file: u32,
     /// Why levels are generated (`None` when the file stores them all).
     pub generated_because: Option<&'static str>,

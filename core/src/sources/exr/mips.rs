@@ -33,7 +33,7 @@ pub(crate) struct GenLevel {
 /// TIFF and DDS sources serve for levels their file lacks.
 pub(crate) struct GeneratedLevels {
     first: u32,
-    levels: std::sync::OnceLock<Result<Vec<GenLevel>, SourceError>>,
+    levels: crate::sources::remade::Remade<Result<Vec<GenLevel>, SourceError>>,
 }
 
 impl GeneratedLevels {
@@ -41,8 +41,18 @@ impl GeneratedLevels {
     pub fn new(first: u32) -> GeneratedLevels {
         GeneratedLevels {
             first,
-            levels: std::sync::OnceLock::new(),
+            levels: crate::sources::remade::Remade::new(),
         }
+    }
+
+    /// The levels generated for `info` ([`ImageSource::whole_decode`](crate::sources::ImageSource::whole_decode)).
+    pub fn whole_decode(&self, info: &ImageInfo) -> Option<crate::sources::WholeDecode> {
+        crate::sources::whole_decode_of_levels(info, self.first)
+    }
+
+    /// Drop the generated levels; the next read of one generates them again.
+    pub fn release(&self) {
+        self.levels.release();
     }
 
     /// Serve `region` of a source whose levels `0..first` are stored: a stored level
@@ -66,7 +76,7 @@ impl GeneratedLevels {
             return read_stored(region, dest, row_bytes);
         }
         let tb = info.format.texel_bytes();
-        let levels = self.levels.get_or_init(|| {
+        let levels = self.levels.get_or_make(|| {
             let level = self.first - 1;
             let (w, h) = (base.0 as usize, base.1 as usize);
             let read_base = |y: usize, rows: usize, band: &mut [u8]| {
@@ -83,7 +93,7 @@ impl GeneratedLevels {
             let threads = threads(mip_threads);
             generate(info.format, (w, h), count, row_unit, threads, &read_base)
         });
-        let levels = levels.as_ref().map_err(Clone::clone)?;
+        let levels = levels.as_ref().as_ref().map_err(Clone::clone)?;
         let level = levels
             .get((region.level - self.first) as usize)
             .ok_or_else(|| SourceError(format!("level {} was not generated", region.level)))?;

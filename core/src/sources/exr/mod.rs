@@ -14,8 +14,9 @@
 //!   are read by random access too), the other levels generated in memory by the box
 //!   filter of [`crate::sources::InMemoryImage`] when a coarser level is first read (at the
 //!   latest when the loader reads the mip tail). A warning is logged once per source: this
-//!   is slow, and the generated levels (a third of level 0's size) live outside the
-//!   texture memory budget. Convert such files to tiled, mip-mapped EXRs.
+//!   is slow. The generated levels (a third of level 0's size) are held only while the
+//!   loader fills their pages, charged to the texture budget, and dropped after
+//!   ([`ImageSource::whole_decode`]). Convert such files to tiled, mip-mapped EXRs.
 //!
 //! Cache tiles (64 KiB, e.g. 128×64 texels of RGBA half) need not line up with file tiles:
 //! a read assembles its region from every block it touches. Where file blocks do not
@@ -89,7 +90,8 @@ pub use options::{
 pub use writer::{write_mip_exr, Compression, SampleType, WriteOptions, WrittenFile};
 
 use super::region::check_read;
-use super::{ImageInfo, ImageSource, Readiness, SourceError};
+use super::remade::Remade;
+use super::{ImageInfo, ImageSource, Readiness, SourceError, WholeDecode};
 use crate::textures::{TexelFormat, TileRegion};
 use block_cache::BlockCache;
 use channels::{CopyRect, Plan};
@@ -102,7 +104,7 @@ use serve::Served;
 use std::cell::Cell;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::{Arc, Weak};
 
 /// An OpenEXR file as an [`ImageSource`]. See the [module documentation](self).
 pub struct ExrSource {
@@ -133,7 +135,7 @@ struct Opened {
     /// Present where file blocks do not line up with cache tiles.
     cache: Option<BlockCache>,
     /// Levels `stored_levels..`, generated on first use (or why they could not be).
-    generated: OnceLock<Result<Vec<GenLevel>, SourceError>>,
+    generated: Remade<Result<Vec<GenLevel>, SourceError>>,
 }
 
 /// A decoded block, this read's own or shared with the block cache.
@@ -308,7 +310,7 @@ impl ExrSource {
             stored_levels,
             generated_because,
             cache,
-            generated: OnceLock::new(),
+            generated: Remade::new(),
         })
     }
 
@@ -352,7 +354,7 @@ impl ExrSource {
         };
         tracing::warn!(
             "{}: {why}: levels {}..{} are generated in memory from level {} when first read \
-             (slow; the memory is outside the texture budget). Convert it to a tiled, \
+             (slow: the whole of that level is read for them). Convert it to a tiled, \
              mip-mapped EXR (levels rounded down), e.g. with `demandtex convert`.",
             self.path.display(),
             o.stored_levels,
@@ -456,11 +458,8 @@ impl ExrSource {
         dest: &mut [u8],
         row_bytes: usize,
     ) -> Result<(), SourceError> {
-        let levels = o
-            .generated
-            .get_or_init(|| self.generate(o))
-            .as_ref()
-            .map_err(Clone::clone)?;
+        let levels = o.generated.get_or_make(|| self.generate(o));
+        let levels = levels.as_ref().as_ref().map_err(Clone::clone)?;
         let level = levels
             .get((region.level - o.stored_levels) as usize)
             .ok_or_else(|| self.error(format_args!("level {} was not generated", region.level)))?;
@@ -603,5 +602,18 @@ impl ImageSource for ExrSource {
             self.check_unchanged(&o, &*self.file()?)?;
         }
         Ok(Readiness::Ready)
+    }
+
+    /// The levels the file lacks (scan-line files, tiled files without mips), generated
+    /// in memory from the last level it stores.
+    fn whole_decode(&self) -> Option<WholeDecode> {
+        let o = self.opened().ok()?;
+        crate::sources::whole_decode_of_levels(&o.info, o.stored_levels)
+    }
+
+    fn release_decoded(&self) {
+        if let Ok(o) = self.opened() {
+            o.generated.release();
+        }
     }
 }

@@ -22,8 +22,9 @@
 //! (see [`layout`]); stored levels must have demandtex's sizes (rounded down, as
 //! `maketx`'s are); the levels after the last matching one — all but level 0 for a TIFF
 //! without mips, or with strips — are generated in memory from it when first read, as for
-//! scan-line OpenEXR files (with a warning; outside the texture budget, within
-//! [`SizeLimits::max_image_bytes`]).
+//! scan-line OpenEXR files (with a warning; within [`SizeLimits::max_image_bytes`], and
+//! held only while the loader fills their pages, charged to the budget:
+//! [`ImageSource::whole_decode`](crate::sources::ImageSource::whole_decode)).
 //!
 //! OIIO's texture metadata ([`TxMetadata`]): `oiio:ConstantColor`, else
 //! `oiio:AverageColor`, is the base colour ([`ImageSource::read_base_color`]) with no read;
@@ -236,7 +237,7 @@ impl TiffSource {
         };
         tracing::warn!(
             "{}: {why}: levels {}..{} are generated in memory from level {} when first read \
-             (slow; the memory is outside the texture budget). Make a texture of it with \
+             (slow). Make a texture of it with \
              `maketx` or `demandtex convert`.",
             self.path().display(),
             o.stored_levels,
@@ -438,6 +439,18 @@ impl ImageSource for TiffSource {
             self.file.check_unchanged(&o, &*self.file.file()?)?;
         }
         Ok(Readiness::Ready)
+    }
+
+    /// The levels the file lacks, generated in memory from its last one.
+    fn whole_decode(&self) -> Option<crate::sources::WholeDecode> {
+        let o = self.opened().ok()?;
+        o.value.generated.whole_decode(&o.value.info)
+    }
+
+    fn release_decoded(&self) {
+        if let Ok(o) = self.opened() {
+            o.value.generated.release();
+        }
     }
 
     /// The tile size of a tiled stored level (a read decodes only the tiles it covers);
