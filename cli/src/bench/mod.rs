@@ -19,6 +19,7 @@ pub mod replay;
 mod requests;
 mod rounds;
 pub mod trace;
+mod whole_decodes;
 
 use crate::error::CliError;
 use crate::table::{format_rate, Table};
@@ -103,6 +104,9 @@ pub enum Which {
     /// Ptex files registered (header only) against parsed (face tables, constants,
     /// packing): 1,000 synthetic files (CPU, not default).
     PtexOpen,
+    /// PNG files decoded whole inside the budget: decodes released after their fills
+    /// against kept for the texture's life (CPU, not default).
+    WholeDecodes,
 }
 
 impl Which {
@@ -131,7 +135,8 @@ impl Which {
             | Which::LaunchPrepare
             | Which::ManyTextures
             | Which::Coalescing
-            | Which::PtexOpen => backend == Backend::Cpu,
+            | Which::PtexOpen
+            | Which::WholeDecodes => backend == Backend::Cpu,
             Which::Fetch | Which::Upload | Which::Converge => backend == Backend::Cuda,
         }
     }
@@ -316,6 +321,10 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
     if only.contains(&Which::PtexOpen) {
         eprintln!("bench: Ptex registration against parsing…");
         emit(ptex_open::run()?, &mut records);
+    }
+    if only.contains(&Which::WholeDecodes) {
+        eprintln!("bench: images decoded whole, inside the budget…");
+        emit(whole_decodes::run()?, &mut records);
     }
     print!("{}", render_tables(&records));
     Ok(())

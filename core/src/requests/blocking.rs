@@ -139,7 +139,8 @@ fn init_now(
         host.in_flight.insert(sampler_page);
         host.in_flight.insert(base_page);
         MutexGuard::unlocked(&mut host, || {
-            fill::init_texture(engine, texture, generation)
+            fill::init_texture(engine, texture, generation);
+            whole_decodes::fill_after_open(engine, texture);
         });
         if host.deferred.remove(&sampler_page) {
             // Deferred: no room for the mip tail, or the source said "not yet".
@@ -224,8 +225,8 @@ fn tile_now(engine: &Engine, mut host: MutexGuard<'_, HostState>, job: TileJob) 
     !not_yet && published > 0
 }
 
-/// The hold of the whole decode `job` reads from, if its level is served so: the one its
-/// open kept, or a new one charged to the budget (evicting tiles for it if need be).
+/// A hold of the whole decode `job` reads from, if its level is served so, charged to the
+/// budget (evicting tiles for it if need be).
 fn decode_hold(
     engine: &Engine,
     host: &mut MutexGuard<'_, HostState>,
@@ -237,11 +238,6 @@ fn decode_hold(
         return None;
     }
     let source = record.source.clone();
-    if let Some(kept) = host.kept_decodes.remove(&job.texture) {
-        if kept.generation == job.generation {
-            return Some(kept);
-        }
-    }
     if host.residency.available_bytes() < whole.bytes {
         free_bytes(engine, host, whole.bytes);
     }
@@ -259,25 +255,8 @@ fn decode_hold(
 /// is free now or held by staged tiles no lookup can see (nothing is swept for them).
 fn prefetch_now(engine: &Engine, host: &mut MutexGuard<'_, HostState>, job: &TileJob) {
     let pages = whole_decodes::prefetch_pages(engine, host, job, usize::MAX);
-    let ticket = Ticket::new(pages.len());
-    let mut tasks = Vec::with_capacity(pages.len());
-    let mut filled = Vec::with_capacity(pages.len());
-    let mut pages = pages.into_iter();
-    for p in pages.by_ref() {
-        let Some(slot) = host
-            .residency
-            .allocate(&engine.epochs, p.tile_bytes as usize)
-        else {
-            host.in_flight.remove(&p.page);
-            break;
-        };
-        host.counters.pages_prefetched += 1;
-        filled.push(p.page);
-        tasks.extend(fill::prepare_tile(host, p, slot, ticket.task()));
-    }
-    for p in pages {
-        host.in_flight.remove(&p.page);
-    }
+    let tasks = whole_decodes::take_slots(engine, host, pages);
+    let filled: Vec<PageId> = tasks.iter().map(|t| t.page()).collect();
     MutexGuard::unlocked(host, || {
         for task in tasks {
             task.run(engine);
@@ -312,13 +291,6 @@ fn take_slot_now(
     loop {
         if let Some(slot) = host.residency.allocate(&engine.epochs, bytes) {
             return Some(slot);
-        }
-        if !host.kept_decodes.is_empty() {
-            // Decodes kept by opens for fills that have not come: released before any
-            // tile is evicted.
-            host.kept_decodes.clear();
-            engine.settle_decodes(host);
-            continue;
         }
         match host.residency.staged_quiescence(&engine.epochs) {
             None => {

@@ -12,6 +12,11 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+/// Whole decodes held at once for a batch's fills (or kept by opens) take at most this
+/// share of the budget (1 / N), so that it keeps room for the pages they fill; a batch's
+/// first decode goes whatever its size.
+pub(crate) const DECODE_BUDGET_SHARE: u64 = 4;
+
 /// A whole decode kept for fills (see the module docs).
 pub(crate) struct DecodeHold {
     /// The texture whose source decoded.
@@ -46,13 +51,32 @@ impl DecodeHold {
 
 impl Drop for DecodeHold {
     fn drop(&mut self) {
-        // Source code: a panic in it is contained (the decode then stays until the
-        // texture's next release or its end).
-        let source = &self.source;
-        if catch_unwind(AssertUnwindSafe(|| source.release_decoded())).is_err() {
-            tracing::error!("{}: releasing its decode panicked", source.name());
-        }
+        release(&*self.source);
         self.released.fetch_add(self.charged, Ordering::Relaxed);
+    }
+}
+
+/// Release `source`'s decode. Source code: a panic in it is contained (the decode then
+/// stays until the texture's next release or its end).
+fn release(source: &dyn ImageSource) {
+    if catch_unwind(AssertUnwindSafe(|| source.release_decoded())).is_err() {
+        tracing::error!("{}: releasing its decode panicked", source.name());
+    }
+}
+
+/// Releases a source's whole decode when dropped, unless it was kept (an open's).
+pub(crate) struct ReleaseUnlessKept<'a> {
+    /// The source.
+    pub source: &'a Arc<dyn ImageSource>,
+    /// Whether to release when dropped.
+    pub armed: bool,
+}
+
+impl Drop for ReleaseUnlessKept<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            release(&**self.source);
+        }
     }
 }
 

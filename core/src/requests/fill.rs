@@ -7,7 +7,7 @@
 //! nothing, gives its memory back and leaves the in-flight markers alone (they belong to
 //! fills of the new generation).
 
-use super::decode_hold::DecodeHold;
+use super::decode_hold::{DecodeHold, ReleaseUnlessKept, DECODE_BUDGET_SHARE};
 use super::engine::Engine;
 use super::host_state::{Deferral, HostState, Pending};
 use super::ticket::TaskGuard;
@@ -445,8 +445,10 @@ pub(crate) fn init_texture(engine: &Engine, texture: TextureId, generation: u32)
         // that fills them (`whole_decodes`).
         let bytes = whole.bytes;
         // (A texture sharing another's tiles fills none of its own.)
+        let cap = host.residency.budget_bytes() / DECODE_BUDGET_SHARE;
         if owner.is_none()
             && layout.whole_decode_pages().is_some()
+            && host.residency.decode_bytes() + bytes <= cap
             && host.residency.reserve_decode(&engine.epochs, bytes)
         {
             host.counters.whole_decodes += 1;
@@ -459,24 +461,6 @@ pub(crate) fn init_texture(engine: &Engine, texture: TextureId, generation: u32)
         }
     }
     drop(host);
-}
-
-/// Releases a source's whole decode when dropped, unless it was kept (an open's).
-struct ReleaseUnlessKept<'a> {
-    source: &'a Arc<dyn ImageSource>,
-    armed: bool,
-}
-
-impl Drop for ReleaseUnlessKept<'_> {
-    fn drop(&mut self) {
-        if self.armed {
-            let source = self.source;
-            let _ = contain(|| {
-                source.release_decoded();
-                Ok(())
-            });
-        }
-    }
 }
 
 /// A texture's mip tail and base colour as read from its source.

@@ -10,7 +10,7 @@ use super::fill::{self, TileJob};
 use super::host_state::{Deferral, HostState, Pending};
 use super::resource::ResourceTask;
 use super::ticket::Ticket;
-use super::whole_decodes::DecodePlan;
+use super::whole_decodes::{self, DecodePlan};
 use crate::ids::{PageId, TextureId};
 use crate::options::StreamingMode;
 use crate::paging::PullResult;
@@ -54,8 +54,10 @@ impl Engine {
         };
         host.in_flight.insert(sampler);
         host.in_flight.insert(self.layout.base_color_page(texture));
-        self.workers
-            .spawn(move || fill::init_texture(&engine, texture, generation));
+        self.workers.spawn(move || {
+            fill::init_texture(&engine, texture, generation);
+            whole_decodes::fill_after_open(&engine, texture);
+        });
     }
 }
 
@@ -209,8 +211,13 @@ fn process_pulled(engine: &Arc<Engine>, launch_num: u32, pulled: Option<PullResu
     } else {
         usize::MAX
     };
-    let (mut decodes, unused_decodes) =
-        DecodePlan::new(engine, &mut host, &tiles, Some(launch_num), prefetch_room);
+    let mut decodes = DecodePlan::new(
+        engine,
+        &mut host,
+        &mut tiles,
+        Some(launch_num),
+        prefetch_room,
+    );
     let prefetch = std::mem::take(&mut decodes.prefetch);
 
     let wanted_bytes = std::mem::take(&mut host.wanted_bytes);
@@ -283,7 +290,6 @@ fn process_pulled(engine: &Arc<Engine>, launch_num: u32, pulled: Option<PullResu
         }
     }
     drop(host);
-    drop(unused_decodes);
 
     // Each task lets go of the engine before its guard completes the ticket: a caller who
     // saw the ticket complete and drops the loader then drops the engine on its own thread,
@@ -294,6 +300,7 @@ fn process_pulled(engine: &Arc<Engine>, launch_num: u32, pulled: Option<PullResu
         let guard = ticket.task();
         engine.clone().workers.spawn(move || {
             fill::init_texture(&engine, t, generation);
+            whole_decodes::fill_after_open(&engine, t);
             drop(engine);
             drop(guard);
         });

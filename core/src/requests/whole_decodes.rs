@@ -4,7 +4,10 @@
 //! the texture budget:
 //!
 //! - a batch that fills a page of such levels makes one [`DecodeHold`] for the texture,
-//!   charging the decode's bytes to the budget (room is made for them as for tiles);
+//!   charging the decode's bytes to the budget (room is made for them as for tiles); the
+//!   decodes a batch holds at once take at most a [`DECODE_BUDGET_SHARE`]th of the
+//!   budget (its first decode goes whatever its size), the other textures' pages waiting
+//!   for the next launch;
 //! - the batch fills the texture's other pages of those levels too, from the same decode
 //!   — those neither resident, staged nor in flight, coarse levels first, at most a
 //!   [`PREFETCH_BUDGET_SHARE`]th of the budget, and only where memory is free or can be
@@ -12,24 +15,25 @@
 //! - when the last fill of the batch ends the hold is dropped: the source lets the decode
 //!   go and the bytes leave the budget. What stays is pages, evicted one by one like any.
 //!
-//! An open reads the mip tail, whose levels come from the decode: the hold it makes is
-//! kept for the texture's first batch (`HostState::kept_decodes`), so that a PNG is
-//! decoded once to open it and fill the pages its first launch asks for; a batch without
-//! pages of that texture releases it. A decode the budget cannot take (a budget smaller
-//! than the image) is made all the same and counted (`Stats::whole_decodes_over_budget`):
-//! the texture is served, and the transient memory is bounded by `SizeLimits`.
+//! An open reads the mip tail, whose levels come from the decode: the open keeps it
+//! (charged) for [`fill_after_open`], which fills the texture's pages of those levels
+//! from it at once in the same thread, in memory that is free (nothing is evicted for
+//! them), and then releases it, so that a PNG opened in a budget with room is decoded
+//! once. A decode the budget cannot take (a budget smaller than the image) is made all
+//! the same and counted (`Stats::whole_decodes_over_budget`): the texture is served, and
+//! the transient memory is bounded by `SizeLimits`.
 
-use super::decode_hold::DecodeHold;
+use super::decode_hold::{DecodeHold, DECODE_BUDGET_SHARE};
 use super::engine::Engine;
 use super::fill::TileJob;
-use super::host_state::HostState;
+use super::host_state::{Deferral, HostState};
 use crate::ids::{PageId, TextureId};
 use crate::sources::ImageSource;
 use std::collections::HashMap;
 use std::sync::Arc;
 
 /// Pages filled from a whole decode without being asked for take at most this share of
-/// the budget per texture and batch (1 / N).
+/// the budget per batch (1 / N).
 pub(crate) const PREFETCH_BUDGET_SHARE: u64 = 4;
 
 /// A texture whose whole decode a batch uses.
@@ -38,8 +42,6 @@ struct DecodeUse {
     generation: u32,
     source: Arc<dyn ImageSource>,
     bytes: u64,
-    /// The hold its open made, already charged.
-    kept: Option<DecodeHold>,
 }
 
 /// What a batch does with whole decodes (see the module docs).
@@ -53,20 +55,26 @@ pub(crate) struct DecodePlan {
 
 impl DecodePlan {
     /// Plan a batch filling `tiles` (marked in flight): the textures with pages at
-    /// whole-decode levels, and at most `max_prefetch` prefetched pages in all. Also
-    /// returns the holds kept since an open whose texture has no such page in the batch:
-    /// the caller drops them (they take no lock, but free the decode's memory).
+    /// whole-decode levels, and at most `max_prefetch` prefetched pages in all.
+    ///
+    /// The decodes a batch holds at once are bounded: past a [`DECODE_BUDGET_SHARE`]th
+    /// of the budget (decodes charged already included; the batch's first decode always
+    /// goes), a texture's jobs at those levels are taken out of `tiles` and deferred to
+    /// the next launch (dropped in interactive mode), so that the budget keeps room for
+    /// the pages.
     pub fn new(
         engine: &Engine,
         host: &mut HostState,
-        tiles: &[TileJob],
+        tiles: &mut Vec<TileJob>,
         launch: Option<u32>,
         max_prefetch: usize,
-    ) -> (DecodePlan, Vec<DecodeHold>) {
-        let mut kept = std::mem::take(&mut host.kept_decodes);
+    ) -> DecodePlan {
         let mut plan = DecodePlan::default();
-        for job in tiles {
-            if plan.uses.iter().any(|u| u.texture == job.texture) {
+        // The first job, decode bytes and levels of each texture with pages asked at
+        // whole-decode levels.
+        let mut wanted: Vec<(TileJob, u64, std::ops::Range<u32>)> = Vec::new();
+        for job in tiles.iter() {
+            if wanted.iter().any(|(j, ..)| j.texture == job.texture) {
                 continue;
             }
             let Some(record) = host.resources.get(job.texture) else {
@@ -76,43 +84,64 @@ impl DecodePlan {
             else {
                 continue;
             };
-            let asked = tiles
-                .iter()
-                .any(|j| j.texture == job.texture && levels.contains(&j.level));
-            if !asked || record.generation != job.generation {
+            if levels.contains(&job.level) && record.generation == job.generation {
+                wanted.push((*job, whole.bytes, levels));
+            }
+        }
+        let budget = host.residency.budget_bytes();
+        let cap = budget / DECODE_BUDGET_SHARE;
+        let mut prefetch_left = budget / PREFETCH_BUDGET_SHARE;
+        let mut held = host.residency.decode_bytes();
+        let mut deferred = Vec::new();
+        for (job, bytes, levels) in wanted {
+            if !plan.uses.is_empty() && held + bytes > cap {
+                deferred.push((job.texture, levels));
                 continue;
             }
-            let source = record.source.clone();
-            let room = max_prefetch - plan.prefetch.len();
-            let pages = prefetch_pages(engine, host, job, room);
+            held += bytes;
+            let source = host.resources.get(job.texture).map(|r| r.source.clone());
+            let Some(source) = source else { continue };
+            let room = (max_prefetch - plan.prefetch.len())
+                .min((prefetch_left / u64::from(job.tile_bytes.max(1))) as usize);
+            let pages = prefetch_pages(engine, host, &job, room);
+            prefetch_left -= pages.len() as u64 * u64::from(job.tile_bytes);
             plan.prefetch.extend(pages);
             plan.uses.push(DecodeUse {
                 texture: job.texture,
                 generation: job.generation,
                 source,
-                bytes: whole.bytes,
-                kept: kept
-                    .remove(&job.texture)
-                    .filter(|h| h.generation == job.generation),
+                bytes,
+            });
+        }
+        if !deferred.is_empty() {
+            let interactive = engine.options.mode == crate::options::StreamingMode::Interactive;
+            tiles.retain(|j| {
+                let later = deferred
+                    .iter()
+                    .any(|(t, levels)| *t == j.texture && levels.contains(&j.level));
+                if later {
+                    host.in_flight.remove(&j.page);
+                    if interactive {
+                        host.counters.requests_dropped += 1;
+                    } else {
+                        host.defer(j.page, Deferral::NoMemory);
+                    }
+                }
+                !later
             });
         }
         for job in &mut plan.prefetch {
             job.launch = launch;
         }
-        (plan, kept.into_values().collect())
+        plan
     }
 
-    /// Bytes the batch must charge: the decodes not kept since an open.
+    /// Bytes the batch must charge.
     pub fn bytes_to_charge(&self) -> u64 {
-        self.uses
-            .iter()
-            .filter(|u| u.kept.is_none())
-            .map(|u| u.bytes)
-            .sum()
+        self.uses.iter().map(|u| u.bytes).sum()
     }
 
-    /// Charge the decodes not kept (once room has been made) and make the holds, by
-    /// texture.
+    /// Charge the decodes (once room has been made) and make the holds, by texture.
     pub fn charge(
         self,
         engine: &Engine,
@@ -120,18 +149,9 @@ impl DecodePlan {
     ) -> HashMap<TextureId, Arc<DecodeHold>> {
         let mut holds = HashMap::with_capacity(self.uses.len());
         for u in self.uses {
-            let hold = match u.kept {
-                Some(hold) => hold,
-                None => {
-                    let charged = charge(engine, host, &*u.source, u.bytes);
-                    DecodeHold::new(
-                        (u.texture, u.generation),
-                        u.source,
-                        charged,
-                        engine.decode_bytes_released.clone(),
-                    )
-                }
-            };
+            let charged = charge(engine, host, &*u.source, u.bytes);
+            let released = engine.decode_bytes_released.clone();
+            let hold = DecodeHold::new((u.texture, u.generation), u.source, charged, released);
             holds.insert(u.texture, Arc::new(hold));
         }
         holds
@@ -166,9 +186,8 @@ pub(crate) fn charge(
 }
 
 /// The pages of `job`'s texture at its whole-decode levels that are neither resident,
-/// staged nor in flight (nor `job`'s own), coarse levels first, at most a
-/// [`PREFETCH_BUDGET_SHARE`]th of the budget and `room` pages: marked in flight and
-/// returned as jobs like `job`.
+/// staged nor in flight (nor `job`'s own), coarse levels first, at most `room` pages:
+/// marked in flight and returned as jobs like `job`.
 pub(crate) fn prefetch_pages(
     engine: &Engine,
     host: &mut HostState,
@@ -186,9 +205,7 @@ pub(crate) fn prefetch_pages(
     let Some((levels, _)) = layout.whole_decode_pages() else {
         return out;
     };
-    let cap = host.residency.budget_bytes() / PREFETCH_BUDGET_SHARE;
-    let tile_bytes = job.tile_bytes;
-    let max = room.min((cap / u64::from(tile_bytes.max(1))) as usize);
+    let max = room;
     let mut jobs = Vec::new();
     'levels: for level in levels.rev() {
         let l = &layout.levels[level as usize];
@@ -219,4 +236,78 @@ pub(crate) fn prefetch_pages(
     }
     out.extend(jobs);
     out
+}
+
+/// After an open whose mip tail came from a whole decode that it kept
+/// (`HostState::kept_decodes`): fill the texture's pages of those levels from that decode
+/// now, in this thread, in memory that is free or held by staged tiles no reader can see
+/// (nothing is evicted for them), coarse levels first, at most a
+/// [`PREFETCH_BUDGET_SHARE`]th of the budget; then release the decode. Published with
+/// the texture (multi-pass: at the next launch; blocking: by the caller).
+pub(crate) fn fill_after_open(engine: &Engine, texture: TextureId) {
+    let mut host = engine.host.lock();
+    let Some(hold) = host.kept_decodes.remove(&texture) else {
+        return;
+    };
+    let record = host.resources.get(texture);
+    let (Some(layout), true) = (
+        record.and_then(|r| r.layout.as_ref()),
+        host.is_current(texture, hold.generation),
+    ) else {
+        return;
+    };
+    let tile_bytes = layout.tile_bytes() as u32;
+    let model = TileJob {
+        page: PageId(0),
+        texture,
+        generation: hold.generation,
+        level: 0,
+        tile_x: 0,
+        tile_y: 0,
+        tile_bytes,
+        launch: None,
+    };
+    let room = host.residency.budget_bytes() / PREFETCH_BUDGET_SHARE / u64::from(tile_bytes.max(1));
+    let pages = prefetch_pages(engine, &mut host, &model, room as usize);
+    let tasks = take_slots(engine, &mut host, pages);
+    drop(host);
+    let filled: Vec<PageId> = tasks.iter().map(|t| t.page()).collect();
+    for task in tasks {
+        task.run(engine);
+    }
+    drop(hold);
+    let mut host = engine.host.lock();
+    // Nobody serves a prefetched page's "not yet": dropped.
+    for page in filled {
+        host.deferred.remove(&page);
+    }
+    engine.settle_decodes(&mut host);
+}
+
+/// Tasks for `pages` (marked in flight), each with a slot of free memory or of a staged
+/// tile no reader can see; from the first that finds none, the rest are dropped (their
+/// marks removed). Counted as prefetched.
+pub(crate) fn take_slots(
+    engine: &Engine,
+    host: &mut HostState,
+    pages: Vec<TileJob>,
+) -> Vec<super::fill::TileTask> {
+    let ticket = super::ticket::Ticket::new(pages.len());
+    let mut tasks = Vec::with_capacity(pages.len());
+    let mut pages = pages.into_iter();
+    for p in pages.by_ref() {
+        let Some(slot) = host
+            .residency
+            .allocate(&engine.epochs, p.tile_bytes as usize)
+        else {
+            host.in_flight.remove(&p.page);
+            break;
+        };
+        host.counters.pages_prefetched += 1;
+        tasks.extend(super::fill::prepare_tile(host, p, slot, ticket.task()));
+    }
+    for p in pages {
+        host.in_flight.remove(&p.page);
+    }
+    tasks
 }

@@ -27,7 +27,7 @@ use super::{ImageInfo, ImageSource, Readiness, SizeLimits, SourceError, WholeDec
 use crate::textures::{TexelFormat, TexelType, TileRegion};
 use parking_lot::Mutex;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// Decoded levels: level 0 then the generated ones, packed rows of the served format.
 struct Levels {
@@ -47,6 +47,8 @@ pub struct DecodedImageSource {
     decoded: Remade<Result<Levels, SourceError>>,
     /// Whether the warning that the file is decoded whole has been given.
     warned: AtomicBool,
+    /// Decodes made (successful or not).
+    decodes: AtomicU64,
 }
 
 impl std::fmt::Debug for DecodedImageSource {
@@ -96,6 +98,7 @@ impl DecodedImageSource {
             info: Mutex::new(None),
             decoded: Remade::new(),
             warned: AtomicBool::new(false),
+            decodes: AtomicU64::new(0),
         }
     }
 
@@ -108,6 +111,11 @@ impl DecodedImageSource {
     /// ([`ImageSource::release_decoded`]).
     pub fn holds_decode(&self) -> bool {
         self.decoded.is_made()
+    }
+
+    /// How many times the file has been decoded.
+    pub fn decodes(&self) -> u64 {
+        self.decodes.load(Ordering::Relaxed)
     }
 
     fn error(&self, reason: impl std::fmt::Display) -> SourceError {
@@ -147,6 +155,7 @@ impl DecodedImageSource {
 
     /// Decode level 0 and generate the other levels.
     fn decode(&self) -> Result<Levels, SourceError> {
+        self.decodes.fetch_add(1, Ordering::Relaxed);
         let (info, widen) = self.header()?;
         let mut reader = self.reader()?;
         let mut limits = image::Limits::no_limits();

@@ -20,7 +20,7 @@
 //! stored one — all but level 0 for a DDS without mips — are generated in memory from it
 //! when first read (with a warning; within [`SizeLimits::max_image_bytes`], and held only
 //! while the loader fills their pages, charged to the budget:
-//! [`ImageSource::whole_decode`](crate::sources::ImageSource::whole_decode)). Cube maps, volumes and texture arrays are refused
+//! [`ImageSource::whole_decode`]). Cube maps, volumes and texture arrays are refused
 //! with a clear error, as are formats not listed above. A file changed on disk after it
 //! was opened fails its reads until the texture is invalidated, as for OpenEXR.
 

@@ -24,7 +24,7 @@
 //! without mips, or with strips — are generated in memory from it when first read, as for
 //! scan-line OpenEXR files (with a warning; within [`SizeLimits::max_image_bytes`], and
 //! held only while the loader fills their pages, charged to the budget:
-//! [`ImageSource::whole_decode`](crate::sources::ImageSource::whole_decode)).
+//! [`ImageSource::whole_decode`]).
 //!
 //! OIIO's texture metadata ([`TxMetadata`]): `oiio:ConstantColor`, else
 //! `oiio:AverageColor`, is the base colour ([`ImageSource::read_base_color`]) with no read;
