@@ -569,6 +569,16 @@ typedef struct DtexStats {
   uint64_t textures_sharing_tiles;
   // Bytes of files read to confirm that two textures' files hold the same bytes.
   uint64_t duplicate_bytes_hashed;
+  // Whole decodes made for fills: PNG and JPEG files decoded whole, mip levels
+  // generated for files that lack them. Each fills every page of those levels that a
+  // batch fills, charged to the budget while it is used, and is released after.
+  uint64_t whole_decodes;
+  // Of those, decodes whose bytes the budget could not take (served all the same).
+  uint64_t whole_decodes_over_budget;
+  // Pages filled from a whole decode without being asked for (in `tiles_filled`).
+  uint64_t pages_prefetched;
+  // Bytes of whole decodes charged to the budget now (in `resident_bytes`).
+  uint64_t whole_decode_bytes;
 } DtexStats;
 
 // A procedural texture: one of demandtex's built-in sources, at any virtual size, with
@@ -2359,7 +2369,7 @@ DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexTextureDesc, filter) == 12, "offsetof(DtexT
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexTextureDesc, mip_filter) == 16, "offsetof(DtexTextureDesc, mip_filter)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexTextureDesc, max_anisotropy) == 20, "offsetof(DtexTextureDesc, max_anisotropy)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexTextureDesc, fallback_color) == 24, "offsetof(DtexTextureDesc, fallback_color)");
-DTEX_STATIC_ASSERT(sizeof(DtexStats) == 328, "sizeof(DtexStats)");
+DTEX_STATIC_ASSERT(sizeof(DtexStats) == 360, "sizeof(DtexStats)");
 DTEX_STATIC_ASSERT(DTEX_ALIGNOF(DtexStats) == 8, "alignof(DtexStats)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, struct_size) == 0, "offsetof(DtexStats, struct_size)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, reserved) == 4, "offsetof(DtexStats, reserved)");
@@ -2403,6 +2413,10 @@ DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, coalesced_pages) == 296, "offsetof(D
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, shared_constant_tiles) == 304, "offsetof(DtexStats, shared_constant_tiles)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, textures_sharing_tiles) == 312, "offsetof(DtexStats, textures_sharing_tiles)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, duplicate_bytes_hashed) == 320, "offsetof(DtexStats, duplicate_bytes_hashed)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, whole_decodes) == 328, "offsetof(DtexStats, whole_decodes)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, whole_decodes_over_budget) == 336, "offsetof(DtexStats, whole_decodes_over_budget)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, pages_prefetched) == 344, "offsetof(DtexStats, pages_prefetched)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, whole_decode_bytes) == 352, "offsetof(DtexStats, whole_decode_bytes)");
 DTEX_STATIC_ASSERT(sizeof(DtexImageInfo) == 20, "sizeof(DtexImageInfo)");
 DTEX_STATIC_ASSERT(DTEX_ALIGNOF(DtexImageInfo) == 4, "alignof(DtexImageInfo)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexImageInfo, width) == 0, "offsetof(DtexImageInfo, width)");

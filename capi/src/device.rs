@@ -362,6 +362,10 @@ pub const LAYOUTS: &[StructLayout] = &[
             shared_constant_tiles,
             textures_sharing_tiles,
             duplicate_bytes_hashed,
+            whole_decodes,
+            whole_decodes_over_budget,
+            pages_prefetched,
+            whole_decode_bytes,
         ]
     ),
     layout!(

@@ -134,6 +134,10 @@ const _: () = assert!(
         && std::mem::size_of::<DtexLoaderOptions>() == 80
 );
 
+/// `sizeof(DtexStats)` with the duplicate-texture counters, before the whole-decode
+/// counters (`whole_decodes`): callers built against that header get the fields they know.
+pub const DTEX_STATS_SIZE_DUPLICATES: u32 = std::mem::offset_of!(DtexStats, whole_decodes) as u32;
+
 // SAFETY: repr(C), first field u32 struct_size.
 unsafe impl Versioned for DtexLoaderOptions {
     const NAME: &'static str = "DtexLoaderOptions";
@@ -468,6 +472,16 @@ pub struct DtexStats {
     pub textures_sharing_tiles: u64,
     /// Bytes of files read to confirm that two textures' files hold the same bytes.
     pub duplicate_bytes_hashed: u64,
+    /// Whole decodes made for fills: PNG and JPEG files decoded whole, mip levels
+    /// generated for files that lack them. Each fills every page of those levels that a
+    /// batch fills, charged to the budget while it is used, and is released after.
+    pub whole_decodes: u64,
+    /// Of those, decodes whose bytes the budget could not take (served all the same).
+    pub whole_decodes_over_budget: u64,
+    /// Pages filled from a whole decode without being asked for (in `tiles_filled`).
+    pub pages_prefetched: u64,
+    /// Bytes of whole decodes charged to the budget now (in `resident_bytes`).
+    pub whole_decode_bytes: u64,
 }
 
 /// `sizeof(DtexStats)` of ABI 0.1.0, before `host_tile_bytes`: callers built against that
@@ -503,6 +517,7 @@ unsafe impl Versioned for DtexStats {
         DTEX_STATS_SIZE_INTERACTIVE,
         DTEX_STATS_SIZE_FILE_TILES,
         DTEX_STATS_SIZE_CONSTANT_TILES,
+        DTEX_STATS_SIZE_DUPLICATES,
         std::mem::size_of::<DtexStats>() as u32,
     ];
 }
@@ -553,6 +568,10 @@ impl DtexStats {
             shared_constant_tiles,
             textures_sharing_tiles,
             duplicate_bytes_hashed,
+            whole_decodes,
+            whole_decodes_over_budget,
+            pages_prefetched,
+            whole_decode_bytes,
             ..
         } = s.clone();
         DtexStats {
@@ -598,6 +617,10 @@ impl DtexStats {
             shared_constant_tiles,
             textures_sharing_tiles,
             duplicate_bytes_hashed,
+            whole_decodes,
+            whole_decodes_over_budget,
+            pages_prefetched,
+            whole_decode_bytes,
         }
     }
 }
