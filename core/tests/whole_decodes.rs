@@ -190,3 +190,27 @@ fn generated_levels_of_a_scan_line_exr_are_released_after_their_fills() {
     assert_eq!(s.whole_decode_bytes, 0, "{s:#?}");
     let _ = std::fs::remove_file(path);
 }
+
+#[test]
+fn interactive_mode_converges_to_the_same_png_values_with_nothing_kept_decoded() {
+    let path = png("interactive.png");
+    let (want, ..) = render_png(&path, 256 << 20, 800);
+    let loader = Loader::new(LoaderOptions {
+        mode: demandtex::StreamingMode::Interactive,
+        max_requests_per_launch: 16,
+        ..options(8 << 20)
+    })
+    .unwrap();
+    let source = Arc::new(DecodedImageSource::new(&path));
+    let tex = loader
+        .create_texture(source.clone(), TextureDesc::default())
+        .unwrap();
+    let r = render(&loader, &queries(tex, 800), 2, 400);
+    assert!(r.converged);
+    assert_eq!(r.values, want);
+    let s = loader.stats();
+    assert!(r.peak_resident_bytes <= 8 << 20);
+    assert_eq!(s.whole_decode_bytes, 0);
+    assert!(!source.holds_decode());
+    let _ = std::fs::remove_file(path);
+}

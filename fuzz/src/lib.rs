@@ -50,7 +50,8 @@ use demandtex::sources::check::{check_ptex, check_source};
 use demandtex::sources::ptex::{PtexFile, PtexOptions};
 use demandtex::sources::tiff::{TiffOptions, TiffSource};
 use demandtex::sources::{
-    DdsOptions, DdsSource, DecodedImageSource, ExrOptions, ExrSource, FileHandles, SizeLimits,
+    DdsOptions, DdsSource, DecodedImageSource, ExrOptions, ExrSource, FileHandles, ImageSource,
+    SizeLimits,
 };
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -193,6 +194,21 @@ pub fn image(data: &[u8]) {
         ..fuzz_limits()
     };
     let source = DecodedImageSource::with_limits(&path, limits);
-    let _ = check_source(&source, true);
+    if check_source(&source, true).is_ok() {
+        // The loader releases the decode after its fills: the next read decodes again.
+        source.release_decoded();
+        let info = source.whole_decode();
+        let mut texel = [0u8; 16];
+        let region = demandtex::textures::TileRegion {
+            level: 0,
+            x: 0,
+            y: 0,
+            width: 1,
+            height: 1,
+        };
+        if info.is_some() {
+            let _ = source.read_region(region, &mut texel, 16);
+        }
+    }
     let _ = std::fs::remove_file(&path);
 }

@@ -238,7 +238,13 @@ fn decode_hold(
         return None;
     }
     let source = record.source.clone();
-    if host.residency.available_bytes() < whole.bytes {
+    // Room is made by evicting tiles, unless the decode would not fit beside the tails
+    // anyway (then it is made uncharged, and counted).
+    let room = host
+        .residency
+        .budget_bytes()
+        .saturating_sub(host.residency.non_evictable_bytes());
+    if host.residency.available_bytes() < whole.bytes && whole.bytes <= room {
         free_bytes(engine, host, whole.bytes);
     }
     let charged = whole_decodes::charge(engine, host, &*source, whole.bytes);
@@ -313,7 +319,7 @@ fn take_slot_now(
     }
 }
 
-/// Free `bytes` of pool memory (for a mip tail) by evicting tiles: each slot taken goes
+/// Free `bytes` of pool memory (for a mip tail or a whole decode) by evicting tiles: each slot taken goes
 /// back (as a spare buffer, which reserving the tail then frees, or straight to the
 /// budget if it was a new slot). Whether it worked.
 fn free_bytes(engine: &Engine, host: &mut MutexGuard<'_, HostState>, bytes: u64) -> bool {

@@ -242,7 +242,8 @@ pub(crate) fn prefetch_pages(
 /// (`HostState::kept_decodes`): fill the texture's pages of those levels from that decode
 /// now, in this thread, in memory that is free or held by staged tiles no reader can see
 /// (nothing is evicted for them), coarse levels first, at most a
-/// [`PREFETCH_BUDGET_SHARE`]th of the budget; then release the decode. Published with
+/// [`PREFETCH_BUDGET_SHARE`]th of the budget (and, in interactive mode,
+/// `max_requests_per_launch` pages); then release the decode. Published with
 /// the texture (multi-pass: at the next launch; blocking: by the caller).
 pub(crate) fn fill_after_open(engine: &Engine, texture: TextureId) {
     let mut host = engine.host.lock();
@@ -267,8 +268,14 @@ pub(crate) fn fill_after_open(engine: &Engine, texture: TextureId) {
         tile_bytes,
         launch: None,
     };
-    let room = host.residency.budget_bytes() / PREFETCH_BUDGET_SHARE / u64::from(tile_bytes.max(1));
-    let pages = prefetch_pages(engine, &mut host, &model, room as usize);
+    let mut room = (host.residency.budget_bytes()
+        / PREFETCH_BUDGET_SHARE
+        / u64::from(tile_bytes.max(1))) as usize;
+    if engine.options.mode == crate::options::StreamingMode::Interactive {
+        // No burst of publications beyond what one launch may ask for.
+        room = room.min(engine.options.max_requests_per_launch);
+    }
+    let pages = prefetch_pages(engine, &mut host, &model, room);
     let tasks = take_slots(engine, &mut host, pages);
     drop(host);
     let filled: Vec<PageId> = tasks.iter().map(|t| t.page()).collect();
