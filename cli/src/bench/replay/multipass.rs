@@ -4,9 +4,8 @@
 
 use super::{for_each_chunk, Prepared, ReplayArgs, Replayed, Report, Results};
 use crate::error::CliError;
-use demandtex::sources::ExrSource;
+use demandtex::sources::file_source;
 use demandtex::{Launch, Loader, LoaderOptions, SampleOptions, TextureDesc, TextureId};
-use std::sync::Arc;
 use std::time::Instant;
 
 /// Passes in a row that may resolve no query before the replay gives up (the cache cannot
@@ -93,7 +92,8 @@ pub(crate) fn replay(
     let ids = prepared
         .paths
         .iter()
-        .map(|p| loader.create_texture(Arc::new(ExrSource::new(p)), TextureDesc::default()))
+        // The format by the file's magic, as the blocking cache's `texture_for_path` does.
+        .map(|p| loader.create_texture(file_source(p), TextureDesc::default()))
         .collect::<Result<Vec<TextureId>, _>>()?;
     let passes = run_passes(
         &loader,
