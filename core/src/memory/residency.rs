@@ -512,15 +512,20 @@ impl Residency {
     /// then staged tiles no reader can see (oldest first).
     pub fn free_excess(&mut self, epochs: &Epochs) {
         self.reclaim_retired(epochs);
-        while self.pool.excess_bytes() > 0 {
-            let Some((_, host, bytes)) = self.evict_oldest(epochs) else {
-                break;
-            };
-            match host {
-                Some(b) => self.pool.free_buffer(b),
-                None => self.pool.free_slot(bytes as usize),
-            }
+        while self.pool.excess_bytes() > 0 && self.free_oldest_staged(epochs) {}
+    }
+
+    /// Evict the oldest staged tile no reader can see and free its slot's bytes (its
+    /// buffer, if any, dropped). Whether there was one.
+    fn free_oldest_staged(&mut self, epochs: &Epochs) -> bool {
+        let Some((_, host, bytes)) = self.evict_oldest(epochs) else {
+            return false;
+        };
+        match host {
+            Some(b) => self.pool.free_buffer(b),
+            None => self.pool.free_slot(bytes as usize),
         }
+        true
     }
 
     /// Multi-pass eviction: when free memory cannot cover `needed` bytes of slots, stage

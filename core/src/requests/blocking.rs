@@ -139,8 +139,8 @@ fn init_now(
         host.in_flight.insert(sampler_page);
         host.in_flight.insert(base_page);
         MutexGuard::unlocked(&mut host, || {
-            fill::init_texture(engine, texture, generation);
-            whole_decodes::fill_after_open(engine, texture);
+            let kept = fill::init_texture(engine, texture, generation);
+            whole_decodes::fill_after_open(engine, kept);
         });
         if host.deferred.remove(&sampler_page) {
             // Deferred: no room for the mip tail, or the source said "not yet".
@@ -216,7 +216,10 @@ fn tile_now(engine: &Engine, mut host: MutexGuard<'_, HostState>, job: TileJob) 
     // list, so take it back off.
     let not_yet = host.deferred.remove(&job.page);
     if hold.is_some() && !not_yet {
-        prefetch_now(engine, &mut host, &job);
+        // The other missing pages of those levels, in memory free now or held by staged
+        // tiles no lookup can see (nothing is swept for them).
+        let pages = whole_decodes::prefetch_pages(engine, &mut host, &job, usize::MAX);
+        whole_decodes::fill_here(engine, &mut host, pages);
     }
     drop(hold);
     engine.settle_decodes(&mut host);
@@ -255,23 +258,6 @@ fn decode_hold(
         charged,
         released,
     ))
-}
-
-/// Fill the other pages of `job`'s whole-decode levels in this thread, in the memory that
-/// is free now or held by staged tiles no lookup can see (nothing is swept for them).
-fn prefetch_now(engine: &Engine, host: &mut MutexGuard<'_, HostState>, job: &TileJob) {
-    let pages = whole_decodes::prefetch_pages(engine, host, job, usize::MAX);
-    let tasks = whole_decodes::take_slots(engine, host, pages);
-    let filled: Vec<PageId> = tasks.iter().map(|t| t.page()).collect();
-    MutexGuard::unlocked(host, || {
-        for task in tasks {
-            task.run(engine);
-        }
-    });
-    // Nobody serves the deferred list in blocking mode: a "not yet" is dropped.
-    for page in filled {
-        host.deferred.remove(&page);
-    }
 }
 
 /// Publish what is pending at once (blocking fills do not wait for a launch). Returns how

@@ -12,7 +12,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-/// Whole decodes held at once for a batch's fills (or kept by opens) take at most this
+/// Whole decodes held at once for a batch's fills (or an open's) take at most this
 /// share of the budget (1 / N), so that it keeps room for the pages they fill; a batch's
 /// first decode goes whatever its size.
 pub(crate) const DECODE_BUDGET_SHARE: u64 = 4;

@@ -289,7 +289,26 @@ fn constant_tile(buffer: &mut TileBuffer, shape: TileShape) -> Option<ConstantKe
 /// texture is still at `generation`. With duplicate sharing (`duplicates`), a texture
 /// whose source names its file reads its tail before reserving anything, so that a
 /// texture it duplicates can be found first: it then reserves no page range of its own.
-pub(crate) fn init_texture(engine: &Engine, texture: TextureId, generation: u32) {
+///
+/// Returns the whole decode its tail was read from, kept and charged to the budget, if
+/// the texture has pages that decode also fills and the budget takes it: for
+/// `whole_decodes::fill_after_open`. Otherwise the decode is released here.
+pub(crate) fn init_texture(
+    engine: &Engine,
+    texture: TextureId,
+    generation: u32,
+) -> Option<DecodeHold> {
+    let mut kept = None;
+    open_texture(engine, (texture, generation), &mut kept);
+    kept
+}
+
+/// [`init_texture`], the kept decode (if any) put in `kept`.
+fn open_texture(
+    engine: &Engine,
+    (texture, generation): (TextureId, u32),
+    kept: &mut Option<DecodeHold>,
+) {
     let start = Instant::now();
     let (source, desc) = {
         let host = engine.host.lock();
@@ -320,8 +339,8 @@ pub(crate) fn init_texture(engine: &Engine, texture: TextureId, generation: u32)
         }
     };
 
-    // Reading the mip tail of such a texture decodes the whole image: kept for its first
-    // fills if the budget takes it (below), released otherwise.
+    // Reading the mip tail of such a texture decodes the whole image: kept for the fills
+    // of its pages if the budget takes it (below), released otherwise.
     let mut decode = ReleaseUnlessKept {
         source: &source,
         armed: layout.whole_decode.is_some(),
@@ -441,23 +460,25 @@ pub(crate) fn init_texture(engine: &Engine, texture: TextureId, generation: u32)
         base_color: base,
     });
     if let Some(whole) = layout.whole_decode {
-        // A decode of levels that also have pages: kept, charged, for the first batch
-        // that fills them (`whole_decodes`).
+        // A decode of levels that also have pages: kept, charged, for the fills of those
+        // pages (`whole_decodes::fill_after_open`). A texture sharing another's tiles
+        // fills none of its own.
+        host.counters.whole_decodes += 1;
         let bytes = whole.bytes;
-        // (A texture sharing another's tiles fills none of its own.)
         let cap = host.residency.budget_bytes() / DECODE_BUDGET_SHARE;
         if owner.is_none()
             && layout.whole_decode_pages().is_some()
             && host.residency.decode_bytes() + bytes <= cap
             && host.residency.reserve_decode(&engine.epochs, bytes)
         {
-            host.counters.whole_decodes += 1;
             let released = engine.decode_bytes_released.clone();
-            let hold = DecodeHold::new((texture, generation), source.clone(), bytes, released);
-            host.kept_decodes.insert(texture, hold);
+            *kept = Some(DecodeHold::new(
+                (texture, generation),
+                source.clone(),
+                bytes,
+                released,
+            ));
             decode.armed = false;
-        } else {
-            host.counters.whole_decodes += 1;
         }
     }
     drop(host);

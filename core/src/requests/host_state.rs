@@ -82,9 +82,6 @@ pub(crate) struct HostState {
     pub pull: PullResult,
     /// Open textures holding their own tiles, by content key (duplicate sharing).
     pub duplicates: super::duplicates::DuplicateIndex,
-    /// Whole decodes made by opens (reading the mip tail), kept for the texture's first
-    /// fills (`whole_decodes`).
-    pub kept_decodes: HashMap<TextureId, super::decode_hold::DecodeHold>,
 }
 
 impl HostState {
@@ -105,7 +102,6 @@ impl HostState {
             counters: Stats::default(),
             pull: PullResult::default(),
             duplicates: Default::default(),
-            kept_decodes: HashMap::new(),
         }
     }
 

@@ -55,8 +55,8 @@ impl Engine {
         host.in_flight.insert(sampler);
         host.in_flight.insert(self.layout.base_color_page(texture));
         self.workers.spawn(move || {
-            fill::init_texture(&engine, texture, generation);
-            whole_decodes::fill_after_open(&engine, texture);
+            let kept = fill::init_texture(&engine, texture, generation);
+            whole_decodes::fill_after_open(&engine, kept);
         });
     }
 }
@@ -258,25 +258,7 @@ fn process_pulled(engine: &Arc<Engine>, launch_num: u32, pulled: Option<PullResu
         }
     }
     // Prefetched pages take memory that is free now, or nothing: never a deferral.
-    let mut prefetch = prefetch.into_iter();
-    for job in prefetch.by_ref() {
-        match host
-            .residency
-            .allocate(&engine.epochs, job.tile_bytes as usize)
-        {
-            Some(buffer) => {
-                host.counters.pages_prefetched += 1;
-                jobs.push((job, buffer));
-            }
-            None => {
-                host.in_flight.remove(&job.page);
-                break;
-            }
-        }
-    }
-    for job in prefetch {
-        host.in_flight.remove(&job.page);
-    }
+    jobs.extend(whole_decodes::take_slots(engine, &mut host, prefetch));
     host.pull = pull;
     let ticket = Ticket::new(inits.len() + jobs.len() + resources.len());
     let tile_tasks: Vec<_> = jobs
@@ -299,8 +281,8 @@ fn process_pulled(engine: &Arc<Engine>, launch_num: u32, pulled: Option<PullResu
         let engine = engine.clone();
         let guard = ticket.task();
         engine.clone().workers.spawn(move || {
-            fill::init_texture(&engine, t, generation);
-            whole_decodes::fill_after_open(&engine, t);
+            let kept = fill::init_texture(&engine, t, generation);
+            whole_decodes::fill_after_open(&engine, kept);
             drop(engine);
             drop(guard);
         });

@@ -16,7 +16,7 @@
 //!   go and the bytes leave the budget. What stays is pages, evicted one by one like any.
 //!
 //! An open reads the mip tail, whose levels come from the decode: the open keeps it
-//! (charged) for [`fill_after_open`], which fills the texture's pages of those levels
+//! (charged) and hands it to [`fill_after_open`], which fills the texture's pages of those levels
 //! from it at once in the same thread, in memory that is free (nothing is evicted for
 //! them), and then releases it, so that a PNG opened in a budget with room is decoded
 //! once. A decode the budget cannot take (a budget smaller than the image) is made all
@@ -28,6 +28,7 @@ use super::engine::Engine;
 use super::fill::TileJob;
 use super::host_state::{Deferral, HostState};
 use crate::ids::{PageId, TextureId};
+use crate::memory::TileSlot;
 use crate::sources::ImageSource;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -194,24 +195,22 @@ pub(crate) fn prefetch_pages(
     job: &TileJob,
     room: usize,
 ) -> Vec<TileJob> {
-    let mut out = Vec::new();
+    let mut jobs = Vec::new();
     let record = host.resources.get(job.texture);
     let (Some(layout), Some(start)) = (
         record.and_then(|r| r.layout.as_ref()),
         record.and_then(|r| r.start_page),
     ) else {
-        return out;
+        return jobs;
     };
     let Some((levels, _)) = layout.whole_decode_pages() else {
-        return out;
+        return jobs;
     };
-    let max = room;
-    let mut jobs = Vec::new();
     'levels: for level in levels.rev() {
         let l = &layout.levels[level as usize];
         for tile_y in 0..l.tiles_y {
             for tile_x in 0..l.tiles_x {
-                if jobs.len() >= max {
+                if jobs.len() >= room {
                     break 'levels;
                 }
                 let page = PageId(start + layout.tile_page_offset(level, tile_x, tile_y));
@@ -234,33 +233,32 @@ pub(crate) fn prefetch_pages(
     for j in &jobs {
         host.in_flight.insert(j.page);
     }
-    out.extend(jobs);
-    out
+    jobs
 }
 
-/// After an open whose mip tail came from a whole decode that it kept
-/// (`HostState::kept_decodes`): fill the texture's pages of those levels from that decode
+/// After an open whose mip tail came from a whole decode that it kept (`kept`, from
+/// `fill::init_texture`): fill the texture's pages of those levels from that decode
 /// now, in this thread, in memory that is free or held by staged tiles no reader can see
 /// (nothing is evicted for them), coarse levels first, at most a
 /// [`PREFETCH_BUDGET_SHARE`]th of the budget (and, in interactive mode,
 /// `max_requests_per_launch` pages); then release the decode. Published with
 /// the texture (multi-pass: at the next launch; blocking: by the caller).
-pub(crate) fn fill_after_open(engine: &Engine, texture: TextureId) {
-    let mut host = engine.host.lock();
-    let Some(hold) = host.kept_decodes.remove(&texture) else {
+pub(crate) fn fill_after_open(engine: &Engine, kept: Option<DecodeHold>) {
+    let Some(hold) = kept else {
         return;
     };
-    let record = host.resources.get(texture);
+    let mut host = engine.host.lock();
+    let record = host.resources.get(hold.texture);
     let (Some(layout), true) = (
         record.and_then(|r| r.layout.as_ref()),
-        host.is_current(texture, hold.generation),
+        host.is_current(hold.texture, hold.generation),
     ) else {
         return;
     };
     let tile_bytes = layout.tile_bytes() as u32;
     let model = TileJob {
         page: PageId(0),
-        texture,
+        texture: hold.texture,
         generation: hold.generation,
         level: 0,
         tile_x: 0,
@@ -276,31 +274,44 @@ pub(crate) fn fill_after_open(engine: &Engine, texture: TextureId) {
         room = room.min(engine.options.max_requests_per_launch);
     }
     let pages = prefetch_pages(engine, &mut host, &model, room);
-    let tasks = take_slots(engine, &mut host, pages);
-    drop(host);
-    let filled: Vec<PageId> = tasks.iter().map(|t| t.page()).collect();
-    for task in tasks {
-        task.run(engine);
-    }
+    fill_here(engine, &mut host, pages);
     drop(hold);
-    let mut host = engine.host.lock();
-    // Nobody serves a prefetched page's "not yet": dropped.
-    for page in filled {
-        host.deferred.remove(&page);
-    }
     engine.settle_decodes(&mut host);
 }
 
-/// Tasks for `pages` (marked in flight), each with a slot of free memory or of a staged
+/// Fill prefetched `pages` (marked in flight) in this thread, the lock released while
+/// they are read: those that get a slot ([`take_slots`]). A "not yet" is dropped, since
+/// nobody serves a prefetched page's deferral.
+pub(crate) fn fill_here(
+    engine: &Engine,
+    host: &mut parking_lot::MutexGuard<'_, HostState>,
+    pages: Vec<TileJob>,
+) {
+    let ticket = super::ticket::Ticket::new(pages.len());
+    let tasks: Vec<_> = take_slots(engine, host, pages)
+        .into_iter()
+        .filter_map(|(job, slot)| super::fill::prepare_tile(host, job, slot, ticket.task()))
+        .collect();
+    let filled: Vec<PageId> = tasks.iter().map(|t| t.page()).collect();
+    parking_lot::MutexGuard::unlocked(host, || {
+        for task in tasks {
+            task.run(engine);
+        }
+    });
+    for page in filled {
+        host.deferred.remove(&page);
+    }
+}
+
+/// Slots for prefetched `pages` (marked in flight), each of free memory or of a staged
 /// tile no reader can see; from the first that finds none, the rest are dropped (their
 /// marks removed). Counted as prefetched.
 pub(crate) fn take_slots(
     engine: &Engine,
     host: &mut HostState,
     pages: Vec<TileJob>,
-) -> Vec<super::fill::TileTask> {
-    let ticket = super::ticket::Ticket::new(pages.len());
-    let mut tasks = Vec::with_capacity(pages.len());
+) -> Vec<(TileJob, TileSlot)> {
+    let mut taken = Vec::with_capacity(pages.len());
     let mut pages = pages.into_iter();
     for p in pages.by_ref() {
         let Some(slot) = host
@@ -311,10 +322,10 @@ pub(crate) fn take_slots(
             break;
         };
         host.counters.pages_prefetched += 1;
-        tasks.extend(super::fill::prepare_tile(host, p, slot, ticket.task()));
+        taken.push((p, slot));
     }
     for p in pages {
         host.in_flight.remove(&p.page);
     }
-    tasks
+    taken
 }

@@ -16,12 +16,8 @@ impl Residency {
                 self.decode_bytes += bytes;
                 return true;
             }
-            let Some((_, host, slot_bytes)) = self.evict_oldest(epochs) else {
+            if !self.free_oldest_staged(epochs) {
                 return false;
-            };
-            match host {
-                Some(buffer) => self.pool.free_buffer(buffer),
-                None => self.pool.free_slot(slot_bytes as usize),
             }
         }
     }

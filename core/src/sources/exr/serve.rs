@@ -55,12 +55,8 @@ impl Served {
         limits
             .check_block("one decoded block", block_bytes)
             .map_err(fail)?;
-        let generated: u64 = (stored_levels..info.num_levels)
-            .map(|l| {
-                let (w, h) = mip_level_size(info.width, info.height, l);
-                u64::from(w) * u64::from(h) * plan.format.texel_bytes() as u64
-            })
-            .sum();
+        let generated =
+            crate::sources::whole_decode_of_levels(&info, stored_levels).map_or(0, |w| w.bytes);
         limits
             .check_image("the mip levels generated in memory", generated)
             .map_err(fail)?;

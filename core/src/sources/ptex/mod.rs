@@ -318,9 +318,9 @@ impl PtexFile {
     }
 
     /// Keep the sources of reductions in `cache` (an engine's) instead of the process-wide
-    /// cache: called before the file is shared, so nothing was cached yet.
+    /// cache: called before the file is shared, so nothing was cached yet (there is
+    /// nothing of this file in the cache it leaves to forget).
     pub(crate) fn use_decode_cache(&mut self, cache: Arc<DecodeCache>) {
-        self.decode_cache.forget(self.cache_id);
         self.decode_cache = cache;
     }
 
