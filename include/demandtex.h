@@ -1469,7 +1469,8 @@ DtexStatus dtex_texture_get_image_info(struct DtexLoader loader,
                                        struct DtexImageInfo *out_info,
                                        uint32_t *out_opened);
 
-// Create a UDIM texture from `grid_width x grid_height` OpenEXR tile paths, row-major:
+// Create a UDIM texture from `grid_width x grid_height` tile paths (OpenEXR, TIFF/`.tx`,
+// DDS, PNG or JPEG files, as `dtex_texture_create_from_file` takes), row-major:
 // `tile_paths[row * grid_width + col]` is tile (col, row), UDIM number
 // `1001 + col + 10 * row`, covering s in [col, col+1), t in [row, row+1); NULL is a hole
 // (at least one tile is needed). `base_path` (NULL: none) is a texture of the whole grid
@@ -1480,7 +1481,7 @@ DtexStatus dtex_texture_get_image_info(struct DtexLoader loader,
 //
 // Errors: INVALID_HANDLE; INVALID_ARGUMENT (NULL pointers, a side outside 1..=255, no
 // tile, a path not UTF-8, bad `desc`); IO_ERROR / UNSUPPORTED for a missing or
-// non-OpenEXR file (the message names it); OUT_OF_PAGES. Ownership: the paths are
+// file that is not a texture format (the message names it); OUT_OF_PAGES. Ownership: the paths are
 // copied; the UDIM texture belongs to the loader. Thread-safety: any thread.
 //
 // # Safety
@@ -1495,7 +1496,7 @@ DtexStatus dtex_udim_create(struct DtexLoader loader,
                             const struct DtexTextureDesc *desc,
                             uint32_t *out_udim);
 
-// Create a UDIM texture from the OpenEXR files matching `pattern`: a path whose file name
+// Create a UDIM texture from the texture files matching `pattern`: a path whose file name
 // holds `<UDIM>` (four digits 1001..1999, Mari) or `<UVTILE>` (`u{U}_v{V}`, 1-based,
 // Mudbox), e.g. `/textures/color.<UDIM>.exr`. The directory is listed now; the grid is as
 // large as the tiles found need, and slots without a file are holes. `base_path`, `desc`,
@@ -1503,7 +1504,7 @@ DtexStatus dtex_udim_create(struct DtexLoader loader,
 //
 // Errors: INVALID_HANDLE; INVALID_ARGUMENT (NULL pointers, no token in the pattern, bad
 // `desc`); IO_ERROR (the directory cannot be listed, no file matches, `base_path` cannot
-// be read); UNSUPPORTED (`base_path` is not OpenEXR); OUT_OF_PAGES. Ownership: the
+// be read); UNSUPPORTED (`base_path` is not a texture format); OUT_OF_PAGES. Ownership: the
 // paths are copied; the UDIM texture belongs to the loader. Thread-safety: any thread.
 //
 // # Safety
@@ -1548,6 +1549,42 @@ DtexStatus dtex_udim_expand_pattern(const char *pattern,
                                     DtexUdimTileCallback callback,
                                     void *user_data,
                                     uint32_t *out_count);
+
+// The grid of UDIM texture `udim`: its columns to `*out_width`, its rows to
+// `*out_height`, and its base texture to `*out_base` (`DTEX_NO_TEXTURE` without one).
+// With `dtex_udim_get_tile`, this is how a front end learns the texture of each tile, to
+// ask its image information (`dtex_texture_get_image_info`: an 8-bit file's colour space)
+// or its error (`dtex_texture_get_error`) as for any texture.
+//
+// Errors: INVALID_HANDLE; INVALID_ARGUMENT (a NULL pointer); UNKNOWN_TEXTURE (`udim` is
+// not a UDIM texture of this loader). Ownership: nothing is kept. Thread-safety: any
+// thread.
+//
+// # Safety
+// Each `out_*` pointer is NULL or writable.
+DtexStatus dtex_udim_get_grid(struct DtexLoader loader,
+                              uint32_t udim,
+                              uint32_t *out_width,
+                              uint32_t *out_height,
+                              uint32_t *out_base);
+
+// The texture of tile (`column`, `row`) of UDIM texture `udim` (UDIM number
+// `1001 + column + 10 * row`) to `*out_texture`: `DTEX_NO_TEXTURE` for a hole or a tile
+// outside the grid (`dtex_udim_get_grid`). Lookups through `dtex_launch_tex2d_grad_udim`
+// at s in [column, column + 1), t in [row, row + 1) read this texture (or the base, for
+// footprints wider than a tile).
+//
+// Errors: INVALID_HANDLE; INVALID_ARGUMENT (NULL `out_texture`); UNKNOWN_TEXTURE (`udim`
+// is not a UDIM texture of this loader). Ownership: nothing is kept. Thread-safety: any
+// thread.
+//
+// # Safety
+// `out_texture` is NULL or writable.
+DtexStatus dtex_udim_get_tile(struct DtexLoader loader,
+                              uint32_t udim,
+                              uint32_t column,
+                              uint32_t row,
+                              uint32_t *out_texture);
 
 // Fill `*out` with the default filter options (box, no lerp, width 1, nearest jitter).
 // NULL: does nothing.

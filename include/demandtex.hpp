@@ -653,6 +653,13 @@ struct UdimTile {
     std::string path;          ///< The file (the pattern's directory joined with its name).
 };
 
+/// The grid of a UDIM texture, as `Loader::udimGrid` reports it. Plain value.
+struct UdimGrid {
+    std::uint32_t width = 0;           ///< Columns.
+    std::uint32_t height = 0;          ///< Rows.
+    std::optional<TextureId> base;     ///< The whole-grid base texture, if any.
+};
+
 /// Implementation details: handle ownership and the C trampolines.
 namespace detail {
 
@@ -1239,6 +1246,26 @@ public:
         check(dtex_udim_create_from_pattern(h_.get(), pattern.c_str(), basePath ? basePath->c_str() : nullptr,
                                             &desc.raw(), &id));
         return id;
+    }
+
+    /// The grid of UDIM texture `udim` (`dtex_udim_get_grid`); throws UNKNOWN_TEXTURE for an
+    /// id that is not a UDIM texture of this loader.
+    UdimGrid udimGrid(UdimId udim) const {
+        UdimGrid g;
+        TextureId base = kNoTexture;
+        check(dtex_udim_get_grid(h_.get(), udim, &g.width, &g.height, &base));
+        if (base != kNoTexture) g.base = base;
+        return g;
+    }
+
+    /// The texture of tile (`column`, `row`) of UDIM texture `udim` (`dtex_udim_get_tile`):
+    /// an ordinary texture id (`imageInfo`, `textureError`), or `std::nullopt` for a hole or
+    /// a tile outside the grid.
+    std::optional<TextureId> udimTile(UdimId udim, std::uint32_t column, std::uint32_t row) const {
+        TextureId t = kNoTexture;
+        check(dtex_udim_get_tile(h_.get(), udim, column, row, &t));
+        if (t == kNoTexture) return std::nullopt;
+        return t;
     }
 
     /// The texture's source changed: drop its tiles; they are read again on demand.

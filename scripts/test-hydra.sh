@@ -100,18 +100,22 @@ export LD_LIBRARY_PATH=$USD_ROOT/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 say "test textures (written by the driver, the over-budget set converted with demandtex convert)"
 cp tests/hydra/scenes/*.usda "$WORK/"
 "$DRIVER" make-textures "$WORK/textures"
-# 8-bit PNGs (RGB and grey gradients) for the colour-space scenes.
+# PNGs (RGB and grey gradients) for the colour-space scenes.
 python3 - "$WORK/textures" <<'PNG'
 import struct, sys, zlib
-def png(path, width, height, channels, texel):
-    rows = b"".join(b"\0" + bytes(v for x in range(width) for v in texel(x, y)) for y in range(height))
+def png(path, width, height, channels, texel, bits=8):
+    sample = (lambda v: bytes((v,))) if bits == 8 else (lambda v: struct.pack(">H", v))
+    rows = b"".join(b"\0" + b"".join(sample(v) for x in range(width) for v in texel(x, y)) for y in range(height))
     chunk = lambda kind, data: struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
     colour = {1: 0, 3: 2}[channels]
-    ihdr = struct.pack(">IIBBBBB", width, height, 8, colour, 0, 0, 0)
+    ihdr = struct.pack(">IIBBBBB", width, height, bits, colour, 0, 0, 0)
     with open(path, "wb") as f:
         f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
 png(sys.argv[1] + "/color8.png", 64, 64, 3, lambda x, y: (4 * x, 4 * y, 128))
 png(sys.argv[1] + "/grey8.png", 64, 64, 1, lambda x, y: (2 * (x + y),))
+# A UDIM set of two formats: tile 1001 8-bit colour (sRGB under auto), 1002 16-bit (as stored).
+png(sys.argv[1] + "/mixed.1001.png", 64, 64, 3, lambda x, y: (200, 4 * x, 4 * y))
+png(sys.argv[1] + "/mixed.1002.png", 64, 64, 3, lambda x, y: (1000 * x, 50000, 1000 * y), bits=16)
 PNG
 for i in $(seq 0 15); do
   "$DEMANDTEX" convert "$WORK/textures/grid$i.src.exr" -o "$WORK/textures/grid$i.exr" >/dev/null
@@ -143,10 +147,11 @@ run instanced-hydra1 "$WORK/instanced.usda" "$WORK/inst-h1.ppm" --budget-mib 8 \
   --compare-scene "$WORK/instanced_baked.usda"
 run instanced-hydra2 "$WORK/instanced.usda" "$WORK/inst-h2.ppm" --budget-mib 8 --hydra2 \
   --compare-scene "$WORK/instanced_baked.usda"
+# (Hydra 2.0 leaves the relative UDIM path unresolved: anchored on the search path.)
 run srgb-auto-hydra1 "$WORK/srgb_auto.usda" "$WORK/srgb-h1.ppm" --budget-mib 8 \
   --compare-scene "$WORK/srgb_explicit.usda"
 run srgb-auto-hydra2 "$WORK/srgb_auto.usda" "$WORK/srgb-h2.ppm" --budget-mib 8 --hydra2 \
-  --compare-scene "$WORK/srgb_explicit.usda"
+  --search-path "$WORK" --compare-scene "$WORK/srgb_explicit.usda"
 run display-color-hydra1 "$WORK/display_color.usda" "$WORK/dc-h1.ppm" --budget-mib 8 \
   --compare-scene "$WORK/display_color_materials.usda"
 run display-color-hydra2 "$WORK/display_color.usda" "$WORK/dc-h2.ppm" --budget-mib 8 --hydra2 \

@@ -1,13 +1,14 @@
-//! UDIM textures: a grid of OpenEXR tiles addressed as one texture.
+//! UDIM textures: a grid of texture files (tiles) addressed as one texture.
 
 use crate::boundary::{c_str, entry, optional_c_str, optional_in, Out};
 use crate::handles::DtexLoader;
 use crate::loader;
 use crate::options::DtexTextureDesc;
-use crate::status::{ApiError, DtexStatus};
-use crate::textures::texture_file_source;
+use crate::status::{ApiError, DtexStatus, DTEX_STATUS_UNKNOWN_TEXTURE};
+use crate::textures::{texture_file_source, DTEX_NO_TEXTURE};
+use engine::ids::UdimId;
 use engine::sources::ImageSource;
-use engine::udim::{find_tiles, tile_desc, UdimGrid, UDIM_MAX_GRID_SIDE};
+use engine::udim::{find_tiles, tile_desc, UdimGrid, UdimTiles, UDIM_MAX_GRID_SIDE};
 use std::ffi::{c_char, c_void, CString};
 use std::path::Path;
 use std::sync::Arc;
@@ -41,11 +42,12 @@ pub type DtexUdimTileCallback = Option<
 >;
 
 /// The source for `path`, after checking that the file is there and is a texture format.
-fn exr(path: &str) -> Result<Arc<dyn ImageSource>, ApiError> {
+fn tile_source(path: &str) -> Result<Arc<dyn ImageSource>, ApiError> {
     texture_file_source(path)
 }
 
-/// Create a UDIM texture from `grid_width x grid_height` OpenEXR tile paths, row-major:
+/// Create a UDIM texture from `grid_width x grid_height` tile paths (OpenEXR, TIFF/`.tx`,
+/// DDS, PNG or JPEG files, as `dtex_texture_create_from_file` takes), row-major:
 /// `tile_paths[row * grid_width + col]` is tile (col, row), UDIM number
 /// `1001 + col + 10 * row`, covering s in [col, col+1), t in [row, row+1); NULL is a hole
 /// (at least one tile is needed). `base_path` (NULL: none) is a texture of the whole grid
@@ -56,7 +58,7 @@ fn exr(path: &str) -> Result<Arc<dyn ImageSource>, ApiError> {
 ///
 /// Errors: INVALID_HANDLE; INVALID_ARGUMENT (NULL pointers, a side outside 1..=255, no
 /// tile, a path not UTF-8, bad `desc`); IO_ERROR / UNSUPPORTED for a missing or
-/// non-OpenEXR file (the message names it); OUT_OF_PAGES. Ownership: the paths are
+/// file that is not a texture format (the message names it); OUT_OF_PAGES. Ownership: the paths are
 /// copied; the UDIM texture belongs to the loader. Thread-safety: any thread.
 ///
 /// # Safety
@@ -98,20 +100,20 @@ pub unsafe extern "C" fn dtex_udim_create(
             let what = format!("tile_paths[{i}]");
             // SAFETY: the caller's contract: each entry NULL or a C string.
             let path = unsafe { optional_c_str(p, &what) }?;
-            tiles.push(path.map(exr).transpose()?);
+            tiles.push(path.map(tile_source).transpose()?);
         }
         let grid = UdimGrid {
             width: grid_width,
             height: grid_height,
             tiles,
-            base: base.map(exr).transpose()?,
+            base: base.map(tile_source).transpose()?,
         };
         out.write(entry.engine.create_udim_texture(grid, desc)?.0);
         Ok(())
     })
 }
 
-/// Create a UDIM texture from the OpenEXR files matching `pattern`: a path whose file name
+/// Create a UDIM texture from the texture files matching `pattern`: a path whose file name
 /// holds `<UDIM>` (four digits 1001..1999, Mari) or `<UVTILE>` (`u{U}_v{V}`, 1-based,
 /// Mudbox), e.g. `/textures/color.<UDIM>.exr`. The directory is listed now; the grid is as
 /// large as the tiles found need, and slots without a file are holes. `base_path`, `desc`,
@@ -119,7 +121,7 @@ pub unsafe extern "C" fn dtex_udim_create(
 ///
 /// Errors: INVALID_HANDLE; INVALID_ARGUMENT (NULL pointers, no token in the pattern, bad
 /// `desc`); IO_ERROR (the directory cannot be listed, no file matches, `base_path` cannot
-/// be read); UNSUPPORTED (`base_path` is not OpenEXR); OUT_OF_PAGES. Ownership: the
+/// be read); UNSUPPORTED (`base_path` is not a texture format); OUT_OF_PAGES. Ownership: the
 /// paths are copied; the UDIM texture belongs to the loader. Thread-safety: any thread.
 ///
 /// # Safety
@@ -230,6 +232,83 @@ pub unsafe extern "C" fn dtex_udim_expand_pattern(
             }
         }
         out.write(count);
+        Ok(())
+    })
+}
+
+/// The textures of UDIM texture `udim`, or UNKNOWN_TEXTURE when the id names none.
+fn tiles_of(loader: DtexLoader, udim: u32) -> Result<UdimTiles, ApiError> {
+    let entry = loader::get(loader)?;
+    entry.engine.udim_tiles(UdimId(udim)).ok_or_else(|| {
+        ApiError::new(
+            DTEX_STATUS_UNKNOWN_TEXTURE,
+            format!("{udim} is not a UDIM texture of this loader"),
+        )
+    })
+}
+
+/// The grid of UDIM texture `udim`: its columns to `*out_width`, its rows to
+/// `*out_height`, and its base texture to `*out_base` (`DTEX_NO_TEXTURE` without one).
+/// With `dtex_udim_get_tile`, this is how a front end learns the texture of each tile, to
+/// ask its image information (`dtex_texture_get_image_info`: an 8-bit file's colour space)
+/// or its error (`dtex_texture_get_error`) as for any texture.
+///
+/// Errors: INVALID_HANDLE; INVALID_ARGUMENT (a NULL pointer); UNKNOWN_TEXTURE (`udim` is
+/// not a UDIM texture of this loader). Ownership: nothing is kept. Thread-safety: any
+/// thread.
+///
+/// # Safety
+/// Each `out_*` pointer is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn dtex_udim_get_grid(
+    loader: DtexLoader,
+    udim: u32,
+    out_width: *mut u32,
+    out_height: *mut u32,
+    out_base: *mut u32,
+) -> DtexStatus {
+    entry(|| {
+        // SAFETY: the caller's contract (the three pointers).
+        let (width, height, base) = unsafe {
+            (
+                Out::new(out_width, "out_width")?,
+                Out::new(out_height, "out_height")?,
+                Out::new(out_base, "out_base")?,
+            )
+        };
+        let tiles = tiles_of(loader, udim)?;
+        width.write(tiles.width);
+        height.write(tiles.height);
+        base.write(tiles.base.map_or(DTEX_NO_TEXTURE, |b| b.0));
+        Ok(())
+    })
+}
+
+/// The texture of tile (`column`, `row`) of UDIM texture `udim` (UDIM number
+/// `1001 + column + 10 * row`) to `*out_texture`: `DTEX_NO_TEXTURE` for a hole or a tile
+/// outside the grid (`dtex_udim_get_grid`). Lookups through `dtex_launch_tex2d_grad_udim`
+/// at s in [column, column + 1), t in [row, row + 1) read this texture (or the base, for
+/// footprints wider than a tile).
+///
+/// Errors: INVALID_HANDLE; INVALID_ARGUMENT (NULL `out_texture`); UNKNOWN_TEXTURE (`udim`
+/// is not a UDIM texture of this loader). Ownership: nothing is kept. Thread-safety: any
+/// thread.
+///
+/// # Safety
+/// `out_texture` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn dtex_udim_get_tile(
+    loader: DtexLoader,
+    udim: u32,
+    column: u32,
+    row: u32,
+    out_texture: *mut u32,
+) -> DtexStatus {
+    entry(|| {
+        // SAFETY: the caller's contract.
+        let out = unsafe { Out::new(out_texture, "out_texture")? };
+        let tiles = tiles_of(loader, udim)?;
+        out.write(tiles.tile(column, row).map_or(DTEX_NO_TEXTURE, |t| t.0));
         Ok(())
     })
 }

@@ -358,7 +358,9 @@ GfVec3f HdDemandTexRenderer::_EvalColor(const HdDemandTexColorInput& input, cons
         if (!sample.resident) found->shown = false;
         rgba = GfVec4f(sample.value[0], sample.value[1], sample.value[2], sample.value[3]);
         // `auto`: 8-bit colour files are sRGB-encoded (Storm's rule); the rest are linear.
-        if (tex.srgb || (tex.autoColorSpace && tex.texture->eightBitColor.load(std::memory_order_relaxed) == 1)) {
+        // A UDIM set decides per tile (the file the lookup read).
+        const HdDemandTexTextureFile* file = tex.autoColorSpace ? tex.texture->FileAt(st[0], st[1]) : nullptr;
+        if (tex.srgb || (file && file->eightBitColor.load(std::memory_order_relaxed) == 1)) {
             for (int k = 0; k < 3; ++k) rgba[k] = _SrgbToLinear(rgba[k]);
         }
         for (int k = 0; k < 4; ++k) rgba[k] = rgba[k] * tex.scale[k] + tex.bias[k];

@@ -2,6 +2,7 @@
 
 #include "pxr/base/tf/diagnostic.h"
 
+#include <cmath>
 #include <filesystem>
 #include <system_error>
 
@@ -72,18 +73,49 @@ std::string HdDemandTexResolveTexturePath(const std::string& authored, const std
 HdDemandTexTextureRegistry::HdDemandTexTextureRegistry(const HdDemandTexLoaderSettings& settings)
     : _settings(settings), _loader(std::make_unique<demandtex::Loader>(_LoaderOptions(settings))) {}
 
+const HdDemandTexTextureFile* HdDemandTexTexture::FileAt(float s, float t) const {
+    if (!files) return nullptr;
+    if (!udim) return &files[0];
+    const float column = std::floor(s), row = std::floor(t);
+    const HdDemandTexTextureFile& base = files[numFiles - 1];
+    if (column >= 0.0f && row >= 0.0f && column < float(udimColumns) && row < float(udimRows)) {
+        const HdDemandTexTextureFile& tile = files[std::size_t(row) * udimColumns + std::size_t(column)];
+        if (tile.id != demandtex::kNoTexture) return &tile;
+    }
+    return base.id != demandtex::kNoTexture ? &base : nullptr;
+}
+
 void HdDemandTexTextureRegistry::_Register(HdDemandTexTexture& texture) {
     const HdDemandTexTextureKey& key = texture.key;
-    texture.eightBitColor.store(-1);
     demandtex::TextureDesc desc;
     desc.fallbackColor({key.fallback[0], key.fallback[1], key.fallback[2], key.fallback[3]});
+    texture.files.reset();
+    texture.numFiles = 0;
     if (texture.udim) {
         // Tiles clamp at their edges; the tile grid decides what lies outside.
         desc.address(demandtex::AddressMode::Clamp);
         texture.id = _loader->createUdimFromPattern(key.path, std::nullopt, desc);
+        // Each tile is a texture of its own (its own file format, its own errors).
+        const demandtex::UdimGrid grid = _loader->udimGrid(texture.id);
+        const std::size_t tiles = std::size_t(grid.width) * grid.height;
+        texture.files.reset(new HdDemandTexTextureFile[tiles + 1]);
+        texture.numFiles = tiles + 1;
+        texture.udimColumns = grid.width;
+        texture.udimRows = grid.height;
+        for (std::uint32_t row = 0; row < grid.height; ++row) {
+            for (std::uint32_t column = 0; column < grid.width; ++column) {
+                if (std::optional<demandtex::TextureId> tile = _loader->udimTile(texture.id, column, row)) {
+                    texture.files[std::size_t(row) * grid.width + column].id = *tile;
+                }
+            }
+        }
+        if (grid.base) texture.files[tiles].id = *grid.base;
     } else {
         desc.addressS(key.wrapS).addressT(key.wrapT);
         texture.id = _loader->createTextureFromFile(key.path, desc);
+        texture.files.reset(new HdDemandTexTextureFile[1]);
+        texture.numFiles = 1;
+        texture.files[0].id = texture.id;
     }
 }
 
@@ -148,11 +180,26 @@ void HdDemandTexTextureRegistry::ReportFailures() {
     std::lock_guard<std::mutex> lock(_mutex);
     for (const auto& entry : _textures) {
         const HdDemandTexTexture& texture = *entry.second;
-        if (texture.udim || _reportedFailures.count(texture.id)) continue;
-        if (std::optional<demandtex::Error> error = _loader->textureError(texture.id)) {
-            _reportedFailures.insert(texture.id);
-            TF_WARN("demandtex: texture '%s' failed: %s; rendering its fallback colour", texture.key.path.c_str(),
-                    error->message());
+        for (std::size_t i = 0; i < texture.numFiles; ++i) {
+            const std::uint32_t id = texture.files[i].id;
+            if (id == demandtex::kNoTexture || _reportedFailures.count(id)) continue;
+            if (std::optional<demandtex::Error> error = _loader->textureError(id)) {
+                _reportedFailures.insert(id);
+                // A UDIM set names the tile (its UDIM number, or its place past column 10).
+                std::string which;
+                if (texture.udim) {
+                    const std::size_t tiles = texture.numFiles - 1;
+                    if (i == tiles) {
+                        which = " (its base texture)";
+                    } else {
+                        const std::size_t column = i % texture.udimColumns, row = i / texture.udimColumns;
+                        which = column < 10 ? " tile " + std::to_string(1001 + column + 10 * row)
+                                            : " tile u" + std::to_string(column + 1) + "_v" + std::to_string(row + 1);
+                    }
+                }
+                TF_WARN("demandtex: texture '%s'%s failed: %s; rendering its fallback colour",
+                        texture.key.path.c_str(), which.c_str(), error->message());
+            }
         }
     }
 }
@@ -161,14 +208,17 @@ void HdDemandTexTextureRegistry::ResolveColorFormats() {
     std::lock_guard<std::mutex> lock(_mutex);
     for (const auto& entry : _textures) {
         const HdDemandTexTexture& texture = *entry.second;
-        if (texture.udim || texture.eightBitColor.load() != -1) continue;
-        try {
-            if (std::optional<demandtex::ImageInfo> info = _loader->imageInfo(texture.id)) {
-                const bool color8 = info->texelType == demandtex::TexelType::U8 && info->channels == 4;
-                texture.eightBitColor.store(color8 ? 1 : 0);
+        for (std::size_t i = 0; i < texture.numFiles; ++i) {
+            const HdDemandTexTextureFile& file = texture.files[i];
+            if (file.id == demandtex::kNoTexture || file.eightBitColor.load() != -1) continue;
+            try {
+                if (std::optional<demandtex::ImageInfo> info = _loader->imageInfo(file.id)) {
+                    const bool color8 = info->texelType == demandtex::TexelType::U8 && info->channels == 4;
+                    file.eightBitColor.store(color8 ? 1 : 0);
+                }
+            } catch (const demandtex::Error&) {
+                // Unknown to this loader: it stays undecided (read as stored).
             }
-        } catch (const demandtex::Error&) {
-            // Unknown to this loader: it stays undecided (read as stored).
         }
     }
 }

@@ -35,16 +35,32 @@ struct HdDemandTexTextureKey {
     }
 };
 
+/// One file a registered texture reads: its demandtex texture id, and whether its texels
+/// are 8-bit colour (RGB or RGBA), which UsdUVTexture's `auto` colour space decodes as sRGB,
+/// as Storm does: -1 until the texture has opened
+/// (`HdDemandTexTextureRegistry::ResolveColorFormats`), then 0 or 1.
+struct HdDemandTexTextureFile {
+    std::uint32_t id = demandtex::kNoTexture;
+    mutable std::atomic<int> eightBitColor{-1};
+};
+
 /// A texture registered with the loader. `id` is a `demandtex::TextureId`, or a `demandtex::UdimId`
 /// when `udim` is set; it changes only when the loader is recreated (between renders).
 struct HdDemandTexTexture {
     HdDemandTexTextureKey key;
     bool udim = false;
     std::uint32_t id = 0;
-    /// Whether the file's texels are 8-bit colour (RGB or RGBA), which UsdUVTexture's
-    /// `auto` colour space decodes as sRGB, as Storm does: -1 until the texture has opened
-    /// (`HdDemandTexTextureRegistry::ResolveColorFormats`), then 0 or 1. UDIM sets stay -1.
-    mutable std::atomic<int> eightBitColor{-1};
+    /// The files it reads: the one file; for a UDIM set, its tiles row-major
+    /// (`udimColumns` a row; a hole's id is `demandtex::kNoTexture`), then its base texture.
+    std::unique_ptr<HdDemandTexTextureFile[]> files;
+    std::size_t numFiles = 0;
+    std::uint32_t udimColumns = 0;
+    std::uint32_t udimRows = 0;
+
+    /// The file a lookup at (s, t) reads, in USD's texture coordinates (t up; UDIM tile
+    /// `1001 + floor(s) + 10 * floor(t)`): for a UDIM set, the tile there, or the base
+    /// outside the grid and in holes (null without one).
+    const HdDemandTexTextureFile* FileAt(float s, float t) const;
 };
 
 /// Loader settings the host can change (render settings).

@@ -487,6 +487,18 @@ void testUdimPatterns() {
             },
             20);
         CHECK(launches > 0);
+        // Each tile is an ordinary texture: its grid place, its id, its image information.
+        const dt::UdimGrid grid = loader.udimGrid(udim);
+        CHECK(grid.width == 2 && grid.height == 12 && !grid.base);
+        const std::optional<dt::TextureId> first = loader.udimTile(udim, 0, 10);
+        const std::optional<dt::TextureId> second = loader.udimTile(udim, 1, 11);
+        CHECK(first && second && *first != *second);
+        CHECK(!loader.udimTile(udim, 0, 0) && !loader.udimTile(udim, 1, 10) && !loader.udimTile(udim, 2, 11));
+        if (second) {
+            const std::optional<dt::ImageInfo> info = loader.imageInfo(*second);
+            CHECK(info && info->width == 8 && info->height == 8);
+            CHECK_THROWS_STATUS(DTEX_STATUS_UNKNOWN_TEXTURE, loader.udimGrid(*second));
+        }
     }
 
     // <UVTILE> beyond u10: column 10 has no UDIM number.

@@ -255,3 +255,76 @@ fn null_arguments_are_refused() {
     let status = unsafe { dtex_udim_expand_pattern(bad.as_ptr(), None, null_mut(), &mut count) };
     fails(status, DTEX_STATUS_INVALID_ARGUMENT);
 }
+
+/// `dtex_udim_get_grid` / `dtex_udim_get_tile`: the grid a pattern made, each tile's
+/// texture (an ordinary texture id: its image information once it opened), holes and
+/// tiles outside the grid as `DTEX_NO_TEXTURE`; UNKNOWN_TEXTURE for an id that is not a
+/// UDIM texture, INVALID_ARGUMENT for NULL outputs.
+#[test]
+fn a_udim_textures_tiles_are_ordinary_textures() {
+    use crate::lifecycle::dtex_texture_get_image_info;
+    use crate::textures::DtexImageInfo;
+    use crate::textures::DTEX_NO_TEXTURE;
+    let dir = TempDir::new("udim-tiles");
+    let d = dir.path();
+    write_exr(&d.join("t.1001.exr"), 8, 4, |_, _| [0.5, 0.25, 0.125, 1.0]);
+    write_exr(&d.join("t.1012.exr"), 16, 16, |x, _| {
+        [x as f32, 0.0, 0.0, 1.0]
+    });
+    let loader = TestLoader::new();
+    let pattern = cpath(&d.join("t.<UDIM>.exr"));
+    let mut udim = u32::MAX;
+    // SAFETY: valid pointers.
+    ok(unsafe {
+        dtex_udim_create_from_pattern(loader.0, pattern.as_ptr(), null(), null(), &mut udim)
+    });
+    let (mut w, mut h, mut base) = (0u32, 0u32, 0u32);
+    // SAFETY: valid pointers.
+    ok(unsafe { dtex_udim_get_grid(loader.0, udim, &mut w, &mut h, &mut base) });
+    assert_eq!((w, h, base), (2, 2, DTEX_NO_TEXTURE));
+    let tile = |column, row| {
+        let mut t = 7u32;
+        // SAFETY: valid pointers.
+        ok(unsafe { dtex_udim_get_tile(loader.0, udim, column, row, &mut t) });
+        t
+    };
+    let (first, second) = (tile(0, 0), tile(1, 1));
+    assert!(first != DTEX_NO_TEXTURE && second != DTEX_NO_TEXTURE && first != second);
+    for (column, row) in [(1, 0), (0, 1), (2, 0), (0, 2), (u32::MAX, u32::MAX)] {
+        assert_eq!(tile(column, row), DTEX_NO_TEXTURE, "({column}, {row})");
+    }
+    // The tile's id is a texture of the loader: sampled and described as any other.
+    converge(&loader, &query_grid(second, 4, 16.0));
+    let mut info = DtexImageInfo::default();
+    let mut opened = 0u32;
+    // SAFETY: valid pointers.
+    ok(unsafe { dtex_texture_get_image_info(loader.0, second, &mut info, &mut opened) });
+    assert_eq!((opened, info.width, info.height), (1, 16, 16));
+
+    // Not a UDIM texture: a tile's own id, an id never handed out.
+    for id in [first, 999, DTEX_NO_TEXTURE] {
+        // SAFETY: valid pointers.
+        let e = fails(
+            unsafe { dtex_udim_get_grid(loader.0, id, &mut w, &mut h, &mut base) },
+            DTEX_STATUS_UNKNOWN_TEXTURE,
+        );
+        assert!(e.contains("not a UDIM texture"), "{e}");
+        let mut t = 0u32;
+        // SAFETY: valid pointers.
+        fails(
+            unsafe { dtex_udim_get_tile(loader.0, id, 0, 0, &mut t) },
+            DTEX_STATUS_UNKNOWN_TEXTURE,
+        );
+    }
+    // SAFETY: NULL outputs are what is checked.
+    unsafe {
+        fails(
+            dtex_udim_get_grid(loader.0, udim, null_mut(), &mut h, &mut base),
+            DTEX_STATUS_INVALID_ARGUMENT,
+        );
+        fails(
+            dtex_udim_get_tile(loader.0, udim, 0, 0, null_mut()),
+            DTEX_STATUS_INVALID_ARGUMENT,
+        );
+    }
+}
