@@ -108,6 +108,10 @@ typedef unsigned long long uint64_t;
 // default).
 #define DTEX_LOADER_OPTIONS_SIZE_FULL_PAGES 72
 
+// `sizeof(DtexLoaderOptions)` with `fill_cpu_cores`, before `max_spill_bytes` and
+// `spill_dir`: callers built against that header keep working (they take their defaults).
+#define DTEX_LOADER_OPTIONS_SIZE_FILL_CPU 80
+
 // "No texture": never a valid texture id (`0xFFFFFFFF`).
 #define DTEX_NO_TEXTURE 4294967295u
 
@@ -447,6 +451,18 @@ typedef struct DtexLoaderOptions {
   float fill_cpu_cores;
   // Reserved: must be 0.
   uint32_t reserved;
+  // Bytes of whole decodes (PNG and JPEG images, mip levels generated in memory) the
+  // loader may write to unnamed temporary files in `spill_dir` (default 8 GiB; 0:
+  // never). A texture whose decode had to be made a second time (a budget much smaller
+  // than the decodes, which would otherwise decode the whole image at each miss) is
+  // spilled, and its pages are then read from the file (`decodes_spilled`,
+  // `spilled_bytes`). Absent before `DTEX_LOADER_OPTIONS_SIZE_FILL_CPU`: callers built
+  // against that header get the default.
+  uint64_t max_spill_bytes;
+  // Where spilled decodes go: a NUL-terminated UTF-8 directory path, read when the
+  // loader is created (NULL, the default: the system's temporary directory). Absent
+  // before `DTEX_LOADER_OPTIONS_SIZE_FILL_CPU`, as above.
+  const char *spill_dir;
 } DtexLoaderOptions;
 
 // How a texture is sampled, fixed at creation. Fill it with `dtex_texture_desc_default`.
@@ -579,6 +595,11 @@ typedef struct DtexStats {
   uint64_t pages_prefetched;
   // Bytes of whole decodes charged to the budget now (in `resident_bytes`).
   uint64_t whole_decode_bytes;
+  // Whole decodes written to spill files (textures decoded a second time, whose pages
+  // are read from the file since). Absent before `DTEX_STATS_SIZE_WHOLE_DECODES`.
+  uint64_t decodes_spilled;
+  // Bytes written to spill files over the loader's life.
+  uint64_t spilled_bytes;
 } DtexStats;
 
 // A procedural texture: one of demandtex's built-in sources, at any virtual size, with
@@ -2376,7 +2397,7 @@ DTEX_STATIC_ASSERT(DTEX_ALIGNOF(DtexCudaLaunch) == 8, "alignof(DtexCudaLaunch)")
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexCudaLaunch, loader) == 0, "offsetof(DtexCudaLaunch, loader)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexCudaLaunch, number) == 8, "offsetof(DtexCudaLaunch, number)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexCudaLaunch, reserved) == 12, "offsetof(DtexCudaLaunch, reserved)");
-DTEX_STATIC_ASSERT(sizeof(DtexLoaderOptions) == 80, "sizeof(DtexLoaderOptions)");
+DTEX_STATIC_ASSERT(sizeof(DtexLoaderOptions) == 96, "sizeof(DtexLoaderOptions)");
 DTEX_STATIC_ASSERT(DTEX_ALIGNOF(DtexLoaderOptions) == 8, "alignof(DtexLoaderOptions)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, struct_size) == 0, "offsetof(DtexLoaderOptions, struct_size)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, num_pages) == 4, "offsetof(DtexLoaderOptions, num_pages)");
@@ -2397,6 +2418,8 @@ DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, share_duplicate_textures) ==
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, full_pages) == 68, "offsetof(DtexLoaderOptions, full_pages)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, fill_cpu_cores) == 72, "offsetof(DtexLoaderOptions, fill_cpu_cores)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, reserved) == 76, "offsetof(DtexLoaderOptions, reserved)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, max_spill_bytes) == 80, "offsetof(DtexLoaderOptions, max_spill_bytes)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, spill_dir) == 88, "offsetof(DtexLoaderOptions, spill_dir)");
 DTEX_STATIC_ASSERT(sizeof(DtexTextureDesc) == 40, "sizeof(DtexTextureDesc)");
 DTEX_STATIC_ASSERT(DTEX_ALIGNOF(DtexTextureDesc) == 4, "alignof(DtexTextureDesc)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexTextureDesc, struct_size) == 0, "offsetof(DtexTextureDesc, struct_size)");
@@ -2406,7 +2429,7 @@ DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexTextureDesc, filter) == 12, "offsetof(DtexT
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexTextureDesc, mip_filter) == 16, "offsetof(DtexTextureDesc, mip_filter)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexTextureDesc, max_anisotropy) == 20, "offsetof(DtexTextureDesc, max_anisotropy)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexTextureDesc, fallback_color) == 24, "offsetof(DtexTextureDesc, fallback_color)");
-DTEX_STATIC_ASSERT(sizeof(DtexStats) == 360, "sizeof(DtexStats)");
+DTEX_STATIC_ASSERT(sizeof(DtexStats) == 376, "sizeof(DtexStats)");
 DTEX_STATIC_ASSERT(DTEX_ALIGNOF(DtexStats) == 8, "alignof(DtexStats)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, struct_size) == 0, "offsetof(DtexStats, struct_size)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, reserved) == 4, "offsetof(DtexStats, reserved)");
@@ -2454,6 +2477,8 @@ DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, whole_decodes) == 328, "offsetof(Dte
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, whole_decodes_over_budget) == 336, "offsetof(DtexStats, whole_decodes_over_budget)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, pages_prefetched) == 344, "offsetof(DtexStats, pages_prefetched)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, whole_decode_bytes) == 352, "offsetof(DtexStats, whole_decode_bytes)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, decodes_spilled) == 360, "offsetof(DtexStats, decodes_spilled)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexStats, spilled_bytes) == 368, "offsetof(DtexStats, spilled_bytes)");
 DTEX_STATIC_ASSERT(sizeof(DtexImageInfo) == 20, "sizeof(DtexImageInfo)");
 DTEX_STATIC_ASSERT(DTEX_ALIGNOF(DtexImageInfo) == 4, "alignof(DtexImageInfo)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexImageInfo, width) == 0, "offsetof(DtexImageInfo, width)");

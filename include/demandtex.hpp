@@ -342,6 +342,17 @@ public:
     /// The most CPU time fills may take, in cores (0 = no limit, the default): for a CPU
     /// renderer whose shading uses every core, so a burst of fills cannot stall a frame.
     LoaderOptions& fillCpuCores(float cores) noexcept { raw_.fill_cpu_cores = cores; return *this; }
+    /// Bytes of whole decodes (PNG, JPEG, generated mip levels) the loader may write to
+    /// unnamed temporary files, so that a texture decoded a second time is read from its
+    /// file rather than decoded at each miss (default 8 GiB; 0: never).
+    LoaderOptions& maxSpillBytes(std::uint64_t bytes) noexcept { raw_.max_spill_bytes = bytes; return *this; }
+    /// The directory of spilled decodes (default: the system's temporary directory). The
+    /// path is kept by these options (copies share it).
+    LoaderOptions& spillDir(const std::string& dir) {
+        spillDir_ = std::make_shared<const std::string>(dir);
+        raw_.spill_dir = spillDir_->c_str();
+        return *this;
+    }
 
     /// Pages in the virtual page space.
     std::uint32_t numPages() const noexcept { return raw_.num_pages; }
@@ -377,6 +388,13 @@ public:
     bool pagesOfFileTiles() const noexcept { return raw_.full_pages == 0; }
     /// The fills' CPU-time limit in cores (0: none).
     float fillCpuCores() const noexcept { return raw_.fill_cpu_cores; }
+    /// Bytes of whole decodes that may be spilled to files (0: never).
+    std::uint64_t maxSpillBytes() const noexcept { return raw_.max_spill_bytes; }
+    /// The directory of spilled decodes, if one was set.
+    std::optional<std::string> spillDir() const {
+        if (raw_.spill_dir == nullptr) return std::nullopt;
+        return std::string(raw_.spill_dir);
+    }
 
     /// The C struct (for mixing with the C API).
     const DtexLoaderOptions& raw() const noexcept { return raw_; }
@@ -385,6 +403,7 @@ public:
 
 private:
     DtexLoaderOptions raw_;  ///< The C options.
+    std::shared_ptr<const std::string> spillDir_;  ///< What `raw_.spill_dir` points into.
 };
 
 /// How a texture is sampled, starting from the library's defaults

@@ -301,6 +301,8 @@ pub const LAYOUTS: &[StructLayout] = &[
             full_pages,
             fill_cpu_cores,
             reserved,
+            max_spill_bytes,
+            spill_dir,
         ]
     ),
     layout!(
@@ -366,6 +368,8 @@ pub const LAYOUTS: &[StructLayout] = &[
             whole_decodes_over_budget,
             pages_prefetched,
             whole_decode_bytes,
+            decodes_spilled,
+            spilled_bytes,
         ]
     ),
     layout!(

@@ -1,10 +1,13 @@
 //! The option and statistics structs shared with C, their defaults, and their checked
 //! conversion to and from the engine's types.
 
-use crate::boundary::{c_bool, check_reserved, entry_value, optional_in_prefix, Out, Versioned};
+use crate::boundary::{
+    c_bool, check_reserved, entry_value, optional_c_str, optional_in_prefix, Out, Versioned,
+};
 use crate::status::{ApiError, ApiResult};
 use engine::textures::{AddressMode, FilterMode, MipFilter, TextureDesc};
 use engine::{LoaderOptions, Stats, StreamingMode};
+use std::ffi::c_char;
 
 /// Address mode: repeat.
 pub const DTEX_ADDRESS_WRAP: u32 = 0;
@@ -99,6 +102,18 @@ pub struct DtexLoaderOptions {
     pub fill_cpu_cores: f32,
     /// Reserved: must be 0.
     pub reserved: u32,
+    /// Bytes of whole decodes (PNG and JPEG images, mip levels generated in memory) the
+    /// loader may write to unnamed temporary files in `spill_dir` (default 8 GiB; 0:
+    /// never). A texture whose decode had to be made a second time (a budget much smaller
+    /// than the decodes, which would otherwise decode the whole image at each miss) is
+    /// spilled, and its pages are then read from the file (`decodes_spilled`,
+    /// `spilled_bytes`). Absent before `DTEX_LOADER_OPTIONS_SIZE_FILL_CPU`: callers built
+    /// against that header get the default.
+    pub max_spill_bytes: u64,
+    /// Where spilled decodes go: a NUL-terminated UTF-8 directory path, read when the
+    /// loader is created (NULL, the default: the system's temporary directory). Absent
+    /// before `DTEX_LOADER_OPTIONS_SIZE_FILL_CPU`, as above.
+    pub spill_dir: *const c_char,
 }
 
 /// `DtexLoaderOptions.fill_cpu_cores` for an interactive CPU renderer whose shading threads
@@ -126,12 +141,15 @@ pub const DTEX_LOADER_OPTIONS_SIZE_FILE_TILES: u32 = 64;
 /// `fill_cpu_cores`: callers built against that header keep working (it takes its
 /// default).
 pub const DTEX_LOADER_OPTIONS_SIZE_FULL_PAGES: u32 = 72;
+/// `sizeof(DtexLoaderOptions)` with `fill_cpu_cores`, before `max_spill_bytes` and
+/// `spill_dir`: callers built against that header keep working (they take their defaults).
+pub const DTEX_LOADER_OPTIONS_SIZE_FILL_CPU: u32 = 80;
 const _: () = assert!(
     std::mem::offset_of!(DtexLoaderOptions, max_fill_age) == 48
         && std::mem::offset_of!(DtexLoaderOptions, coalesce_constant_tiles) == 56
         && std::mem::offset_of!(DtexLoaderOptions, share_duplicate_textures) == 64
         && std::mem::offset_of!(DtexLoaderOptions, fill_cpu_cores) == 72
-        && std::mem::size_of::<DtexLoaderOptions>() == 80
+        && std::mem::offset_of!(DtexLoaderOptions, max_spill_bytes) == 80
 );
 
 /// `sizeof(DtexStats)` with the duplicate-texture counters, before the whole-decode
@@ -146,6 +164,7 @@ unsafe impl Versioned for DtexLoaderOptions {
         DTEX_LOADER_OPTIONS_SIZE_FILL_AGE,
         DTEX_LOADER_OPTIONS_SIZE_FILE_TILES,
         DTEX_LOADER_OPTIONS_SIZE_FULL_PAGES,
+        DTEX_LOADER_OPTIONS_SIZE_FILL_CPU,
         std::mem::size_of::<DtexLoaderOptions>() as u32,
     ];
 }
@@ -177,6 +196,8 @@ impl Default for DtexLoaderOptions {
             full_pages: !d.pages_of_file_tiles as u32,
             fill_cpu_cores: d.fill_cpu_cores.unwrap_or(0.0),
             reserved: 0,
+            max_spill_bytes: d.max_spill_bytes,
+            spill_dir: std::ptr::null(),
         }
     }
 }
@@ -189,13 +210,19 @@ impl DtexLoaderOptions {
     pub unsafe fn resolve(ptr: *const DtexLoaderOptions) -> ApiResult<LoaderOptions> {
         // SAFETY: the caller's contract (an old caller's struct has no padding: its
         // `struct_size` bytes are its fields).
-        unsafe { optional_in_prefix(ptr) }?
-            .unwrap_or_default()
-            .to_engine()
+        let options = unsafe { optional_in_prefix(ptr) }?.unwrap_or_default();
+        // SAFETY: the caller's contract: `spill_dir`, if within `struct_size`, is NULL or a
+        // C string (an older caller's struct leaves it at its default, NULL).
+        unsafe { options.to_engine() }
     }
 
     /// The engine's options (checked by the engine when the loader is created).
-    pub fn to_engine(&self) -> ApiResult<LoaderOptions> {
+    ///
+    /// # Safety
+    /// `spill_dir` is NULL or a NUL-terminated string.
+    pub unsafe fn to_engine(&self) -> ApiResult<LoaderOptions> {
+        // SAFETY: the caller's contract.
+        let spill_dir = unsafe { optional_c_str(self.spill_dir, "DtexLoaderOptions.spill_dir") }?;
         let lru_threshold = u8::try_from(self.lru_threshold).map_err(|_| {
             ApiError::invalid_argument(format!(
                 "DtexLoaderOptions.lru_threshold {} (1..=14)",
@@ -242,6 +269,8 @@ impl DtexLoaderOptions {
                 "DtexLoaderOptions.share_duplicate_textures",
             )?,
             pages_of_file_tiles: !c_bool(self.full_pages, "DtexLoaderOptions.full_pages")?,
+            max_spill_bytes: self.max_spill_bytes,
+            spill_dir: spill_dir.map(std::path::PathBuf::from),
         })
     }
 }
@@ -482,6 +511,11 @@ pub struct DtexStats {
     pub pages_prefetched: u64,
     /// Bytes of whole decodes charged to the budget now (in `resident_bytes`).
     pub whole_decode_bytes: u64,
+    /// Whole decodes written to spill files (textures decoded a second time, whose pages
+    /// are read from the file since). Absent before `DTEX_STATS_SIZE_WHOLE_DECODES`.
+    pub decodes_spilled: u64,
+    /// Bytes written to spill files over the loader's life.
+    pub spilled_bytes: u64,
 }
 
 /// `sizeof(DtexStats)` of ABI 0.1.0, before `host_tile_bytes`: callers built against that
@@ -508,6 +542,11 @@ pub const DTEX_STATS_SIZE_FILE_TILES: u32 = std::mem::offset_of!(DtexStats, tile
 pub const DTEX_STATS_SIZE_CONSTANT_TILES: u32 =
     std::mem::offset_of!(DtexStats, textures_sharing_tiles) as u32;
 
+/// `sizeof(DtexStats)` with the whole-decode counters, before the spill counters
+/// (`decodes_spilled`): callers built against that header get the fields they know.
+pub const DTEX_STATS_SIZE_WHOLE_DECODES: u32 =
+    std::mem::offset_of!(DtexStats, decodes_spilled) as u32;
+
 // SAFETY: repr(C), first field u32 struct_size.
 unsafe impl Versioned for DtexStats {
     const NAME: &'static str = "DtexStats";
@@ -518,6 +557,7 @@ unsafe impl Versioned for DtexStats {
         DTEX_STATS_SIZE_FILE_TILES,
         DTEX_STATS_SIZE_CONSTANT_TILES,
         DTEX_STATS_SIZE_DUPLICATES,
+        DTEX_STATS_SIZE_WHOLE_DECODES,
         std::mem::size_of::<DtexStats>() as u32,
     ];
 }
@@ -572,6 +612,8 @@ impl DtexStats {
             whole_decodes_over_budget,
             pages_prefetched,
             whole_decode_bytes,
+            decodes_spilled,
+            spilled_bytes,
             ..
         } = s.clone();
         DtexStats {
@@ -621,6 +663,8 @@ impl DtexStats {
             whole_decodes_over_budget,
             pages_prefetched,
             whole_decode_bytes,
+            decodes_spilled,
+            spilled_bytes,
         }
     }
 }

@@ -111,7 +111,23 @@ pub struct LoaderOptions {
     /// tiles (the CPU loader and cache) and sources that name their file
     /// ([`crate::sources::ImageSource::content_identity`]) (default true).
     pub share_duplicate_textures: bool,
+    /// Bytes of whole decodes (PNG and JPEG images, mip levels generated in memory:
+    /// [`crate::sources::ImageSource::whole_decode`]) the loader may write to unnamed
+    /// temporary files in [`spill_dir`](Self::spill_dir). A texture whose decode had to be
+    /// made a second time (a budget much smaller than the decodes, which would otherwise
+    /// decode the whole image again at each miss) is spilled when the fills of that
+    /// decode end, and its pages are then read from the file by position
+    /// (`Stats::decodes_spilled`, `Stats::spilled_bytes`). The files go with their
+    /// textures. Default 8 GiB; 0: never spill.
+    pub max_spill_bytes: u64,
+    /// Where spilled decodes go (default `None`: the system's temporary directory,
+    /// `std::env::temp_dir`). A directory that cannot take a file is warned about once,
+    /// and the texture is decoded again at need, as without spilling.
+    pub spill_dir: Option<std::path::PathBuf>,
 }
+
+/// [`LoaderOptions::max_spill_bytes`]'s default: 8 GiB.
+pub const DEFAULT_MAX_SPILL_BYTES: u64 = 8 << 30;
 
 /// How a loader streams (see [`LoaderOptions::mode`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -150,6 +166,8 @@ impl Default for LoaderOptions {
             pages_of_file_tiles: true,
             coalesce_constant_tiles: true,
             share_duplicate_textures: true,
+            max_spill_bytes: DEFAULT_MAX_SPILL_BYTES,
+            spill_dir: None,
         }
     }
 }

@@ -63,6 +63,9 @@ pub struct TextureRecord {
     pub tiles_of: Option<TextureId>,
     /// Duplicate sharing: the key this texture is indexed under as an owner of its tiles.
     pub duplicate_key: Option<DuplicateKey>,
+    /// Whole decodes made for this texture ([`ImageSource::whole_decode`]): from the
+    /// second, the decode is spilled when released (`requests::spills`).
+    pub whole_decodes: u32,
 }
 
 /// What a requested page needs.
@@ -168,6 +171,7 @@ impl Resources {
             mip_tail: None,
             tiles_of: None,
             duplicate_key: None,
+            whole_decodes: 0,
         });
         id
     }

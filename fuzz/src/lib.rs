@@ -206,8 +206,16 @@ pub fn image(data: &[u8]) {
             width: 1,
             height: 1,
         };
-        if info.is_some() {
-            let _ = source.read_region(region, &mut texel, 16);
+        if info.is_some() && source.read_region(region, &mut texel, 16).is_ok() {
+            // A texture decoded again is spilled to a file: every tile is then read from
+            // there, the same as from the decode.
+            let spilled = source.spill_decoded(&std::env::temp_dir());
+            if spilled.is_ok_and(|n| n > 0) {
+                let mut again = [0u8; 16];
+                assert!(source.read_region(region, &mut again, 16).is_ok());
+                assert_eq!(texel, again, "a spilled texel differs from the decode's");
+                let _ = check_source(&source, true);
+            }
         }
     }
     let _ = std::fs::remove_file(&path);

@@ -571,6 +571,18 @@ void testErrors() {
     CHECK(dt::LoaderOptions().fillCpuCores() == 0.0f);
     CHECK(dt::LoaderOptions().fillCpuCores(DTEX_CPU_RENDERER_FILL_CPU_CORES).fillCpuCores() == 0.25f);
     CHECK_THROWS_STATUS(DTEX_STATUS_INVALID_ARGUMENT, (void)dt::Loader(dt::LoaderOptions().fillCpuCores(-1.0f)));
+    {
+        // Spilled decodes: the directory's path is kept by the options and their copies.
+        CHECK(dt::LoaderOptions().maxSpillBytes() == (8ull << 30) && !dt::LoaderOptions().spillDir());
+        dt::LoaderOptions spill;
+        {
+            dt::LoaderOptions made = dt::LoaderOptions().maxSpillBytes(1ull << 20).spillDir(std::string(200, 'x'));
+            spill = made;
+        }
+        CHECK(spill.maxSpillBytes() == (1ull << 20) && spill.spillDir() == std::string(200, 'x'));
+        const dt::Loader spilling(spill.spillDir(std::filesystem::temp_directory_path().string()));
+        CHECK(spilling.stats().spilled_bytes == 0);
+    }
     CHECK_THROWS_STATUS(DTEX_STATUS_INVALID_ARGUMENT, b.createUdim({std::string("a.exr")}, 2, 1));
 
     // A launch outliving its loader: calls fail cleanly, its destructor is harmless.

@@ -522,10 +522,16 @@ fn defaults_match_the_engine_and_null_is_a_no_op() {
         full_pages: 4,
         fill_cpu_cores: -2.0,
         reserved: 6,
+        max_spill_bytes: 11,
+        spill_dir: c"/nowhere".as_ptr(),
     };
     // SAFETY: valid pointer.
     unsafe { dtex_loader_options_default(&mut o) };
-    assert_eq!(o.to_engine().unwrap(), engine::LoaderOptions::default());
+    // SAFETY: the default's `spill_dir` is NULL.
+    assert_eq!(
+        unsafe { o.to_engine() }.unwrap(),
+        engine::LoaderOptions::default()
+    );
     assert_eq!(
         o.struct_size as usize,
         std::mem::size_of::<DtexLoaderOptions>()

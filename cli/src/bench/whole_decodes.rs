@@ -15,8 +15,16 @@
 //! Figures: launches and seconds to converge, decodes made, the most bytes held decoded
 //! outside the budget after any batch (what the budget does not count) and at the end,
 //! the peak bytes the budget held (decodes charged included), tiles read (and of them
-//! filled without being asked for), and the memory in all (the budget's peak and what
-//! was held outside it).
+//! filled without being asked for), the memory in all (the budget's peak and what was
+//! held outside it), and the decodes spilled to files (`LoaderOptions::max_spill_bytes`:
+//! a texture decoded a second time is read from its file since).
+//!
+//! Then a blocking cache (`TextureCache`) of an eighth of the pages, random lookups one
+//! by one over the set, with spilling on (the default) and off: without it, every miss
+//! on a page whose decode is gone decodes its image again (a thrashing cache, as
+//! OpenImageIO's is on such files); with it, such a miss reads its page from the file.
+//! Both run 1,500 lookups; with spilling, 6,000 more follow (`next_…`: once the decodes
+//! were spilled).
 
 use super::{Record, Rng};
 use crate::error::CliError;
@@ -24,7 +32,7 @@ use demandtex::sources::{
     DecodedImageSource, ImageInfo, ImageSource, Readiness, SourceError, WholeDecode,
 };
 use demandtex::textures::{TextureDesc, TileRegion};
-use demandtex::{Loader, LoaderOptions, SampleOptions, TextureId};
+use demandtex::{Loader, LoaderOptions, SampleOptions, TextureCache, TextureId};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
@@ -143,11 +151,98 @@ fn measure(dir: &Path) -> Result<Vec<Record>, CliError> {
                         "memory_in_all_mb",
                         (r.peak_resident + r.max_held) as f64 / 1e6,
                     ),
+                    ("decodes_spilled", r.spilled as f64),
+                    ("spilled_mb", r.spilled_bytes as f64 / 1e6),
                 ],
             });
         }
     }
+    for spill in [true, false] {
+        records.push(blocking(dir, &qs, pages_bytes / 8, spill)?);
+    }
     Ok(records)
+}
+
+/// Lookups of the blocking cases' first pass (the case without spilling decodes at most
+/// misses), and of the spilling case's second pass, once its decodes were spilled.
+const BLOCKING_LOOKUPS: [usize; 2] = [1_500, 6_000];
+
+/// Random lookups one by one through a blocking cache of `budget` bytes, spilling decodes
+/// or not: the first [`BLOCKING_LOOKUPS`] of `qs`, then (spilling) the next ones.
+fn blocking(
+    dir: &Path,
+    qs: &[(u32, f32, f32, f32)],
+    budget: u64,
+    spill: bool,
+) -> Result<Record, CliError> {
+    let cache = TextureCache::new(LoaderOptions {
+        max_texture_memory: budget,
+        max_spill_bytes: if spill {
+            LoaderOptions::default().max_spill_bytes
+        } else {
+            0
+        },
+        ..LoaderOptions::default()
+    })?;
+    let sources: Vec<Arc<DecodedImageSource>> = (0..FILES)
+        .map(|i| Arc::new(DecodedImageSource::new(file(dir, i))))
+        .collect();
+    let ids = sources
+        .iter()
+        .map(|s| {
+            cache
+                .loader()
+                .create_texture(s.clone(), TextureDesc::default())
+        })
+        .collect::<Result<Vec<TextureId>, _>>()?;
+    let options = SampleOptions::default();
+    // Seconds, decodes so far, and the sum of the values (the same in both cases).
+    let pass = |qs: &[(u32, f32, f32, f32)]| {
+        let start = Instant::now();
+        let mut sum = 0.0f64;
+        for &(tex, s, t, f) in qs {
+            let r = cache.tex2d_grad(ids[tex as usize], s, t, [f, 0.0], [0.0, f], &options);
+            sum += r.value.iter().map(|&v| f64::from(v)).sum::<f64>();
+        }
+        let seconds = start.elapsed().as_secs_f64();
+        let decodes = sources.iter().map(|s| s.decodes()).sum::<u64>();
+        (seconds, decodes, sum)
+    };
+    let [first, next] = BLOCKING_LOOKUPS;
+    let (seconds, decodes, sum) = pass(&qs[..first]);
+    let second = spill.then(|| pass(&qs[first..first + next]));
+    let stats = cache.stats();
+    let mut record = Record {
+        bench: "whole-decodes-blocking",
+        case: format!(
+            "blocking, budget {} MiB, spilling {}",
+            budget >> 20,
+            if spill { "on (default)" } else { "off" }
+        ),
+        threads: 1,
+        figures: vec![
+            ("lookups", first as f64),
+            ("seconds", seconds),
+            ("lookups_per_s", first as f64 / seconds),
+            ("decodes", decodes as f64),
+            ("decodes_spilled", stats.decodes_spilled as f64),
+            ("spilled_mb", stats.spilled_bytes as f64 / 1e6),
+            ("tiles_filled", stats.tiles_filled as f64),
+            ("evictions", stats.evictions as f64),
+            (
+                "peak_budget_held_mb",
+                stats.peak_resident_bytes as f64 / 1e6,
+            ),
+            ("budget_mb", budget as f64 / 1e6),
+            ("checksum", sum),
+        ],
+    };
+    if let Some((s, d, _)) = second {
+        record.figures.push(("next_lookups", next as f64));
+        record.figures.push(("next_lookups_per_s", next as f64 / s));
+        record.figures.push(("next_decodes", (d - decodes) as f64));
+    }
+    Ok(record)
 }
 
 struct Outcome {
@@ -159,6 +254,8 @@ struct Outcome {
     peak_resident: u64,
     tiles_filled: u64,
     prefetched: u64,
+    spilled: u64,
+    spilled_bytes: u64,
 }
 
 fn render(
@@ -241,5 +338,7 @@ fn render(
         peak_resident: stats.peak_resident_bytes,
         tiles_filled: stats.tiles_filled,
         prefetched: stats.pages_prefetched,
+        spilled: stats.decodes_spilled,
+        spilled_bytes: stats.spilled_bytes,
     })
 }

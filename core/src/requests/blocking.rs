@@ -250,13 +250,12 @@ fn decode_hold(
     if host.residency.available_bytes() < whole.bytes && whole.bytes <= room {
         free_bytes(engine, host, whole.bytes);
     }
-    let charged = whole_decodes::charge(engine, host, &*source, whole.bytes);
-    let released = engine.decode_bytes_released.clone();
-    Some(DecodeHold::new(
+    Some(whole_decodes::charged_hold(
+        engine,
+        host,
         (job.texture, job.generation),
         source,
-        charged,
-        released,
+        whole.bytes,
     ))
 }
 

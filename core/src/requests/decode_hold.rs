@@ -4,8 +4,10 @@
 //! the last one to finish drops it, which releases the decode in the source and hands
 //! the charged bytes to the engine, which takes them off the budget at its next turn
 //! under the lock (`Engine::settle_decodes`). Dropping a hold never takes the lock, so
-//! it may happen anywhere.
+//! it may happen anywhere. A hold of a texture's second decode or later spills it to a
+//! file before releasing it ([`super::spills`]).
 
+use super::spills::Spills;
 use crate::ids::TextureId;
 use crate::sources::ImageSource;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -28,6 +30,8 @@ pub(crate) struct DecodeHold {
     charged: u64,
     /// Where the charged bytes go when the hold is dropped.
     released: Arc<AtomicU64>,
+    /// Spill the decode (of `bytes`) there before releasing it.
+    spill: Option<(Arc<Spills>, u64)>,
 }
 
 impl DecodeHold {
@@ -45,12 +49,23 @@ impl DecodeHold {
             source,
             charged,
             released,
+            spill: None,
         }
+    }
+
+    /// Spill the decode (`bytes`, as the source's `whole_decode` said) through `spills`
+    /// before releasing it.
+    pub fn spilling(mut self, spills: Option<Arc<Spills>>, bytes: u64) -> DecodeHold {
+        self.spill = spills.map(|s| (s, bytes));
+        self
     }
 }
 
 impl Drop for DecodeHold {
     fn drop(&mut self) {
+        if let Some((spills, bytes)) = self.spill.take() {
+            spills.spill((self.texture, self.generation), &*self.source, bytes);
+        }
         release(&*self.source);
         self.released.fetch_add(self.charged, Ordering::Relaxed);
     }

@@ -61,6 +61,8 @@ pub struct Engine {
     ptex_decode_cache: OnceLock<Arc<DecodeCache>>,
     /// Bytes of whole decodes released since the last [`settle_decodes`](Self::settle_decodes).
     pub(crate) decode_bytes_released: Arc<AtomicU64>,
+    /// Whole decodes spilled to files (see `spills`).
+    pub(crate) spills: Arc<super::spills::Spills>,
 }
 
 /// An engine's Ptex decode cache takes at most this share of its budget (1 / N).
@@ -114,6 +116,7 @@ impl Engine {
             digests: Default::default(),
             ptex_decode_cache: OnceLock::new(),
             decode_bytes_released: Arc::default(),
+            spills: Arc::new(super::spills::Spills::new(&options)),
             options,
         }))
     }
@@ -239,12 +242,40 @@ impl Engine {
         self.options.coalesce_constant_tiles && self.backend.shares_tiles()
     }
 
-    /// Take the bytes of whole decodes released since the last call off the budget.
+    /// Take the bytes of whole decodes released since the last call off the budget, and
+    /// note the decodes spilled since: their textures' pages are read as tiles from then
+    /// on (no decode to charge).
     pub(crate) fn settle_decodes(&self, host: &mut HostState) {
         let bytes = self.decode_bytes_released.swap(0, Ordering::Relaxed);
         if bytes > 0 {
             host.residency.release_decode(bytes);
         }
+        for s in self.spills.take_done() {
+            host.counters.decodes_spilled += 1;
+            if !host.is_current(s.texture, s.generation) {
+                continue;
+            }
+            if let Some(layout) = host
+                .resources
+                .get_mut(s.texture)
+                .and_then(|r| r.layout.as_mut())
+            {
+                layout.whole_decode = None;
+            }
+        }
+    }
+
+    /// Count a whole decode of `texture`'s source (`Stats::whole_decodes`): where to spill
+    /// it when released, if it is the texture's second or later (see `spills`).
+    pub(crate) fn count_decode(
+        &self,
+        host: &mut HostState,
+        texture: TextureId,
+    ) -> Option<Arc<super::spills::Spills>> {
+        host.counters.whole_decodes += 1;
+        let record = host.resources.get_mut(texture)?;
+        record.whole_decodes = record.whole_decodes.saturating_add(1);
+        (record.whole_decodes >= 2 && self.spills.enabled()).then(|| self.spills.clone())
     }
 
     /// A statistics snapshot.
@@ -254,6 +285,7 @@ impl Engine {
         Stats {
             requests_rejected: self.gate.rejected(),
             duplicate_bytes_hashed: self.digests.bytes_hashed(),
+            spilled_bytes: self.spills.written_bytes(),
             ..host.stats(self.pages.bookkeeping_bytes() + self.resource_failed.len() as u64 * 4)
         }
     }

@@ -463,7 +463,7 @@ fn open_texture(
         // A decode of levels that also have pages: kept, charged, for the fills of those
         // pages (`whole_decodes::fill_after_open`). A texture sharing another's tiles
         // fills none of its own.
-        host.counters.whole_decodes += 1;
+        let spill = engine.count_decode(&mut host, texture);
         let bytes = whole.bytes;
         let cap = host.residency.budget_bytes() / DECODE_BUDGET_SHARE;
         if owner.is_none()
@@ -472,12 +472,10 @@ fn open_texture(
             && host.residency.reserve_decode(&engine.epochs, bytes)
         {
             let released = engine.decode_bytes_released.clone();
-            *kept = Some(DecodeHold::new(
-                (texture, generation),
-                source.clone(),
-                bytes,
-                released,
-            ));
+            *kept = Some(
+                DecodeHold::new((texture, generation), source.clone(), bytes, released)
+                    .spilling(spill, bytes),
+            );
             decode.armed = false;
         }
     }

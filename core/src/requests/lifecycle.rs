@@ -168,6 +168,7 @@ impl Engine {
         };
         record.generation = record.generation.wrapping_add(1);
         record.state = TextureState::Unopened;
+        record.whole_decodes = 0;
         let shared_from = record.tiles_of.take();
         let owned_key = record.duplicate_key.take();
         let sampler = record.sampler.take();

@@ -22,6 +22,7 @@ pub(crate) mod lifecycle;
 pub(crate) mod process;
 pub(crate) mod publish;
 pub(crate) mod resource;
+pub(crate) mod spills;
 mod thread_priority;
 mod ticket;
 pub(crate) mod whole_decodes;

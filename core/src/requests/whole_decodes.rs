@@ -150,25 +150,33 @@ impl DecodePlan {
     ) -> HashMap<TextureId, Arc<DecodeHold>> {
         let mut holds = HashMap::with_capacity(self.uses.len());
         for u in self.uses {
-            let charged = charge(engine, host, &*u.source, u.bytes);
-            let released = engine.decode_bytes_released.clone();
-            let hold = DecodeHold::new((u.texture, u.generation), u.source, charged, released);
+            let hold = charged_hold(engine, host, (u.texture, u.generation), u.source, u.bytes);
             holds.insert(u.texture, Arc::new(hold));
         }
         holds
     }
 }
 
-/// Charge a new decode of `source` (`bytes`) to the budget, evicting staged tiles no
-/// reader can see if need be, and count it. The bytes charged: 0 if the budget could not
-/// take them (the decode is made all the same; warned once per source name).
-pub(crate) fn charge(
+/// A hold of a new decode of `source` (`bytes`) for `texture` at `generation`: the decode
+/// counted (spilled when released if it is the texture's second: `Engine::count_decode`)
+/// and charged ([`charge`]).
+pub(crate) fn charged_hold(
     engine: &Engine,
     host: &mut HostState,
-    source: &dyn ImageSource,
+    (texture, generation): (TextureId, u32),
+    source: Arc<dyn ImageSource>,
     bytes: u64,
-) -> u64 {
-    host.counters.whole_decodes += 1;
+) -> DecodeHold {
+    let spill = engine.count_decode(host, texture);
+    let charged = charge(engine, host, &*source, bytes);
+    let released = engine.decode_bytes_released.clone();
+    DecodeHold::new((texture, generation), source, charged, released).spilling(spill, bytes)
+}
+
+/// Charge a new decode of `source` (`bytes`) to the budget, evicting staged tiles no
+/// reader can see if need be. The bytes charged: 0 if the budget could not take them
+/// (the decode is made all the same, counted; warned once per source name).
+fn charge(engine: &Engine, host: &mut HostState, source: &dyn ImageSource, bytes: u64) -> u64 {
     if host.residency.reserve_decode(&engine.epochs, bytes) {
         return bytes;
     }

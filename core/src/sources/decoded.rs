@@ -23,11 +23,13 @@ use super::associate;
 use super::exr::mips::{self, GenLevel};
 use super::region::{check_read, full_chain_info};
 use super::remade::Remade;
+use super::spill::SpilledLevels;
 use super::{ImageInfo, ImageSource, Readiness, SizeLimits, SourceError, WholeDecode};
 use crate::textures::{TexelFormat, TexelType, TileRegion};
 use parking_lot::Mutex;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// Decoded levels: level 0 then the generated ones, packed rows of the served format.
 struct Levels {
@@ -49,6 +51,9 @@ pub struct DecodedImageSource {
     warned: AtomicBool,
     /// Decodes made (successful or not).
     decodes: AtomicU64,
+    /// The levels written to a file by [`ImageSource::spill_decoded`]: reads come from
+    /// there from then on, until the next `open`.
+    spilled: Mutex<Option<Arc<SpilledLevels>>>,
 }
 
 impl std::fmt::Debug for DecodedImageSource {
@@ -99,6 +104,7 @@ impl DecodedImageSource {
             decoded: Remade::new(),
             warned: AtomicBool::new(false),
             decodes: AtomicU64::new(0),
+            spilled: Mutex::new(None),
         }
     }
 
@@ -116,6 +122,11 @@ impl DecodedImageSource {
     /// How many times the file has been decoded.
     pub fn decodes(&self) -> u64 {
         self.decodes.load(Ordering::Relaxed)
+    }
+
+    /// Whether reads come from a spilled copy of the decode ([`ImageSource::spill_decoded`]).
+    pub fn is_spilled(&self) -> bool {
+        self.spilled.lock().is_some()
     }
 
     fn error(&self, reason: impl std::fmt::Display) -> SourceError {
@@ -269,6 +280,7 @@ impl ImageSource for DecodedImageSource {
         let mut last = self.info.lock();
         if last.is_some() {
             self.decoded.release();
+            *self.spilled.lock() = None;
         }
         *last = Some(info);
         Ok(info)
@@ -280,6 +292,18 @@ impl ImageSource for DecodedImageSource {
         dest: &mut [u8],
         row_bytes: usize,
     ) -> Result<Readiness, SourceError> {
+        let spilled = self.spilled.lock().clone();
+        if let Some(spilled) = spilled {
+            let info = self
+                .info
+                .lock()
+                .ok_or_else(|| self.error("read before open"))?;
+            check_read(&info, region, dest.len(), row_bytes).map_err(|e| self.error(e))?;
+            spilled
+                .read_region(region, dest, row_bytes)
+                .map_err(|e| self.error(e))?;
+            return Ok(Readiness::Ready);
+        }
         let decoded = self.decoded.get_or_make(|| self.decode());
         let levels = decoded.as_ref().as_ref().map_err(Clone::clone)?;
         check_read(&levels.info, region, dest.len(), row_bytes).map_err(|e| self.error(e))?;
@@ -295,11 +319,37 @@ impl ImageSource for DecodedImageSource {
 
     /// Every level: the image is decoded whole and its levels generated from it.
     fn whole_decode(&self) -> Option<WholeDecode> {
+        if self.is_spilled() {
+            return None;
+        }
         super::whole_decode_of_levels(self.info.lock().as_ref()?, 0)
     }
 
     fn release_decoded(&self) {
         self.decoded.release();
+    }
+
+    fn spill_decoded(&self, dir: &Path) -> Result<u64, SourceError> {
+        let Some(held) = self.decoded.held() else {
+            return Ok(0);
+        };
+        let Ok(levels) = held.as_ref() else {
+            return Ok(0);
+        };
+        let mut spilled = self.spilled.lock();
+        if spilled.is_some() {
+            return Ok(0);
+        }
+        let tb = levels.info.format.texel_bytes();
+        let file = SpilledLevels::write(dir, 0, tb, &levels.levels).map_err(|e| {
+            self.error(format_args!(
+                "cannot spill the decode to {}: {e}",
+                dir.display()
+            ))
+        })?;
+        let bytes = file.bytes();
+        *spilled = Some(Arc::new(file));
+        Ok(bytes)
     }
 }
 

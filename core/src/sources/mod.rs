@@ -45,6 +45,7 @@ pub mod procedural;
 pub mod ptex;
 mod region;
 pub(crate) mod remade;
+pub(crate) mod spill;
 pub mod tiff;
 
 pub use crate::textures::WholeDecode;
@@ -253,6 +254,21 @@ pub trait ImageSource: Send + Sync {
     /// progress keep what they use, and the next read of those levels decodes again.
     /// Default: nothing.
     fn release_decoded(&self) {}
+
+    /// Write the whole decode held now ([`whole_decode`](Self::whole_decode)) to an
+    /// unnamed file in `dir`, and serve every later read of those levels from that file
+    /// (one positioned read a row) instead of decoding again; from then on
+    /// [`whole_decode`](Self::whole_decode) is `None`. The bytes written: 0 when nothing
+    /// was held or the source cannot spill (the default). The file goes when the source
+    /// does, or at its next [`open`](Self::open).
+    ///
+    /// The loader spills a texture whose decode it had to make again (a cache much
+    /// smaller than the decodes, which would otherwise decode the image at every miss:
+    /// `LoaderOptions::max_spill_bytes`).
+    fn spill_decoded(&self, dir: &std::path::Path) -> Result<u64, SourceError> {
+        let _ = dir;
+        Ok(0)
+    }
 
     /// The texture's average colour, if the source knows it cheaply. `None` (the default)
     /// lets the loader use the 1×1 level of the mip tail.

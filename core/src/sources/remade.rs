@@ -35,6 +35,11 @@ impl<T> Remade<T> {
         old.get().is_some()
     }
 
+    /// The value held now, if any (nothing is made).
+    pub fn held(&self) -> Option<Arc<T>> {
+        self.cell.lock().get().cloned()
+    }
+
     /// Whether a value is held now.
     pub fn is_made(&self) -> bool {
         self.cell.lock().get().is_some()

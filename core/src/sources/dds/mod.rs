@@ -360,4 +360,11 @@ impl ImageSource for DdsSource {
             o.value.generated.release();
         }
     }
+
+    fn spill_decoded(&self, dir: &std::path::Path) -> Result<u64, SourceError> {
+        match self.opened() {
+            Ok(o) => o.value.generated.spill(dir, &o.value.info, &self.name()),
+            Err(_) => Ok(0),
+        }
+    }
 }

@@ -7,6 +7,7 @@
 //! could steal one of those tasks onto this very thread and deadlock it on itself.
 
 use crate::sources::box_filter::{box_span, filter_row};
+use crate::sources::spill::SpilledLevels;
 use crate::sources::{ImageInfo, SourceError};
 use crate::textures::TexelFormat;
 use parking_lot::Mutex;
@@ -28,12 +29,24 @@ pub(crate) struct GenLevel {
     pub data: Vec<u8>,
 }
 
+impl std::fmt::Debug for GeneratedLevels {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GeneratedLevels")
+            .field("first", &self.first)
+            .field("levels", &self.levels)
+            .field("spilled", &self.spilled.lock().is_some())
+            .finish()
+    }
+}
+
 /// The levels a source generates past its last stored one (`first` onwards), made on
 /// first use from that level's rows and kept (or the error that stopped them): what the
 /// TIFF and DDS sources serve for levels their file lacks.
 pub(crate) struct GeneratedLevels {
     first: u32,
     levels: crate::sources::remade::Remade<Result<Vec<GenLevel>, SourceError>>,
+    /// The levels written to a file ([`Self::spill`]): read from there since.
+    spilled: Mutex<Option<std::sync::Arc<SpilledLevels>>>,
 }
 
 impl GeneratedLevels {
@@ -42,12 +55,49 @@ impl GeneratedLevels {
         GeneratedLevels {
             first,
             levels: crate::sources::remade::Remade::new(),
+            spilled: Mutex::new(None),
         }
     }
 
-    /// The levels generated for `info` ([`ImageSource::whole_decode`](crate::sources::ImageSource::whole_decode)).
+    /// The levels generated for `info` ([`ImageSource::whole_decode`](crate::sources::ImageSource::whole_decode));
+    /// `None` once they were spilled.
     pub fn whole_decode(&self, info: &ImageInfo) -> Option<crate::sources::WholeDecode> {
+        if self.spilled.lock().is_some() {
+            return None;
+        }
         crate::sources::whole_decode_of_levels(info, self.first)
+    }
+
+    /// Write the levels held now to an unnamed file in `dir`, and read them from there
+    /// from then on ([`ImageSource::spill_decoded`](crate::sources::ImageSource::spill_decoded)).
+    /// The bytes written (0: nothing held, or spilled already). `name` names the source
+    /// in an error.
+    pub fn spill(
+        &self,
+        dir: &std::path::Path,
+        info: &ImageInfo,
+        name: &str,
+    ) -> Result<u64, SourceError> {
+        let Some(held) = self.levels.held() else {
+            return Ok(0);
+        };
+        let Ok(levels) = held.as_ref() else {
+            return Ok(0);
+        };
+        let mut spilled = self.spilled.lock();
+        if spilled.is_some() {
+            return Ok(0);
+        }
+        let file = SpilledLevels::write(dir, self.first, info.format.texel_bytes(), levels)
+            .map_err(|e| {
+                SourceError(format!(
+                    "{name}: cannot spill the generated levels to {}: {e}",
+                    dir.display()
+                ))
+            })?;
+        let bytes = file.bytes();
+        *spilled = Some(std::sync::Arc::new(file));
+        Ok(bytes)
     }
 
     /// Drop the generated levels; the next read of one generates them again.
@@ -76,7 +126,7 @@ impl GeneratedLevels {
             return read_stored(region, dest, row_bytes);
         }
         let tb = info.format.texel_bytes();
-        let levels = self.levels.get_or_make(|| {
+        self.read_with(region, dest, row_bytes, tb, || {
             let level = self.first - 1;
             let (w, h) = (base.0 as usize, base.1 as usize);
             let read_base = |y: usize, rows: usize, band: &mut [u8]| {
@@ -92,11 +142,32 @@ impl GeneratedLevels {
             let count = (info.num_levels - level) as usize;
             let threads = threads(mip_threads);
             generate(info.format, (w, h), count, row_unit, threads, &read_base)
-        });
+        })
+    }
+
+    /// Serve `region` of a generated level (`region.level ≥ first`, `texel_bytes` a
+    /// texel): from the spill file if the levels were spilled, else from the levels held,
+    /// made by `make` if none are.
+    pub fn read_with(
+        &self,
+        region: crate::textures::TileRegion,
+        dest: &mut [u8],
+        row_bytes: usize,
+        texel_bytes: usize,
+        make: impl FnOnce() -> Result<Vec<GenLevel>, SourceError>,
+    ) -> Result<(), SourceError> {
+        let spilled = self.spilled.lock().clone();
+        if let Some(spilled) = spilled.filter(|s| s.holds(region.level)) {
+            return spilled.read_region(region, dest, row_bytes);
+        }
+        let levels = self.levels.get_or_make(make);
         let levels = levels.as_ref().as_ref().map_err(Clone::clone)?;
-        let level = levels
-            .get((region.level - self.first) as usize)
+        let level = region
+            .level
+            .checked_sub(self.first)
+            .and_then(|i| levels.get(i as usize))
             .ok_or_else(|| SourceError(format!("level {} was not generated", region.level)))?;
+        let tb = texel_bytes;
         let n = region.width as usize * tb;
         for j in 0..region.height as usize {
             let src = ((region.y as usize + j) * level.width + region.x as usize) * tb;

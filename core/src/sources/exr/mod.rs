@@ -90,7 +90,6 @@ pub use options::{
 pub use writer::{write_mip_exr, Compression, SampleType, WriteOptions, WrittenFile};
 
 use super::region::check_read;
-use super::remade::Remade;
 use super::{ImageInfo, ImageSource, Readiness, SourceError, WholeDecode};
 use crate::textures::{TexelFormat, TileRegion};
 use block_cache::BlockCache;
@@ -135,7 +134,7 @@ struct Opened {
     /// Present where file blocks do not line up with cache tiles.
     cache: Option<BlockCache>,
     /// Levels `stored_levels..`, generated on first use (or why they could not be).
-    generated: Remade<Result<Vec<GenLevel>, SourceError>>,
+    generated: mips::GeneratedLevels,
 }
 
 /// A decoded block, this read's own or shared with the block cache.
@@ -310,7 +309,7 @@ impl ExrSource {
             stored_levels,
             generated_because,
             cache,
-            generated: Remade::new(),
+            generated: mips::GeneratedLevels::new(stored_levels),
         })
     }
 
@@ -458,19 +457,9 @@ impl ExrSource {
         dest: &mut [u8],
         row_bytes: usize,
     ) -> Result<(), SourceError> {
-        let levels = o.generated.get_or_make(|| self.generate(o));
-        let levels = levels.as_ref().as_ref().map_err(Clone::clone)?;
-        let level = levels
-            .get((region.level - o.stored_levels) as usize)
-            .ok_or_else(|| self.error(format_args!("level {} was not generated", region.level)))?;
         let tb = o.plan.format.texel_bytes();
-        let src_row_bytes = level.width * tb;
-        let n = region.width as usize * tb;
-        for j in 0..region.height as usize {
-            let src = (region.y as usize + j) * src_row_bytes + region.x as usize * tb;
-            dest[j * row_bytes..j * row_bytes + n].copy_from_slice(&level.data[src..src + n]);
-        }
-        Ok(())
+        o.generated
+            .read_with(region, dest, row_bytes, tb, || self.generate(o))
     }
 
     /// Generate the levels after the last stored one, from it.
@@ -608,12 +597,19 @@ impl ImageSource for ExrSource {
     /// in memory from the last level it stores.
     fn whole_decode(&self) -> Option<WholeDecode> {
         let o = self.opened().ok()?;
-        crate::sources::whole_decode_of_levels(&o.info, o.stored_levels)
+        o.generated.whole_decode(&o.info)
     }
 
     fn release_decoded(&self) {
         if let Ok(o) = self.opened() {
             o.generated.release();
+        }
+    }
+
+    fn spill_decoded(&self, dir: &std::path::Path) -> Result<u64, SourceError> {
+        match self.opened() {
+            Ok(o) => o.generated.spill(dir, &o.info, &self.name()),
+            Err(_) => Ok(0),
         }
     }
 }

@@ -453,6 +453,13 @@ impl ImageSource for TiffSource {
         }
     }
 
+    fn spill_decoded(&self, dir: &std::path::Path) -> Result<u64, SourceError> {
+        match self.opened() {
+            Ok(o) => o.value.generated.spill(dir, &o.value.info, &self.name()),
+            Err(_) => Ok(0),
+        }
+    }
+
     /// The tile size of a tiled stored level (a read decodes only the tiles it covers);
     /// `None` for strips and generated levels.
     fn file_tile(&self, level: u32) -> Option<(u32, u32)> {
