@@ -343,8 +343,8 @@ public:
     /// renderer whose shading uses every core, so a burst of fills cannot stall a frame.
     LoaderOptions& fillCpuCores(float cores) noexcept { raw_.fill_cpu_cores = cores; return *this; }
     /// Bytes of whole decodes (PNG, JPEG, generated mip levels) the loader may write to
-    /// unnamed temporary files, so that a texture decoded a second time is read from its
-    /// file rather than decoded at each miss (default 8 GiB; 0: never).
+    /// unnamed temporary files, so that a texture whose decode the budget cannot keep is
+    /// read from its file rather than decoded at each miss (default 8 GiB; 0: never).
     LoaderOptions& maxSpillBytes(std::uint64_t bytes) noexcept { raw_.max_spill_bytes = bytes; return *this; }
     /// The directory of spilled decodes (default: the system's temporary directory). The
     /// path is kept by these options (copies share it).

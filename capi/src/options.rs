@@ -104,11 +104,12 @@ pub struct DtexLoaderOptions {
     pub reserved: u32,
     /// Bytes of whole decodes (PNG and JPEG images, mip levels generated in memory) the
     /// loader may write to unnamed temporary files in `spill_dir` (default 8 GiB; 0:
-    /// never). A texture whose decode had to be made a second time (a budget much smaller
-    /// than the decodes, which would otherwise decode the whole image at each miss) is
-    /// spilled, and its pages are then read from the file (`decodes_spilled`,
-    /// `spilled_bytes`). Absent before `DTEX_LOADER_OPTIONS_SIZE_FILL_CPU`: callers built
-    /// against that header get the default.
+    /// never). A decode released while its texture will need it again (a budget with no
+    /// room to keep it for the pages, which would otherwise decode the whole image at
+    /// each miss) is spilled, and its pages are then read from the file
+    /// (`decodes_spilled`, `spilled_bytes`); a budget with room spills nothing. Absent
+    /// before `DTEX_LOADER_OPTIONS_SIZE_FILL_CPU`: callers built against that header get
+    /// the default.
     pub max_spill_bytes: u64,
     /// Where spilled decodes go: a NUL-terminated UTF-8 directory path, read when the
     /// loader is created (NULL, the default: the system's temporary directory). Absent
@@ -511,8 +512,8 @@ pub struct DtexStats {
     pub pages_prefetched: u64,
     /// Bytes of whole decodes charged to the budget now (in `resident_bytes`).
     pub whole_decode_bytes: u64,
-    /// Whole decodes written to spill files (textures decoded a second time, whose pages
-    /// are read from the file since). Absent before `DTEX_STATS_SIZE_WHOLE_DECODES`.
+    /// Whole decodes written to spill files (textures whose decode the budget could not
+    /// keep for all their pages, which are read from the file since). Absent before `DTEX_STATS_SIZE_WHOLE_DECODES`.
     pub decodes_spilled: u64,
     /// Bytes written to spill files over the loader's life.
     pub spilled_bytes: u64,

@@ -113,12 +113,14 @@ pub struct LoaderOptions {
     pub share_duplicate_textures: bool,
     /// Bytes of whole decodes (PNG and JPEG images, mip levels generated in memory:
     /// [`crate::sources::ImageSource::whole_decode`]) the loader may write to unnamed
-    /// temporary files in [`spill_dir`](Self::spill_dir). A texture whose decode had to be
-    /// made a second time (a budget much smaller than the decodes, which would otherwise
-    /// decode the whole image again at each miss) is spilled when the fills of that
-    /// decode end, and its pages are then read from the file by position
-    /// (`Stats::decodes_spilled`, `Stats::spilled_bytes`). The files go with their
-    /// textures. Default 8 GiB; 0: never spill.
+    /// temporary files in [`spill_dir`](Self::spill_dir). A decode is spilled when it is
+    /// released while its texture will need it again: an open's decode the budget has no
+    /// room to keep for the pages, a decode whose fills left pages of its levels out for
+    /// want of room, and a texture's second decode. Without that, a budget much smaller
+    /// than the decodes would decode the whole image again at each miss; with it, the
+    /// pages are read from the file by position (`Stats::decodes_spilled`,
+    /// `Stats::spilled_bytes`). A budget with room for the pages spills nothing. The files
+    /// go with their textures. Default 8 GiB over the loader's life; 0: never spill.
     pub max_spill_bytes: u64,
     /// Where spilled decodes go (default `None`: the system's temporary directory,
     /// `std::env::temp_dir`). A directory that cannot take a file is warned about once,

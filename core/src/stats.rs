@@ -121,8 +121,9 @@ pub struct Stats {
     pub pages_prefetched: u64,
     /// Bytes of whole decodes charged to the budget now (in `resident_bytes`).
     pub whole_decode_bytes: u64,
-    /// Whole decodes written to spill files: textures decoded a second time, whose pages
-    /// are read from the file since (`LoaderOptions::max_spill_bytes`).
+    /// Whole decodes written to spill files: textures whose decode the budget could not
+    /// keep for all their pages, which are read from the file since
+    /// (`LoaderOptions::max_spill_bytes`).
     pub decodes_spilled: u64,
     /// Bytes written to spill files over the loader's life (at most
     /// `LoaderOptions::max_spill_bytes`).

@@ -59,7 +59,17 @@ fn queries(texture: demandtex::TextureId, n: u32) -> Vec<Query> {
 /// Render `n` queries of the file through a multi-pass loader of `budget` bytes: the
 /// values, the loader's statistics after, and whether the source still holds a decode.
 fn render_png(path: &PathBuf, budget: u64, n: u32) -> (Vec<[f32; 4]>, demandtex::Stats, u64, bool) {
-    let loader = Loader::new(options(budget)).unwrap();
+    render_png_with(path, options(budget), n)
+}
+
+/// [`render_png`] with a loader of `options`.
+fn render_png_with(
+    path: &PathBuf,
+    options: LoaderOptions,
+    n: u32,
+) -> (Vec<[f32; 4]>, demandtex::Stats, u64, bool) {
+    let budget = options.max_texture_memory;
+    let loader = Loader::new(options).unwrap();
     let source = Arc::new(DecodedImageSource::new(path));
     let tex = loader
         .create_texture(source.clone(), TextureDesc::default())
@@ -108,7 +118,8 @@ fn a_png_renders_as_with_room_for_everything_and_keeps_nothing_decoded() {
     assert_eq!(roomy.whole_decodes_over_budget, 0);
     let want = r.values;
 
-    // A budget of a third of the levels: pages are evicted and decoded again, inside it.
+    // A budget of a third of the levels: pages are evicted and read again (from the
+    // spilled decode), inside it.
     let budget = whole / 3 / TILE_BYTES as u64 * TILE_BYTES as u64;
     let (got, tight, peak, held) = render_png(&path, budget, 4000);
     assert_eq!(got, want, "values equal the roomy render's");
@@ -150,11 +161,23 @@ fn a_budget_smaller_than_the_decode_still_serves_the_image_and_counts_it() {
     let path = png("small-budget.png");
     let (want, ..) = render_png(&path, 256 << 20, 600);
     let budget = 24 * TILE_BYTES as u64;
-    let (got, s, peak, held) = render_png(&path, budget, 600);
+    // Without spilling, every batch decodes it, beyond the budget.
+    let no_spill = LoaderOptions {
+        max_spill_bytes: 0,
+        ..options(budget)
+    };
+    let (got, s, peak, held) = render_png_with(&path, no_spill, 600);
     assert_eq!(got, want);
     assert!(!held);
     assert!(peak <= budget, "peak {peak} within {budget}");
     assert!(s.whole_decodes_over_budget > 0, "{s:#?}");
+    // With spilling (the default), the open's decode, which the budget cannot keep, is
+    // spilled, and the pages are read from the file: decoded once.
+    let (got, s, peak, held) = render_png(&path, budget, 600);
+    assert_eq!(got, want);
+    assert!(!held);
+    assert!(peak <= budget, "peak {peak} within {budget}");
+    assert_eq!((s.whole_decodes, s.decodes_spilled), (1, 1), "{s:#?}");
     let _ = std::fs::remove_file(path);
 }
 

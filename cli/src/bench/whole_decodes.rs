@@ -17,7 +17,8 @@
 //! the peak bytes the budget held (decodes charged included), tiles read (and of them
 //! filled without being asked for), the memory in all (the budget's peak and what was
 //! held outside it), and the decodes spilled to files (`LoaderOptions::max_spill_bytes`:
-//! a texture decoded a second time is read from its file since).
+//! a texture whose decode the budget cannot keep for its pages is read from its file
+//! since).
 //!
 //! Then a blocking cache (`TextureCache`) of an eighth of the pages, random lookups one
 //! by one over the set, with spilling on (the default) and off: without it, every miss

@@ -194,7 +194,7 @@ fn resource_now(
 fn tile_now(engine: &Engine, mut host: MutexGuard<'_, HostState>, job: TileJob) -> bool {
     host.in_flight.insert(job.page);
     engine.settle_decodes(&mut host);
-    let hold = decode_hold(engine, &mut host, &job);
+    let mut hold = decode_hold(engine, &mut host, &job);
     let Some(slot) = take_slot_now(engine, &mut host, job.tile_bytes as usize) else {
         // The marker is ours unless the contents were dropped while we waited for memory
         // (then it may be a newer fill's).
@@ -218,8 +218,11 @@ fn tile_now(engine: &Engine, mut host: MutexGuard<'_, HostState>, job: TileJob) 
     if hold.is_some() && !not_yet {
         // The other missing pages of those levels, in memory free now or held by staged
         // tiles no lookup can see (nothing is swept for them).
-        let pages = whole_decodes::prefetch_pages(engine, &mut host, &job, usize::MAX);
-        whole_decodes::fill_here(engine, &mut host, pages);
+        let (pages, _) = whole_decodes::prefetch_pages(engine, &mut host, &job, usize::MAX);
+        if !whole_decodes::fill_here(engine, &mut host, pages) {
+            // Pages the budget had no room for will need the decode again: spill it.
+            hold = hold.map(|h| h.spilling(engine.spills_enabled()));
+        }
     }
     drop(hold);
     engine.settle_decodes(&mut host);

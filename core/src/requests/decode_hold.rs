@@ -4,7 +4,7 @@
 //! the last one to finish drops it, which releases the decode in the source and hands
 //! the charged bytes to the engine, which takes them off the budget at its next turn
 //! under the lock (`Engine::settle_decodes`). Dropping a hold never takes the lock, so
-//! it may happen anywhere. A hold of a texture's second decode or later spills it to a
+//! it may happen anywhere. A hold of a decode its texture will need again spills it to a
 //! file before releasing it ([`super::spills`]).
 
 use super::spills::Spills;
@@ -26,45 +26,49 @@ pub(crate) struct DecodeHold {
     /// The texture's generation when the hold was made.
     pub generation: u32,
     source: Arc<dyn ImageSource>,
+    /// Bytes of the decode (the source's `whole_decode`).
+    bytes: u64,
     /// Bytes charged to the budget (0: the budget could not take them).
     charged: u64,
     /// Where the charged bytes go when the hold is dropped.
     released: Arc<AtomicU64>,
-    /// Spill the decode (of `bytes`) there before releasing it.
-    spill: Option<(Arc<Spills>, u64)>,
+    /// Spill the decode there before releasing it.
+    spill: Option<Arc<Spills>>,
 }
 
 impl DecodeHold {
-    /// A hold of `source`'s decode for `texture` at `generation`, `charged` bytes of it
-    /// charged to the budget, to be handed to `released` when dropped.
+    /// A hold of `source`'s decode (`bytes`) for `texture` at `generation`, `charged`
+    /// bytes of it charged to the budget, to be handed to `released` when dropped.
     pub fn new(
         (texture, generation): (TextureId, u32),
         source: Arc<dyn ImageSource>,
-        charged: u64,
+        (bytes, charged): (u64, u64),
         released: Arc<AtomicU64>,
     ) -> DecodeHold {
         DecodeHold {
             texture,
             generation,
             source,
+            bytes,
             charged,
             released,
             spill: None,
         }
     }
 
-    /// Spill the decode (`bytes`, as the source's `whole_decode` said) through `spills`
-    /// before releasing it.
-    pub fn spilling(mut self, spills: Option<Arc<Spills>>, bytes: u64) -> DecodeHold {
-        self.spill = spills.map(|s| (s, bytes));
+    /// Spill the decode through `spills` (if given) before releasing it.
+    pub fn spilling(mut self, spills: Option<Arc<Spills>>) -> DecodeHold {
+        if spills.is_some() {
+            self.spill = spills;
+        }
         self
     }
 }
 
 impl Drop for DecodeHold {
     fn drop(&mut self) {
-        if let Some((spills, bytes)) = self.spill.take() {
-            spills.spill((self.texture, self.generation), &*self.source, bytes);
+        if let Some(spills) = self.spill.take() {
+            spills.spill((self.texture, self.generation), &*self.source, self.bytes);
         }
         release(&*self.source);
         self.released.fetch_add(self.charged, Ordering::Relaxed);

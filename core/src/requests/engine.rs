@@ -265,6 +265,11 @@ impl Engine {
         }
     }
 
+    /// Where to spill decodes, if spilling is on.
+    pub(crate) fn spills_enabled(&self) -> Option<Arc<super::spills::Spills>> {
+        self.spills.enabled().then(|| self.spills.clone())
+    }
+
     /// Count a whole decode of `texture`'s source (`Stats::whole_decodes`): where to spill
     /// it when released, if it is the texture's second or later (see `spills`).
     pub(crate) fn count_decode(
@@ -275,7 +280,11 @@ impl Engine {
         host.counters.whole_decodes += 1;
         let record = host.resources.get_mut(texture)?;
         record.whole_decodes = record.whole_decodes.saturating_add(1);
-        (record.whole_decodes >= 2 && self.spills.enabled()).then(|| self.spills.clone())
+        if record.whole_decodes >= 2 {
+            self.spills_enabled()
+        } else {
+            None
+        }
     }
 
     /// A statistics snapshot.

@@ -459,6 +459,7 @@ fn open_texture(
         generation,
         base_color: base,
     });
+    let mut spill_now = None;
     if let Some(whole) = layout.whole_decode {
         // A decode of levels that also have pages: kept, charged, for the fills of those
         // pages (`whole_decodes::fill_after_open`). A texture sharing another's tiles
@@ -466,20 +467,35 @@ fn open_texture(
         let spill = engine.count_decode(&mut host, texture);
         let bytes = whole.bytes;
         let cap = host.residency.budget_bytes() / DECODE_BUDGET_SHARE;
-        if owner.is_none()
-            && layout.whole_decode_pages().is_some()
+        let has_pages = owner.is_none() && layout.whole_decode_pages().is_some();
+        let released = engine.decode_bytes_released.clone();
+        if has_pages
             && host.residency.decode_bytes() + bytes <= cap
             && host.residency.reserve_decode(&engine.epochs, bytes)
         {
-            let released = engine.decode_bytes_released.clone();
             *kept = Some(
-                DecodeHold::new((texture, generation), source.clone(), bytes, released)
-                    .spilling(spill, bytes),
+                DecodeHold::new(
+                    (texture, generation),
+                    source.clone(),
+                    (bytes, bytes),
+                    released,
+                )
+                .spilling(spill),
             );
             decode.armed = false;
+        } else if has_pages {
+            // Not kept: its pages would decode the image again. Spilled instead (if
+            // spilling is on), once the lock is released; an uncharged hold does it.
+            if let Some(spills) = engine.spills_enabled() {
+                let hold =
+                    DecodeHold::new((texture, generation), source.clone(), (bytes, 0), released);
+                spill_now = Some(hold.spilling(Some(spills)));
+                decode.armed = false;
+            }
         }
     }
     drop(host);
+    drop(spill_now);
 }
 
 /// A texture's mip tail and base colour as read from its source.

@@ -1,9 +1,12 @@
-//! Spilled whole decodes ([`crate::sources::ImageSource::spill_decoded`]). A texture whose
-//! whole decode (a PNG or JPEG, mip levels generated in memory) the engine has to make a
-//! second time is one the budget cannot keep: each miss would decode the whole image
-//! again (a blocking cache much smaller than the decodes thrashes so, as OpenImageIO's
-//! does). When the fills of such a decode end, its [`DecodeHold`](super::decode_hold)
-//! writes it to an unnamed temporary file before letting it go; the source reads those
+//! Spilled whole decodes ([`crate::sources::ImageSource::spill_decoded`]). A whole decode
+//! (a PNG or JPEG, mip levels generated in memory) released while its texture will need
+//! it again would be made again at the next miss (a blocking cache much smaller than the
+//! decodes thrashes so, as OpenImageIO's does). Such a decode is spilled: an open's decode
+//! the budget has no room to keep for the pages (`fill::open_texture`), a decode whose
+//! fills left pages of its levels out for want of room (`whole_decodes`), and a
+//! texture's second decode (`Engine::count_decode`). When the fills of such a decode end,
+//! its [`DecodeHold`](super::decode_hold) writes it to an unnamed temporary file before
+//! letting it go; the source reads those
 //! levels from the file from then on, and the engine, told at its next turn under the
 //! lock ([`Engine::settle_decodes`](super::engine::Engine)), treats the texture as a tiled
 //! one (no decode charged, nothing prefetched). The bytes written over the loader's life

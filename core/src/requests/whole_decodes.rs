@@ -43,6 +43,9 @@ struct DecodeUse {
     generation: u32,
     source: Arc<dyn ImageSource>,
     bytes: u64,
+    /// Whether pages of its levels were left out of the batch for want of room: the
+    /// decode will be needed again, so it is spilled when released.
+    pages_left: bool,
 }
 
 /// What a batch does with whole decodes (see the module docs).
@@ -104,7 +107,7 @@ impl DecodePlan {
             let Some(source) = source else { continue };
             let room = (max_prefetch - plan.prefetch.len())
                 .min((prefetch_left / u64::from(job.tile_bytes.max(1))) as usize);
-            let pages = prefetch_pages(engine, host, &job, room);
+            let (pages, pages_left) = prefetch_pages(engine, host, &job, room);
             prefetch_left -= pages.len() as u64 * u64::from(job.tile_bytes);
             plan.prefetch.extend(pages);
             plan.uses.push(DecodeUse {
@@ -112,6 +115,7 @@ impl DecodePlan {
                 generation: job.generation,
                 source,
                 bytes,
+                pages_left,
             });
         }
         if !deferred.is_empty() {
@@ -150,7 +154,10 @@ impl DecodePlan {
     ) -> HashMap<TextureId, Arc<DecodeHold>> {
         let mut holds = HashMap::with_capacity(self.uses.len());
         for u in self.uses {
-            let hold = charged_hold(engine, host, (u.texture, u.generation), u.source, u.bytes);
+            let mut hold = charged_hold(engine, host, (u.texture, u.generation), u.source, u.bytes);
+            if u.pages_left {
+                hold = hold.spilling(engine.spills_enabled());
+            }
             holds.insert(u.texture, Arc::new(hold));
         }
         holds
@@ -170,7 +177,7 @@ pub(crate) fn charged_hold(
     let spill = engine.count_decode(host, texture);
     let charged = charge(engine, host, &*source, bytes);
     let released = engine.decode_bytes_released.clone();
-    DecodeHold::new((texture, generation), source, charged, released).spilling(spill, bytes)
+    DecodeHold::new((texture, generation), source, (bytes, charged), released).spilling(spill)
 }
 
 /// Charge a new decode of `source` (`bytes`) to the budget, evicting staged tiles no
@@ -196,37 +203,40 @@ fn charge(engine: &Engine, host: &mut HostState, source: &dyn ImageSource, bytes
 
 /// The pages of `job`'s texture at its whole-decode levels that are neither resident,
 /// staged nor in flight (nor `job`'s own), coarse levels first, at most `room` pages:
-/// marked in flight and returned as jobs like `job`.
+/// marked in flight and returned as jobs like `job`; and whether such pages were left
+/// out for want of room.
 pub(crate) fn prefetch_pages(
     engine: &Engine,
     host: &mut HostState,
     job: &TileJob,
     room: usize,
-) -> Vec<TileJob> {
+) -> (Vec<TileJob>, bool) {
     let mut jobs = Vec::new();
+    let mut left = false;
     let record = host.resources.get(job.texture);
     let (Some(layout), Some(start)) = (
         record.and_then(|r| r.layout.as_ref()),
         record.and_then(|r| r.start_page),
     ) else {
-        return jobs;
+        return (jobs, left);
     };
     let Some((levels, _)) = layout.whole_decode_pages() else {
-        return jobs;
+        return (jobs, left);
     };
     'levels: for level in levels.rev() {
         let l = &layout.levels[level as usize];
         for tile_y in 0..l.tiles_y {
             for tile_x in 0..l.tiles_x {
-                if jobs.len() >= room {
-                    break 'levels;
-                }
                 let page = PageId(start + layout.tile_page_offset(level, tile_x, tile_y));
                 if host.in_flight.contains(&page)
                     || engine.pages.is_resident(page.0)
                     || host.residency.is_staged(page)
                 {
                     continue;
+                }
+                if jobs.len() >= room {
+                    left = true;
+                    break 'levels;
                 }
                 jobs.push(TileJob {
                     page,
@@ -241,7 +251,7 @@ pub(crate) fn prefetch_pages(
     for j in &jobs {
         host.in_flight.insert(j.page);
     }
-    jobs
+    (jobs, left)
 }
 
 /// After an open whose mip tail came from a whole decode that it kept (`kept`, from
@@ -281,20 +291,27 @@ pub(crate) fn fill_after_open(engine: &Engine, kept: Option<DecodeHold>) {
         // No burst of publications beyond what one launch may ask for.
         room = room.min(engine.options.max_requests_per_launch);
     }
-    let pages = prefetch_pages(engine, &mut host, &model, room);
-    fill_here(engine, &mut host, pages);
+    let (pages, left) = prefetch_pages(engine, &mut host, &model, room);
+    let all_filled = fill_here(engine, &mut host, pages);
+    let hold = if left || !all_filled {
+        // Pages the budget had no room for will need the decode again: spill it.
+        hold.spilling(engine.spills_enabled())
+    } else {
+        hold
+    };
     drop(hold);
     engine.settle_decodes(&mut host);
 }
 
 /// Fill prefetched `pages` (marked in flight) in this thread, the lock released while
 /// they are read: those that get a slot ([`take_slots`]). A "not yet" is dropped, since
-/// nobody serves a prefetched page's deferral.
+/// nobody serves a prefetched page's deferral. Whether every page got a slot.
 pub(crate) fn fill_here(
     engine: &Engine,
     host: &mut parking_lot::MutexGuard<'_, HostState>,
     pages: Vec<TileJob>,
-) {
+) -> bool {
+    let asked = pages.len();
     let ticket = super::ticket::Ticket::new(pages.len());
     let tasks: Vec<_> = take_slots(engine, host, pages)
         .into_iter()
@@ -306,9 +323,11 @@ pub(crate) fn fill_here(
             task.run(engine);
         }
     });
+    let all = filled.len() == asked;
     for page in filled {
         host.deferred.remove(&page);
     }
+    all
 }
 
 /// Slots for prefetched `pages` (marked in flight), each of free memory or of a staged
