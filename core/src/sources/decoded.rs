@@ -336,10 +336,10 @@ impl ImageSource for DecodedImageSource {
         let Ok(levels) = held.as_ref() else {
             return Ok(0);
         };
-        let mut spilled = self.spilled.lock();
-        if spilled.is_some() {
+        if self.is_spilled() {
             return Ok(0);
         }
+        // Written without the lock (reads go on from the decode meanwhile).
         let tb = levels.info.format.texel_bytes();
         let file = SpilledLevels::write(dir, 0, tb, &levels.levels).map_err(|e| {
             self.error(format_args!(
@@ -347,6 +347,10 @@ impl ImageSource for DecodedImageSource {
                 dir.display()
             ))
         })?;
+        let mut spilled = self.spilled.lock();
+        if spilled.is_some() {
+            return Ok(0); // another spill ended first; this file goes
+        }
         let bytes = file.bytes();
         *spilled = Some(Arc::new(file));
         Ok(bytes)

@@ -84,10 +84,10 @@ impl GeneratedLevels {
         let Ok(levels) = held.as_ref() else {
             return Ok(0);
         };
-        let mut spilled = self.spilled.lock();
-        if spilled.is_some() {
+        if self.spilled.lock().is_some() {
             return Ok(0);
         }
+        // Written without the lock (reads go on from the levels meanwhile).
         let file = SpilledLevels::write(dir, self.first, info.format.texel_bytes(), levels)
             .map_err(|e| {
                 SourceError(format!(
@@ -95,6 +95,10 @@ impl GeneratedLevels {
                     dir.display()
                 ))
             })?;
+        let mut spilled = self.spilled.lock();
+        if spilled.is_some() {
+            return Ok(0); // another spill ended first; this file goes
+        }
         let bytes = file.bytes();
         *spilled = Some(std::sync::Arc::new(file));
         Ok(bytes)
