@@ -23,13 +23,12 @@ use super::associate;
 use super::exr::mips::{self, GenLevel};
 use super::region::{check_read, full_chain_info};
 use super::remade::Remade;
-use super::spill::SpilledLevels;
+use super::spill::SpillSlot;
 use super::{ImageInfo, ImageSource, Readiness, SizeLimits, SourceError, WholeDecode};
 use crate::textures::{TexelFormat, TexelType, TileRegion};
 use parking_lot::Mutex;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
 
 /// Decoded levels: level 0 then the generated ones, packed rows of the served format.
 struct Levels {
@@ -53,7 +52,7 @@ pub struct DecodedImageSource {
     decodes: AtomicU64,
     /// The levels written to a file by [`ImageSource::spill_decoded`]: reads come from
     /// there from then on, until the next `open`.
-    spilled: Mutex<Option<Arc<SpilledLevels>>>,
+    spilled: SpillSlot,
 }
 
 impl std::fmt::Debug for DecodedImageSource {
@@ -104,7 +103,7 @@ impl DecodedImageSource {
             decoded: Remade::new(),
             warned: AtomicBool::new(false),
             decodes: AtomicU64::new(0),
-            spilled: Mutex::new(None),
+            spilled: SpillSlot::default(),
         }
     }
 
@@ -126,7 +125,7 @@ impl DecodedImageSource {
 
     /// Whether reads come from a spilled copy of the decode ([`ImageSource::spill_decoded`]).
     pub fn is_spilled(&self) -> bool {
-        self.spilled.lock().is_some()
+        self.spilled.is_set()
     }
 
     fn error(&self, reason: impl std::fmt::Display) -> SourceError {
@@ -280,7 +279,7 @@ impl ImageSource for DecodedImageSource {
         let mut last = self.info.lock();
         if last.is_some() {
             self.decoded.release();
-            *self.spilled.lock() = None;
+            self.spilled.clear();
         }
         *last = Some(info);
         Ok(info)
@@ -292,8 +291,7 @@ impl ImageSource for DecodedImageSource {
         dest: &mut [u8],
         row_bytes: usize,
     ) -> Result<Readiness, SourceError> {
-        let spilled = self.spilled.lock().clone();
-        if let Some(spilled) = spilled {
+        if let Some(spilled) = self.spilled.get() {
             let info = self
                 .info
                 .lock()
@@ -336,24 +334,13 @@ impl ImageSource for DecodedImageSource {
         let Ok(levels) = held.as_ref() else {
             return Ok(0);
         };
-        if self.is_spilled() {
-            return Ok(0);
-        }
-        // Written without the lock (reads go on from the decode meanwhile).
         let tb = levels.info.format.texel_bytes();
-        let file = SpilledLevels::write(dir, 0, tb, &levels.levels).map_err(|e| {
+        self.spilled.fill(dir, 0, tb, &levels.levels).map_err(|e| {
             self.error(format_args!(
                 "cannot spill the decode to {}: {e}",
                 dir.display()
             ))
-        })?;
-        let mut spilled = self.spilled.lock();
-        if spilled.is_some() {
-            return Ok(0); // another spill ended first; this file goes
-        }
-        let bytes = file.bytes();
-        *spilled = Some(Arc::new(file));
-        Ok(bytes)
+        })
     }
 }
 

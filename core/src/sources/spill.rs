@@ -9,8 +9,56 @@ use super::exr::mips::GenLevel;
 use super::positioned::PositionedFile;
 use super::SourceError;
 use crate::textures::TileRegion;
+use parking_lot::Mutex;
 use std::io::Write;
 use std::path::Path;
+use std::sync::Arc;
+
+/// Where a source keeps its spilled levels: empty until [`SpillSlot::fill`], then read
+/// from any number of threads ([`SpillSlot::get`]).
+#[derive(Debug, Default)]
+pub(crate) struct SpillSlot(Mutex<Option<Arc<SpilledLevels>>>);
+
+impl SpillSlot {
+    /// The spilled levels, if any.
+    pub fn get(&self) -> Option<Arc<SpilledLevels>> {
+        self.0.lock().clone()
+    }
+
+    /// Whether levels were spilled.
+    pub fn is_set(&self) -> bool {
+        self.0.lock().is_some()
+    }
+
+    /// Forget the spilled levels (the file goes with the last reader).
+    pub fn clear(&self) {
+        *self.0.lock() = None;
+    }
+
+    /// Write `levels` (level `first` onwards, `texel_bytes` a texel) to a new file in
+    /// `dir` unless levels were spilled already, without holding the slot's lock (reads
+    /// go on meanwhile). The bytes written: 0 if the slot was set (before, or by another
+    /// spill that ended first, whose file is kept).
+    pub fn fill(
+        &self,
+        dir: &Path,
+        first: u32,
+        texel_bytes: usize,
+        levels: &[GenLevel],
+    ) -> std::io::Result<u64> {
+        if self.is_set() {
+            return Ok(0);
+        }
+        let file = SpilledLevels::write(dir, first, texel_bytes, levels)?;
+        let mut slot = self.0.lock();
+        if slot.is_some() {
+            return Ok(0);
+        }
+        let bytes = file.bytes();
+        *slot = Some(Arc::new(file));
+        Ok(bytes)
+    }
+}
 
 /// One level in the file: row-major texels from `offset`.
 #[derive(Clone, Copy, Debug)]

@@ -7,7 +7,7 @@
 //! could steal one of those tasks onto this very thread and deadlock it on itself.
 
 use crate::sources::box_filter::{box_span, filter_row};
-use crate::sources::spill::SpilledLevels;
+use crate::sources::spill::SpillSlot;
 use crate::sources::{ImageInfo, SourceError};
 use crate::textures::TexelFormat;
 use parking_lot::Mutex;
@@ -34,7 +34,7 @@ impl std::fmt::Debug for GeneratedLevels {
         f.debug_struct("GeneratedLevels")
             .field("first", &self.first)
             .field("levels", &self.levels)
-            .field("spilled", &self.spilled.lock().is_some())
+            .field("spilled", &self.spilled.is_set())
             .finish()
     }
 }
@@ -46,7 +46,7 @@ pub(crate) struct GeneratedLevels {
     first: u32,
     levels: crate::sources::remade::Remade<Result<Vec<GenLevel>, SourceError>>,
     /// The levels written to a file ([`Self::spill`]): read from there since.
-    spilled: Mutex<Option<std::sync::Arc<SpilledLevels>>>,
+    spilled: SpillSlot,
 }
 
 impl GeneratedLevels {
@@ -55,14 +55,14 @@ impl GeneratedLevels {
         GeneratedLevels {
             first,
             levels: crate::sources::remade::Remade::new(),
-            spilled: Mutex::new(None),
+            spilled: SpillSlot::default(),
         }
     }
 
     /// The levels generated for `info` ([`ImageSource::whole_decode`](crate::sources::ImageSource::whole_decode));
     /// `None` once they were spilled.
     pub fn whole_decode(&self, info: &ImageInfo) -> Option<crate::sources::WholeDecode> {
-        if self.spilled.lock().is_some() {
+        if self.spilled.is_set() {
             return None;
         }
         crate::sources::whole_decode_of_levels(info, self.first)
@@ -84,24 +84,14 @@ impl GeneratedLevels {
         let Ok(levels) = held.as_ref() else {
             return Ok(0);
         };
-        if self.spilled.lock().is_some() {
-            return Ok(0);
-        }
-        // Written without the lock (reads go on from the levels meanwhile).
-        let file = SpilledLevels::write(dir, self.first, info.format.texel_bytes(), levels)
+        self.spilled
+            .fill(dir, self.first, info.format.texel_bytes(), levels)
             .map_err(|e| {
                 SourceError(format!(
                     "{name}: cannot spill the generated levels to {}: {e}",
                     dir.display()
                 ))
-            })?;
-        let mut spilled = self.spilled.lock();
-        if spilled.is_some() {
-            return Ok(0); // another spill ended first; this file goes
-        }
-        let bytes = file.bytes();
-        *spilled = Some(std::sync::Arc::new(file));
-        Ok(bytes)
+            })
     }
 
     /// Drop the generated levels; the next read of one generates them again.
@@ -160,8 +150,7 @@ impl GeneratedLevels {
         texel_bytes: usize,
         make: impl FnOnce() -> Result<Vec<GenLevel>, SourceError>,
     ) -> Result<(), SourceError> {
-        let spilled = self.spilled.lock().clone();
-        if let Some(spilled) = spilled.filter(|s| s.holds(region.level)) {
+        if let Some(spilled) = self.spilled.get().filter(|s| s.holds(region.level)) {
             return spilled.read_region(region, dest, row_bytes);
         }
         let levels = self.levels.get_or_make(make);
