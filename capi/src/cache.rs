@@ -3,9 +3,10 @@
 
 use crate::boundary::{c_str, entry, optional_in, slice_in, slice_out, versioned_out, Out};
 use crate::handles::{into_unique, DtexCache, Registry};
-use crate::options::{DtexLoaderOptions, DtexStats, DtexTextureDesc};
+use crate::options::{DtexLoaderOptions, DtexTextureDesc};
 use crate::ptex::PtexTable;
 use crate::sampling::{sample_options, DtexGradQuery, DtexSample, DtexSampleOptions};
+use crate::stats::DtexStats;
 use crate::status::{ApiResult, DtexStatus};
 use engine::sampling::Sample;
 use engine::{GradLookup, TextureCache, TextureId};

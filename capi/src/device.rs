@@ -320,7 +320,7 @@ pub const LAYOUTS: &[StructLayout] = &[
     ),
     layout!(
         "DtexStats",
-        crate::options::DtexStats,
+        crate::stats::DtexStats,
         [
             struct_size,
             reserved,

@@ -22,6 +22,8 @@ pub mod status;
 
 pub mod options;
 
+pub mod stats;
+
 pub mod loader;
 
 pub mod textures;

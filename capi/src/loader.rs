@@ -3,8 +3,9 @@
 use crate::boundary::{entry, versioned_out, Out};
 use crate::handles::{into_unique, DtexLoader, Registry};
 use crate::launch::{LAUNCHES, TICKETS};
-use crate::options::{DtexLoaderOptions, DtexStats};
+use crate::options::DtexLoaderOptions;
 use crate::ptex::PtexTable;
+use crate::stats::DtexStats;
 use crate::status::{ApiError, ApiResult, DtexStatus, DTEX_STATUS_INVALID_ARGUMENT};
 use demandtex_cuda::ptex::DevicePtex;
 use demandtex_cuda::{CudaLaunch, CudaLoader};

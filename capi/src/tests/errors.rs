@@ -10,6 +10,7 @@ use crate::launch::*;
 use crate::loader::*;
 use crate::options::*;
 use crate::sampling::*;
+use crate::stats::*;
 use crate::status::*;
 use crate::textures::*;
 use std::ffi::CStr;

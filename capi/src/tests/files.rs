@@ -6,6 +6,7 @@ use crate::cache::*;
 use crate::handles::DtexCache;
 use crate::options::*;
 use crate::sampling::*;
+use crate::stats::*;
 use crate::status::*;
 use crate::textures::*;
 use crate::udim::*;
