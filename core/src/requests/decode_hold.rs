@@ -7,9 +7,12 @@
 //! it may happen anywhere. A hold of a decode its texture will need again spills it to a
 //! file before releasing it ([`super::spills`]).
 
+use super::engine::Engine;
+use super::host_state::HostState;
 use super::spills::Spills;
 use crate::ids::TextureId;
 use crate::sources::ImageSource;
+use crate::textures::TextureLayout;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -56,6 +59,11 @@ impl DecodeHold {
         }
     }
 
+    /// Whether bytes of the decode were charged to the budget.
+    pub fn is_charged(&self) -> bool {
+        self.charged > 0
+    }
+
     /// Spill the decode through `spills` (if given) before releasing it.
     pub fn spilling(mut self, spills: Option<Arc<Spills>>) -> DecodeHold {
         if spills.is_some() {
@@ -81,6 +89,40 @@ fn release(source: &dyn ImageSource) {
     if catch_unwind(AssertUnwindSafe(|| source.release_decoded())).is_err() {
         tracing::error!("{}: releasing its decode panicked", source.name());
     }
+}
+
+/// The hold of an open's whole decode (`fill::init_texture`), if its texture has pages
+/// of those levels (`own_pages`: not sharing another texture's tiles): charged and kept
+/// for their fills (`whole_decodes::fill_after_open`) where the budget has room for it within a
+/// [`DECODE_BUDGET_SHARE`]th; otherwise uncharged and spilling (when spilling is on),
+/// since its pages would decode the image again: dropped by the caller once the lock is
+/// released. `None`: the caller releases the decode. Counted either way.
+pub(crate) fn hold_open_decode(
+    engine: &Engine,
+    host: &mut HostState,
+    (texture, generation): (TextureId, u32),
+    source: &Arc<dyn ImageSource>,
+    layout: &TextureLayout,
+    own_pages: bool,
+) -> Option<DecodeHold> {
+    let whole = layout.whole_decode?;
+    let spill = engine.count_decode(host, texture);
+    if !own_pages || layout.whole_decode_pages().is_none() {
+        return None;
+    }
+    let bytes = whole.bytes;
+    let cap = host.residency.budget_bytes() / DECODE_BUDGET_SHARE;
+    let released = engine.decode_bytes_released.clone();
+    let id = (texture, generation);
+    if host.residency.decode_bytes() + bytes <= cap
+        && host.residency.reserve_decode(&engine.epochs, bytes)
+    {
+        let hold = DecodeHold::new(id, source.clone(), (bytes, bytes), released);
+        return Some(hold.spilling(spill));
+    }
+    let spills = engine.spills_enabled()?;
+    let hold = DecodeHold::new(id, source.clone(), (bytes, 0), released);
+    Some(hold.spilling(Some(spills)))
 }
 
 /// Releases a source's whole decode when dropped, unless it was kept (an open's).

@@ -7,7 +7,7 @@
 //! nothing, gives its memory back and leaves the in-flight markers alone (they belong to
 //! fills of the new generation).
 
-use super::decode_hold::{DecodeHold, ReleaseUnlessKept, DECODE_BUDGET_SHARE};
+use super::decode_hold::{hold_open_decode, DecodeHold, ReleaseUnlessKept};
 use super::engine::Engine;
 use super::host_state::{Deferral, HostState, Pending};
 use super::ticket::TaskGuard;
@@ -459,43 +459,23 @@ fn open_texture(
         generation,
         base_color: base,
     });
-    let mut spill_now = None;
-    if let Some(whole) = layout.whole_decode {
-        // A decode of levels that also have pages: kept, charged, for the fills of those
-        // pages (`whole_decodes::fill_after_open`). A texture sharing another's tiles
-        // fills none of its own.
-        let spill = engine.count_decode(&mut host, texture);
-        let bytes = whole.bytes;
-        let cap = host.residency.budget_bytes() / DECODE_BUDGET_SHARE;
-        let has_pages = owner.is_none() && layout.whole_decode_pages().is_some();
-        let released = engine.decode_bytes_released.clone();
-        if has_pages
-            && host.residency.decode_bytes() + bytes <= cap
-            && host.residency.reserve_decode(&engine.epochs, bytes)
-        {
-            *kept = Some(
-                DecodeHold::new(
-                    (texture, generation),
-                    source.clone(),
-                    (bytes, bytes),
-                    released,
-                )
-                .spilling(spill),
-            );
-            decode.armed = false;
-        } else if has_pages {
-            // Not kept: its pages would decode the image again. Spilled instead (if
-            // spilling is on), once the lock is released; an uncharged hold does it.
-            if let Some(spills) = engine.spills_enabled() {
-                let hold =
-                    DecodeHold::new((texture, generation), source.clone(), (bytes, 0), released);
-                spill_now = Some(hold.spilling(Some(spills)));
-                decode.armed = false;
-            }
-        }
-    }
+    // A decode of levels that also have pages: kept for their fills, or spilled.
+    let hold = hold_open_decode(
+        engine,
+        &mut host,
+        (texture, generation),
+        &source,
+        &layout,
+        owner.is_none(),
+    );
     drop(host);
-    drop(spill_now);
+    if let Some(hold) = hold {
+        decode.armed = false;
+        if hold.is_charged() {
+            *kept = Some(hold);
+        }
+        // An uncharged hold is dropped here, the lock released: it spills the decode.
+    }
 }
 
 /// A texture's mip tail and base colour as read from its source.
