@@ -18,6 +18,7 @@ use capi::launch::*;
 use capi::lifecycle::*;
 use capi::loader::*;
 use capi::options::*;
+use capi::stats::DtexStats;
 use capi::ptex::*;
 use capi::sampling::*;
 use capi::status::*;
