@@ -461,7 +461,8 @@ typedef struct DtexLoaderOptions {
   // the default.
   uint64_t max_spill_bytes;
   // Where spilled decodes go: a NUL-terminated UTF-8 directory path, read when the
-  // loader is created (NULL, the default: the system's temporary directory). Absent
+  // loader is created (NULL, the default: `$TMPDIR` if set, else `/var/tmp` on Unix,
+  // then the system's temporary directory). Absent
   // before `DTEX_LOADER_OPTIONS_SIZE_FILL_CPU`, as above.
   const char *spill_dir;
 } DtexLoaderOptions;

@@ -346,8 +346,9 @@ public:
     /// unnamed temporary files, so that a texture whose decode the budget cannot keep is
     /// read from its file rather than decoded at each miss (default 8 GiB; 0: never).
     LoaderOptions& maxSpillBytes(std::uint64_t bytes) noexcept { raw_.max_spill_bytes = bytes; return *this; }
-    /// The directory of spilled decodes (default: the system's temporary directory). The
-    /// path is kept by these options (copies share it).
+    /// The directory of spilled decodes (default: `$TMPDIR` if set, else `/var/tmp` on
+    /// Unix, then the system's temporary directory). The path is kept by these options
+    /// (copies share it).
     LoaderOptions& spillDir(const std::string& dir) {
         spillDir_ = std::make_shared<const std::string>(dir);
         raw_.spill_dir = spillDir_->c_str();

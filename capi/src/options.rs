@@ -112,7 +112,8 @@ pub struct DtexLoaderOptions {
     /// the default.
     pub max_spill_bytes: u64,
     /// Where spilled decodes go: a NUL-terminated UTF-8 directory path, read when the
-    /// loader is created (NULL, the default: the system's temporary directory). Absent
+    /// loader is created (NULL, the default: `$TMPDIR` if set, else `/var/tmp` on Unix,
+    /// then the system's temporary directory). Absent
     /// before `DTEX_LOADER_OPTIONS_SIZE_FILL_CPU`, as above.
     pub spill_dir: *const c_char,
 }

@@ -122,9 +122,12 @@ pub struct LoaderOptions {
     /// `Stats::spilled_bytes`). A budget with room for the pages spills nothing. The files
     /// go with their textures. Default 8 GiB over the loader's life; 0: never spill.
     pub max_spill_bytes: u64,
-    /// Where spilled decodes go (default `None`: the system's temporary directory,
-    /// `std::env::temp_dir`). A directory that cannot take a file is warned about once,
-    /// and the texture is decoded again at need, as without spilling.
+    /// Where spilled decodes go. Default `None`: `$TMPDIR` if set; else, on Unix,
+    /// `/var/tmp` (on disk by convention: `/tmp` is often a RAM file system, which would
+    /// hold the spilled bytes in memory), then the system's temporary directory if
+    /// `/var/tmp` cannot take a file. A directory that cannot take a file (the last one,
+    /// by default) is warned about once, and the texture is decoded again at need, as
+    /// without spilling.
     pub spill_dir: Option<std::path::PathBuf>,
 }
 

@@ -18,7 +18,7 @@ use crate::sources::ImageSource;
 use parking_lot::Mutex;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 /// A decode written to a file, for the engine to take note of.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,7 +32,10 @@ pub(crate) struct Spilled {
 /// The engine's spilling: where, how much, and what was spilled since its last turn.
 #[derive(Debug)]
 pub(crate) struct Spills {
-    dir: PathBuf,
+    /// Where spill files go, in order of preference ([`spill_dirs`]).
+    dirs: Vec<PathBuf>,
+    /// The one used now: the next is tried when it cannot take a file.
+    dir: AtomicUsize,
     limit: u64,
     /// Bytes written (and reserved by spills in progress) over the loader's life.
     written: AtomicU64,
@@ -46,7 +49,8 @@ impl Spills {
     /// Spilling as `options` set it.
     pub fn new(options: &LoaderOptions) -> Spills {
         Spills {
-            dir: options.spill_dir.clone().unwrap_or_else(std::env::temp_dir),
+            dirs: spill_dirs(options.spill_dir.as_ref()),
+            dir: AtomicUsize::new(0),
             limit: options.max_spill_bytes,
             written: AtomicU64::new(0),
             done: Mutex::new(Vec::new()),
@@ -82,20 +86,32 @@ impl Spills {
         if !reserved {
             return;
         }
-        let written = match catch_unwind(AssertUnwindSafe(|| source.spill_decoded(&self.dir))) {
-            Ok(Ok(n)) => n,
-            Ok(Err(e)) => {
-                if !self.warned.swap(true, Ordering::Relaxed) {
-                    tracing::warn!(
-                        "{e}; such textures are decoded again at need (later failures to \
-                         spill are not reported)"
-                    );
+        let written = loop {
+            let i = self.dir.load(Ordering::Relaxed);
+            let Some(dir) = self.dirs.get(i) else {
+                break 0;
+            };
+            match catch_unwind(AssertUnwindSafe(|| source.spill_decoded(dir))) {
+                Ok(Ok(n)) => break n,
+                // A directory that cannot take the file: the next one, if any.
+                Ok(Err(_)) if i + 1 < self.dirs.len() => {
+                    let _ =
+                        self.dir
+                            .compare_exchange(i, i + 1, Ordering::Relaxed, Ordering::Relaxed);
                 }
-                0
-            }
-            Err(_) => {
-                tracing::error!("{}: spilling its decode panicked", source.name());
-                0
+                Ok(Err(e)) => {
+                    if !self.warned.swap(true, Ordering::Relaxed) {
+                        tracing::warn!(
+                            "{e}; such textures are decoded again at need (later failures \
+                             to spill are not reported)"
+                        );
+                    }
+                    break 0;
+                }
+                Err(_) => {
+                    tracing::error!("{}: spilling its decode panicked", source.name());
+                    break 0;
+                }
             }
         };
         // The reservation becomes what was written.
@@ -115,5 +131,101 @@ impl Spills {
     /// What was spilled since the last call.
     pub fn take_done(&self) -> Vec<Spilled> {
         std::mem::take(&mut *self.done.lock())
+    }
+}
+
+/// Where spill files go, in order: `configured` alone if given; else `$TMPDIR` if set (the
+/// user's choice); else, on Unix, `/var/tmp` (on disk by convention, where `/tmp` is
+/// often a RAM file system, which would hold the spilled bytes in memory) and then the
+/// system's temporary directory.
+fn spill_dirs(configured: Option<&PathBuf>) -> Vec<PathBuf> {
+    if let Some(dir) = configured {
+        return vec![dir.clone()];
+    }
+    let temp = std::env::temp_dir();
+    if std::env::var_os("TMPDIR").is_some_and(|d| !d.is_empty()) {
+        return vec![temp];
+    }
+    let mut dirs = Vec::new();
+    if cfg!(unix) {
+        dirs.push(PathBuf::from("/var/tmp"));
+    }
+    if !dirs.contains(&temp) {
+        dirs.push(temp);
+    }
+    dirs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_configured_directory_is_the_only_one_and_the_default_prefers_disk() {
+        let mine = PathBuf::from("/somewhere/else");
+        assert_eq!(spill_dirs(Some(&mine)), vec![mine]);
+        let dirs = spill_dirs(None);
+        assert_eq!(dirs.last(), Some(&std::env::temp_dir()));
+        if cfg!(unix) && std::env::var_os("TMPDIR").is_none() {
+            assert_eq!(dirs[0], PathBuf::from("/var/tmp"));
+        }
+    }
+
+    /// A source whose spill succeeds (10 bytes) in a directory that exists.
+    struct SpillsWhereDirsExist;
+
+    impl ImageSource for SpillsWhereDirsExist {
+        fn name(&self) -> String {
+            "spills-where-dirs-exist".into()
+        }
+        fn open(&self) -> Result<crate::sources::ImageInfo, crate::sources::SourceError> {
+            Err(crate::sources::SourceError("not a texture".into()))
+        }
+        fn read_region(
+            &self,
+            _: crate::textures::TileRegion,
+            _: &mut [u8],
+            _: usize,
+        ) -> Result<crate::sources::Readiness, crate::sources::SourceError> {
+            Err(crate::sources::SourceError("not a texture".into()))
+        }
+        fn spill_decoded(&self, dir: &std::path::Path) -> Result<u64, crate::sources::SourceError> {
+            match dir.is_dir() {
+                true => Ok(10),
+                false => Err(crate::sources::SourceError(format!("no {}", dir.display()))),
+            }
+        }
+    }
+
+    #[test]
+    fn a_directory_that_cannot_take_a_file_passes_to_the_next_and_the_limit_holds() {
+        let spills = Spills {
+            dirs: vec![PathBuf::from("/no/such/dir"), std::env::temp_dir()],
+            ..Spills::new(&LoaderOptions {
+                max_spill_bytes: 25,
+                ..Default::default()
+            })
+        };
+        let id = |t| (TextureId(t), 0);
+        spills.spill(id(1), &SpillsWhereDirsExist, 10);
+        assert_eq!(
+            spills.dir.load(Ordering::Relaxed),
+            1,
+            "moved to the next directory"
+        );
+        spills.spill(id(2), &SpillsWhereDirsExist, 10);
+        // Past the limit (20 + 10 > 25): not spilled.
+        spills.spill(id(3), &SpillsWhereDirsExist, 10);
+        assert_eq!(spills.written_bytes(), 20);
+        let done: Vec<u32> = spills.take_done().iter().map(|s| s.texture.0).collect();
+        assert_eq!(done, vec![1, 2]);
+        assert!(spills.take_done().is_empty());
+        // The last directory failing too: nothing spilled, the reservation given back.
+        let none = Spills {
+            dirs: vec![PathBuf::from("/no/such/dir")],
+            ..Spills::new(&LoaderOptions::default())
+        };
+        none.spill(id(4), &SpillsWhereDirsExist, 10);
+        assert_eq!((none.written_bytes(), none.take_done().len()), (0, 0));
     }
 }
