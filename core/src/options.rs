@@ -119,7 +119,8 @@ pub struct LoaderOptions {
     /// want of room, and a texture's second decode. Without that, a budget much smaller
     /// than the decodes would decode the whole image again at each miss; with it, the
     /// pages are read from the file by position (`Stats::decodes_spilled`,
-    /// `Stats::spilled_bytes`). A budget with room for the pages spills nothing. The files
+    /// `Stats::spilled_bytes`). A budget with room for the decode (a quarter of it) and the
+    /// pages spills nothing. The files
     /// go with their textures. Default 8 GiB over the loader's life; 0: never spill.
     pub max_spill_bytes: u64,
     /// Where spilled decodes go. Default `None`: `$TMPDIR` if set; else, on Unix,
