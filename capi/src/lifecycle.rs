@@ -202,7 +202,7 @@ pub unsafe extern "C" fn dtex_texture_get_image_info(
             )
         };
         let entry = loader::get(loader)?;
-        if u64::from(texture) >= entry.engine.stats().textures {
+        if u64::from(texture) >= entry.engine.texture_count() {
             return Err(never_created(texture));
         }
         let failed = entry.engine.texture_error(TextureId(texture)).is_some();
@@ -237,7 +237,7 @@ fn texture_error(entry: &LoaderEntry, texture: TextureId) -> ApiResult<()> {
         return Err(ApiError::from(e));
     }
     // Ids are handed out in order from 0: an id below the count names a texture.
-    if u64::from(texture.0) >= entry.engine.stats().textures {
+    if u64::from(texture.0) >= entry.engine.texture_count() {
         return Err(never_created(texture.0));
     }
     Ok(())

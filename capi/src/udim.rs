@@ -8,7 +8,7 @@ use crate::status::{ApiError, DtexStatus, DTEX_STATUS_UNKNOWN_TEXTURE};
 use crate::textures::{texture_file_source, DTEX_NO_TEXTURE};
 use engine::ids::UdimId;
 use engine::sources::ImageSource;
-use engine::udim::{find_tiles, tile_desc, UdimGrid, UdimTiles, UDIM_MAX_GRID_SIDE};
+use engine::udim::{find_tiles, tile_desc, UdimGrid, UDIM_MAX_GRID_SIDE};
 use std::ffi::{c_char, c_void, CString};
 use std::path::Path;
 use std::sync::Arc;
@@ -236,15 +236,12 @@ pub unsafe extern "C" fn dtex_udim_expand_pattern(
     })
 }
 
-/// The textures of UDIM texture `udim`, or UNKNOWN_TEXTURE when the id names none.
-fn tiles_of(loader: DtexLoader, udim: u32) -> Result<UdimTiles, ApiError> {
-    let entry = loader::get(loader)?;
-    entry.engine.udim_tiles(UdimId(udim)).ok_or_else(|| {
-        ApiError::new(
-            DTEX_STATUS_UNKNOWN_TEXTURE,
-            format!("{udim} is not a UDIM texture of this loader"),
-        )
-    })
+/// UNKNOWN_TEXTURE for an id that names no UDIM texture.
+fn not_udim(udim: u32) -> ApiError {
+    ApiError::new(
+        DTEX_STATUS_UNKNOWN_TEXTURE,
+        format!("{udim} is not a UDIM texture of this loader"),
+    )
 }
 
 /// The grid of UDIM texture `udim`: its columns to `*out_width`, its rows to
@@ -276,7 +273,10 @@ pub unsafe extern "C" fn dtex_udim_get_grid(
                 Out::new(out_base, "out_base")?,
             )
         };
-        let tiles = tiles_of(loader, udim)?;
+        let tiles = loader::get(loader)?
+            .engine
+            .udim_tiles(UdimId(udim))
+            .ok_or_else(|| not_udim(udim))?;
         width.write(tiles.width);
         height.write(tiles.height);
         base.write(tiles.base.map_or(DTEX_NO_TEXTURE, |b| b.0));
@@ -307,8 +307,11 @@ pub unsafe extern "C" fn dtex_udim_get_tile(
     entry(|| {
         // SAFETY: the caller's contract.
         let out = unsafe { Out::new(out_texture, "out_texture")? };
-        let tiles = tiles_of(loader, udim)?;
-        out.write(tiles.tile(column, row).map_or(DTEX_NO_TEXTURE, |t| t.0));
+        let tile = loader::get(loader)?
+            .engine
+            .udim_tile(UdimId(udim), column, row)
+            .ok_or_else(|| not_udim(udim))?;
+        out.write(tile.map_or(DTEX_NO_TEXTURE, |t| t.0));
         Ok(())
     })
 }

@@ -304,6 +304,12 @@ impl Engine {
         &self.gate
     }
 
+    /// Textures created (`Stats::textures`, without a statistics snapshot): ids are handed
+    /// out in order from 0, so an id below it names a texture.
+    pub fn texture_count(&self) -> u64 {
+        self.host.lock().resources.len() as u64
+    }
+
     /// Why a texture failed, if it did; [`Error::Unloaded`] once it was unloaded.
     pub fn texture_error(&self, texture: TextureId) -> Option<Error> {
         let host = self.host.lock();

@@ -5,6 +5,7 @@ use super::{UdimEntry, UdimGrid, UdimId, UdimTiles};
 use crate::error::{Error, Result};
 use crate::ids::{PageId, TextureId};
 use crate::paging::{PageKind, PageTable, HOLE_BASE_COLOR};
+use crate::requests::host_state::HostState;
 use crate::requests::Engine;
 use crate::resources::TextureState;
 use crate::sources::{ImageInfo, ImageSource, Readiness, SourceError};
@@ -40,6 +41,21 @@ impl Engine {
     /// UDIM texture of this engine.
     pub fn udim_tiles(&self, udim: UdimId) -> Option<UdimTiles> {
         udim_tiles(self, udim)
+    }
+
+    /// The texture of tile (`col`, `row`) of a UDIM texture, as [`UdimTiles::tile`] gives
+    /// it (`Some(None)`: a hole or a tile outside the grid), without listing the others;
+    /// `None` for an id that names no UDIM texture of this engine.
+    pub fn udim_tile(&self, udim: UdimId, col: u32, row: u32) -> Option<Option<TextureId>> {
+        let entry = read_entry(&self.pages, udim)?;
+        if col >= entry.width || row >= entry.height {
+            return Some(None);
+        }
+        Some(tile_texture(
+            &self.host.lock(),
+            &entry,
+            row * entry.width + col,
+        ))
     }
 }
 
@@ -118,13 +134,7 @@ fn udim_tiles(engine: &Engine, udim: UdimId) -> Option<UdimTiles> {
     let entry = read_entry(&engine.pages, udim)?;
     let host = engine.host.lock();
     let tiles = (0..entry.num_tiles())
-        .map(|i| {
-            let id = TextureId(entry.first.0 + i);
-            match host.resources.get(id).map(|r| &r.state) {
-                Some(TextureState::Hole) | None => None,
-                Some(_) => Some(id),
-            }
-        })
+        .map(|i| tile_texture(&host, &entry, i))
         .collect();
     Some(UdimTiles {
         width: entry.width,
@@ -132,6 +142,15 @@ fn udim_tiles(engine: &Engine, udim: UdimId) -> Option<UdimTiles> {
         tiles,
         base: entry.base,
     })
+}
+
+/// The texture of the `i`th tile (row-major) of `entry`'s grid; `None` for a hole.
+fn tile_texture(host: &HostState, entry: &UdimEntry, i: u32) -> Option<TextureId> {
+    let id = TextureId(entry.first.0 + i);
+    match host.resources.get(id).map(|r| &r.state) {
+        Some(TextureState::Hole) | None => None,
+        Some(_) => Some(id),
+    }
 }
 
 /// Read and check the entry of `udim` (recording a use of its page): `None` unless the

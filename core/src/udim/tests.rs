@@ -364,6 +364,7 @@ fn unknown_udim_ids_give_the_fallback_colour_and_request_nothing() {
         let r = launch.tex2d_grad_udim(id, 0.5, 0.5, [0.01, 0.0], [0.0, 0.01], &Default::default());
         assert_eq!(r, Sample::new(DEFAULT_FALLBACK_COLOR, true), "{id:?}");
         assert_eq!(loader.udim_tiles(id), None);
+        assert_eq!(loader.udim_tile(id, 0, 0), None);
     }
     loader.process_requests(launch).wait();
     let stats = loader.stats();
@@ -455,7 +456,20 @@ fn tiles_get_consecutive_ids_and_holes_resolve_without_requests() {
     );
     assert_eq!(tiles.tile(1, 1), Some(TextureId(first + 3)));
     assert_eq!(tiles.tile(1, 0), None);
+    // One tile at a time, the same (outside the grid: none).
+    for (col, row) in [
+        (0, 0),
+        (1, 0),
+        (0, 1),
+        (1, 1),
+        (2, 0),
+        (0, 2),
+        (u32::MAX, 1),
+    ] {
+        assert_eq!(loader.udim_tile(udim, col, row), Some(tiles.tile(col, row)));
+    }
     assert_eq!(loader.stats().textures, 6);
+    assert_eq!(loader.texture_count(), 6);
     // A hole sampled as a texture: resident at once, the default fallback colour.
     let launch = loader.launch_prepare();
     let r = launch.tex2d(TextureId(first + 1), 0.5, 0.5, &Default::default());
