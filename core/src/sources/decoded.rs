@@ -20,21 +20,13 @@
 //! filtering does not bleed the colour of transparent texels.
 
 use super::associate;
-use super::exr::mips::{self, GenLevel};
+use super::exr::mips::{self, GenLevel, GeneratedLevels};
 use super::region::{check_read, full_chain_info};
-use super::remade::Remade;
-use super::spill::SpillSlot;
 use super::{ImageInfo, ImageSource, Readiness, SizeLimits, SourceError, WholeDecode};
 use crate::textures::{TexelFormat, TexelType, TileRegion};
 use parking_lot::Mutex;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-
-/// Decoded levels: level 0 then the generated ones, packed rows of the served format.
-struct Levels {
-    info: ImageInfo,
-    levels: Vec<GenLevel>,
-}
 
 /// A PNG or JPEG file, decoded whole at its first read. See the module docs
 /// (`sources/decoded.rs`).
@@ -43,16 +35,14 @@ pub struct DecodedImageSource {
     limits: SizeLimits,
     /// What the header said at the last `open`.
     info: Mutex<Option<ImageInfo>>,
-    /// The decoded levels (or why they could not be), dropped at every `open` after the
-    /// first and when the loader releases them.
-    decoded: Remade<Result<Levels, SourceError>>,
+    /// The decoded levels, level 0 then the generated ones (or why they could not be
+    /// made), dropped at every `open` after the first and when the loader releases them;
+    /// read from a file once spilled ([`ImageSource::spill_decoded`]).
+    levels: GeneratedLevels,
     /// Whether the warning that the file is decoded whole has been given.
     warned: AtomicBool,
     /// Decodes made (successful or not).
     decodes: AtomicU64,
-    /// The levels written to a file by [`ImageSource::spill_decoded`]: reads come from
-    /// there from then on, until the next `open`.
-    spilled: SpillSlot,
 }
 
 impl std::fmt::Debug for DecodedImageSource {
@@ -100,10 +90,9 @@ impl DecodedImageSource {
             path: path.into(),
             limits,
             info: Mutex::new(None),
-            decoded: Remade::new(),
+            levels: GeneratedLevels::new(0),
             warned: AtomicBool::new(false),
             decodes: AtomicU64::new(0),
-            spilled: SpillSlot::default(),
         }
     }
 
@@ -115,7 +104,7 @@ impl DecodedImageSource {
     /// Whether the decoded image is held now: from a read until the loader releases it
     /// ([`ImageSource::release_decoded`]).
     pub fn holds_decode(&self) -> bool {
-        self.decoded.is_made()
+        self.levels.is_made()
     }
 
     /// How many times the file has been decoded.
@@ -125,7 +114,7 @@ impl DecodedImageSource {
 
     /// Whether reads come from a spilled copy of the decode ([`ImageSource::spill_decoded`]).
     pub fn is_spilled(&self) -> bool {
-        self.spilled.is_set()
+        self.levels.is_spilled()
     }
 
     fn error(&self, reason: impl std::fmt::Display) -> SourceError {
@@ -164,7 +153,7 @@ impl DecodedImageSource {
     }
 
     /// Decode level 0 and generate the other levels.
-    fn decode(&self) -> Result<Levels, SourceError> {
+    fn decode(&self) -> Result<Vec<GenLevel>, SourceError> {
         self.decodes.fetch_add(1, Ordering::Relaxed);
         let (info, widen) = self.header()?;
         let mut reader = self.reader()?;
@@ -255,7 +244,7 @@ impl DecodedImageSource {
             data,
         });
         levels.extend(generated);
-        Ok(Levels { info, levels })
+        Ok(levels)
     }
 }
 
@@ -278,8 +267,7 @@ impl ImageSource for DecodedImageSource {
         let (info, _) = self.header()?;
         let mut last = self.info.lock();
         if last.is_some() {
-            self.decoded.release();
-            self.spilled.clear();
+            self.levels.reset();
         }
         *last = Some(info);
         Ok(info)
@@ -291,56 +279,31 @@ impl ImageSource for DecodedImageSource {
         dest: &mut [u8],
         row_bytes: usize,
     ) -> Result<Readiness, SourceError> {
-        if let Some(spilled) = self.spilled.get() {
-            let info = self
-                .info
-                .lock()
-                .ok_or_else(|| self.error("read before open"))?;
-            check_read(&info, region, dest.len(), row_bytes).map_err(|e| self.error(e))?;
-            spilled
-                .read_region(region, dest, row_bytes)
-                .map_err(|e| self.error(e))?;
-            return Ok(Readiness::Ready);
-        }
-        let decoded = self.decoded.get_or_make(|| self.decode());
-        let levels = decoded.as_ref().as_ref().map_err(Clone::clone)?;
-        check_read(&levels.info, region, dest.len(), row_bytes).map_err(|e| self.error(e))?;
-        let level = &levels.levels[region.level as usize];
-        let tb = levels.info.format.texel_bytes();
-        let n = region.width as usize * tb;
-        for j in 0..region.height as usize {
-            let src = ((region.y as usize + j) * level.width + region.x as usize) * tb;
-            dest[j * row_bytes..j * row_bytes + n].copy_from_slice(&level.data[src..src + n]);
-        }
+        let info = self
+            .info
+            .lock()
+            .ok_or_else(|| self.error("read before open"))?;
+        check_read(&info, region, dest.len(), row_bytes).map_err(|e| self.error(e))?;
+        let tb = info.format.texel_bytes();
+        self.levels
+            .read_with(region, dest, row_bytes, tb, || self.decode())?;
         Ok(Readiness::Ready)
     }
 
     /// Every level: the image is decoded whole and its levels generated from it.
     fn whole_decode(&self) -> Option<WholeDecode> {
-        if self.is_spilled() {
-            return None;
-        }
-        super::whole_decode_of_levels(self.info.lock().as_ref()?, 0)
+        self.levels.whole_decode(self.info.lock().as_ref()?)
     }
 
     fn release_decoded(&self) {
-        self.decoded.release();
+        self.levels.release();
     }
 
     fn spill_decoded(&self, dir: &Path) -> Result<u64, SourceError> {
-        let Some(held) = self.decoded.held() else {
+        let Some(info) = *self.info.lock() else {
             return Ok(0);
         };
-        let Ok(levels) = held.as_ref() else {
-            return Ok(0);
-        };
-        let tb = levels.info.format.texel_bytes();
-        self.spilled.fill(dir, 0, tb, &levels.levels).map_err(|e| {
-            self.error(format_args!(
-                "cannot spill the decode to {}: {e}",
-                dir.display()
-            ))
-        })
+        self.levels.spill(dir, &info, &self.name())
     }
 }
 

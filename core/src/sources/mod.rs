@@ -262,8 +262,8 @@ pub trait ImageSource: Send + Sync {
     /// was held or the source cannot spill (the default). The file goes when the source
     /// does, or at its next [`open`](Self::open).
     ///
-    /// The loader spills a texture whose decode it had to make again (a cache much
-    /// smaller than the decodes, which would otherwise decode the image at every miss:
+    /// The loader spills a decode its texture will need again (a budget without room to
+    /// keep it for the pages, which would otherwise decode the image at every miss:
     /// `LoaderOptions::max_spill_bytes`).
     fn spill_decoded(&self, dir: &std::path::Path) -> Result<u64, SourceError> {
         let _ = dir;

@@ -50,7 +50,9 @@ pub(crate) struct GeneratedLevels {
 }
 
 impl GeneratedLevels {
-    /// Levels `first..` to be generated from level `first - 1` (`first` ≥ 1).
+    /// Levels `first..` to be generated from level `first - 1` ([`Self::read`], `first`
+    /// ≥ 1), or made by the caller ([`Self::read_with`]; 0: every level, as a PNG's
+    /// decode).
     pub fn new(first: u32) -> GeneratedLevels {
         GeneratedLevels {
             first,
@@ -88,7 +90,8 @@ impl GeneratedLevels {
             .fill(dir, self.first, info.format.texel_bytes(), levels)
             .map_err(|e| {
                 SourceError(format!(
-                    "{name}: cannot spill the generated levels to {}: {e}",
+                    "{name}: cannot spill levels {}.. to {}: {e}",
+                    self.first,
                     dir.display()
                 ))
             })
@@ -97,6 +100,23 @@ impl GeneratedLevels {
     /// Drop the generated levels; the next read of one generates them again.
     pub fn release(&self) {
         self.levels.release();
+    }
+
+    /// Drop the levels and their spill file: the source's file is read again at the next
+    /// read (a source opened again).
+    pub fn reset(&self) {
+        self.levels.release();
+        self.spilled.clear();
+    }
+
+    /// Whether the levels are held in memory now.
+    pub fn is_made(&self) -> bool {
+        self.levels.is_made()
+    }
+
+    /// Whether the levels are read from a spill file.
+    pub fn is_spilled(&self) -> bool {
+        self.spilled.is_set()
     }
 
     /// Serve `region` of a source whose levels `0..first` are stored: a stored level
@@ -161,6 +181,14 @@ impl GeneratedLevels {
             .and_then(|i| levels.get(i as usize))
             .ok_or_else(|| SourceError(format!("level {} was not generated", region.level)))?;
         let tb = texel_bytes;
+        if region.x as usize + region.width as usize > level.width
+            || region.y as usize + region.height as usize > level.height
+        {
+            return Err(SourceError(format!(
+                "{region:?} is outside its {}×{} level",
+                level.width, level.height
+            )));
+        }
         let n = region.width as usize * tb;
         for j in 0..region.height as usize {
             let src = ((region.y as usize + j) * level.width + region.x as usize) * tb;
