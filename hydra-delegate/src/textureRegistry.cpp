@@ -185,20 +185,9 @@ void HdDemandTexTextureRegistry::ReportFailures() {
             if (id == demandtex::kNoTexture || _reportedFailures.count(id)) continue;
             if (std::optional<demandtex::Error> error = _loader->textureError(id)) {
                 _reportedFailures.insert(id);
-                // A UDIM set names the tile (its UDIM number, or its place past column 10).
-                std::string which;
-                if (texture.udim) {
-                    const std::size_t tiles = texture.numFiles - 1;
-                    if (i == tiles) {
-                        which = " (its base texture)";
-                    } else {
-                        const std::size_t column = i % texture.udimColumns, row = i / texture.udimColumns;
-                        which = column < 10 ? " tile " + std::to_string(1001 + column + 10 * row)
-                                            : " tile u" + std::to_string(column + 1) + "_v" + std::to_string(row + 1);
-                    }
-                }
-                TF_WARN("demandtex: texture '%s'%s failed: %s; rendering its fallback colour",
-                        texture.key.path.c_str(), which.c_str(), error->message());
+                // For a UDIM set, demandtex's message names the tile's file.
+                TF_WARN("demandtex: texture '%s' failed: %s; rendering its fallback colour", texture.key.path.c_str(),
+                        error->message());
             }
         }
     }
