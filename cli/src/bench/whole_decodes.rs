@@ -84,6 +84,13 @@ fn file(dir: &Path, i: u32) -> std::path::PathBuf {
     dir.join(format!("image{i:02}.png"))
 }
 
+/// A source for each file of the set.
+fn png_sources(dir: &Path) -> Vec<Arc<DecodedImageSource>> {
+    (0..FILES)
+        .map(|i| Arc::new(DecodedImageSource::new(file(dir, i))))
+        .collect()
+}
+
 fn write_set(dir: &Path) -> Result<(), CliError> {
     std::fs::create_dir_all(dir)
         .map_err(|e| CliError::Demandtex(format!("{}: {e}", dir.display())))?;
@@ -185,9 +192,7 @@ fn blocking(
         },
         ..LoaderOptions::default()
     })?;
-    let sources: Vec<Arc<DecodedImageSource>> = (0..FILES)
-        .map(|i| Arc::new(DecodedImageSource::new(file(dir, i))))
-        .collect();
+    let sources = png_sources(dir);
     let ids = sources
         .iter()
         .map(|s| {
@@ -270,9 +275,7 @@ fn render(
         max_requests_per_launch: 1 << 16,
         ..LoaderOptions::default()
     })?;
-    let sources: Vec<Arc<DecodedImageSource>> = (0..FILES)
-        .map(|i| Arc::new(DecodedImageSource::new(file(dir, i))))
-        .collect();
+    let sources = png_sources(dir);
     let mut ids: Vec<TextureId> = Vec::new();
     let mut forever = Vec::new();
     for s in &sources {

@@ -2,7 +2,7 @@
 //! (a PNG or JPEG, mip levels generated in memory) released while its texture will need
 //! it again would be made again at the next miss (a blocking cache much smaller than the
 //! decodes thrashes so, as OpenImageIO's does). Such a decode is spilled: an open's decode
-//! the budget has no room to keep for the pages (`fill::open_texture`), a decode whose
+//! the budget has no room to keep for the pages (`decode_hold::hold_open_decode`), a decode whose
 //! fills left pages of its levels out for want of room (`whole_decodes`), and a
 //! texture's second decode (`Engine::count_decode`). When the fills of such a decode end,
 //! its [`DecodeHold`](super::decode_hold) writes it to an unnamed temporary file before
