@@ -185,20 +185,18 @@ mod tests {
 
     #[test]
     fn fills_that_wait_on_storage_are_not_charged_for_it() {
-        // Fills that sleep use next to no CPU: after 20 of them the bucket is not in debt
-        // and the up-front charge has shrunk towards what they used.
+        // Fills that sleep 2 ms use next to no CPU: after 40 of them the bucket is not in
+        // debt and the up-front charge is a small part of the 2 ms of wall time each took (counting wall time would bring it near 2 ms).
+        // The bound leaves room for what a busy machine charges a sleep in CPU time (a CI
+        // run measured 70 µs a fill).
         let throttle = FillThrottle::new(0.25);
-        for _ in 0..20 {
+        for _ in 0..40 {
             let c = throttle.start();
             std::thread::sleep(Duration::from_millis(2));
             throttle.finish(c);
         }
         let b = throttle.state.lock();
         assert!(b.tokens > 0.0, "in debt: {}", b.tokens);
-        assert!(
-            b.estimate < FIRST_ESTIMATE_NS / 4.0,
-            "estimate {}",
-            b.estimate
-        );
+        assert!(b.estimate < 500_000.0, "estimate {} ns", b.estimate);
     }
 }
