@@ -186,9 +186,9 @@ mod tests {
     #[test]
     fn fills_that_wait_on_storage_are_not_charged_for_it() {
         // Fills that sleep 2 ms use next to no CPU: after 40 of them the bucket is not in
-        // debt and the up-front charge is a small part of the 2 ms of wall time each took (counting wall time would bring it near 2 ms).
-        // The bound leaves room for what a busy machine charges a sleep in CPU time (a CI
-        // run measured 70 µs a fill).
+        // debt and the up-front charge is a small part of the 2 ms of wall time each took
+        // (counting wall time would bring it near 2 ms). The bound leaves room for what a
+        // busy machine charges a sleep in CPU time (a CI run measured 70 µs a fill).
         let throttle = FillThrottle::new(0.25);
         for _ in 0..40 {
             let c = throttle.start();
