@@ -452,8 +452,8 @@ typedef struct DtexLoaderOptions {
   // Reserved: must be 0.
   uint32_t reserved;
   // Bytes of whole decodes (PNG and JPEG images, mip levels generated in memory) the
-  // loader may write to unnamed temporary files in `spill_dir` (default 8 GiB; 0:
-  // never). A decode released while its texture will need it again (a budget with no
+  // loader's unnamed temporary files in `spill_dir` may hold at once (default 8 GiB;
+  // 0: never). A decode released while its texture will need it again (a budget with no
   // room to keep it for the pages, which would otherwise decode the whole image at
   // each miss) is spilled, and its pages are then read from the file
   // (`decodes_spilled`, `spilled_bytes`); a budget with room spills nothing. Absent
@@ -600,7 +600,7 @@ typedef struct DtexStats {
   // Whole decodes written to spill files (textures whose decode the budget could not
   // keep for all their pages, which are read from the file since). Absent before `DTEX_STATS_SIZE_WHOLE_DECODES`.
   uint64_t decodes_spilled;
-  // Bytes written to spill files over the loader's life.
+  // Bytes the spill files hold now (at most `max_spill_bytes`).
   uint64_t spilled_bytes;
 } DtexStats;
 

@@ -342,9 +342,10 @@ public:
     /// The most CPU time fills may take, in cores (0 = no limit, the default): for a CPU
     /// renderer whose shading uses every core, so a burst of fills cannot stall a frame.
     LoaderOptions& fillCpuCores(float cores) noexcept { raw_.fill_cpu_cores = cores; return *this; }
-    /// Bytes of whole decodes (PNG, JPEG, generated mip levels) the loader may write to
-    /// unnamed temporary files, so that a texture whose decode the budget cannot keep is
-    /// read from its file rather than decoded at each miss (default 8 GiB; 0: never).
+    /// Bytes of whole decodes (PNG, JPEG, generated mip levels) the loader's unnamed
+    /// temporary files may hold at once, so that a texture whose decode the budget cannot
+    /// keep is read from its file rather than decoded at each miss (default 8 GiB; 0:
+    /// never).
     LoaderOptions& maxSpillBytes(std::uint64_t bytes) noexcept { raw_.max_spill_bytes = bytes; return *this; }
     /// The directory of spilled decodes (default: `$TMPDIR` if set, else `/var/tmp` on
     /// Unix, then the system's temporary directory). The path is kept by these options
@@ -389,7 +390,7 @@ public:
     bool pagesOfFileTiles() const noexcept { return raw_.full_pages == 0; }
     /// The fills' CPU-time limit in cores (0: none).
     float fillCpuCores() const noexcept { return raw_.fill_cpu_cores; }
-    /// Bytes of whole decodes that may be spilled to files (0: never).
+    /// Bytes spilled decodes may hold in files at once (0: never spill).
     std::uint64_t maxSpillBytes() const noexcept { return raw_.max_spill_bytes; }
     /// The directory of spilled decodes, if one was set.
     std::optional<std::string> spillDir() const {

@@ -103,8 +103,8 @@ pub struct DtexLoaderOptions {
     /// Reserved: must be 0.
     pub reserved: u32,
     /// Bytes of whole decodes (PNG and JPEG images, mip levels generated in memory) the
-    /// loader may write to unnamed temporary files in `spill_dir` (default 8 GiB; 0:
-    /// never). A decode released while its texture will need it again (a budget with no
+    /// loader's unnamed temporary files in `spill_dir` may hold at once (default 8 GiB;
+    /// 0: never). A decode released while its texture will need it again (a budget with no
     /// room to keep it for the pages, which would otherwise decode the whole image at
     /// each miss) is spilled, and its pages are then read from the file
     /// (`decodes_spilled`, `spilled_bytes`); a budget with room spills nothing. Absent

@@ -115,7 +115,7 @@ pub struct DtexStats {
     /// Whole decodes written to spill files (textures whose decode the budget could not
     /// keep for all their pages, which are read from the file since). Absent before `DTEX_STATS_SIZE_WHOLE_DECODES`.
     pub decodes_spilled: u64,
-    /// Bytes written to spill files over the loader's life.
+    /// Bytes the spill files hold now (at most `max_spill_bytes`).
     pub spilled_bytes: u64,
 }
 

@@ -112,16 +112,16 @@ pub struct LoaderOptions {
     /// ([`crate::sources::ImageSource::content_identity`]) (default true).
     pub share_duplicate_textures: bool,
     /// Bytes of whole decodes (PNG and JPEG images, mip levels generated in memory:
-    /// [`crate::sources::ImageSource::whole_decode`]) the loader may write to unnamed
-    /// temporary files in [`spill_dir`](Self::spill_dir). A decode is spilled when it is
+    /// [`crate::sources::ImageSource::whole_decode`]) the loader's unnamed temporary files
+    /// in [`spill_dir`](Self::spill_dir) may hold at once. A decode is spilled when it is
     /// released while its texture will need it again: an open's decode the budget has no
     /// room to keep for the pages, a decode whose fills left pages of its levels out for
     /// want of room, and a texture's second decode. Without that, a budget much smaller
     /// than the decodes would decode the whole image again at each miss; with it, the
     /// pages are read from the file by position (`Stats::decodes_spilled`,
     /// `Stats::spilled_bytes`). A budget with room for the decode (a quarter of it) and the
-    /// pages spills nothing. The files
-    /// go with their textures. Default 8 GiB over the loader's life; 0: never spill.
+    /// pages spills nothing. The files go with their textures (unregistered, or opened
+    /// again), which makes room. Default 8 GiB; 0: never spill.
     pub max_spill_bytes: u64,
     /// Where spilled decodes go. Default `None`: `$TMPDIR` if set; else, on Unix,
     /// `/var/tmp` (on disk by convention: `/tmp` is often a RAM file system, which would

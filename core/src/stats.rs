@@ -125,7 +125,7 @@ pub struct Stats {
     /// keep for all their pages, which are read from the file since
     /// (`LoaderOptions::max_spill_bytes`).
     pub decodes_spilled: u64,
-    /// Bytes written to spill files over the loader's life (at most
-    /// `LoaderOptions::max_spill_bytes`).
+    /// Bytes the spill files hold now (at most `LoaderOptions::max_spill_bytes`; a file
+    /// goes with its texture, or at the texture's next open).
     pub spilled_bytes: u64,
 }

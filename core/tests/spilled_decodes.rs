@@ -219,3 +219,60 @@ fn generated_levels_of_scan_line_exrs_are_spilled_too() {
         "spilled ones need no decode"
     );
 }
+
+#[test]
+fn files_gone_with_their_textures_make_room_under_the_limit() {
+    let dir = TestDir::new("spilled-decodes", "room");
+    let paths = pngs(&dir);
+    let qs = queries(1200);
+    let (want, ..) = look_up(&paths, &qs, LoaderOptions::default());
+    // Room for two spill files at once.
+    let cache = TextureCache::new(LoaderOptions {
+        fill_threads: 2,
+        ..tight(2 * decode_bytes(), None)
+    })
+    .unwrap();
+    let ids: Vec<TextureId> = paths
+        .iter()
+        .map(|p| {
+            let source = Arc::new(DecodedImageSource::new(p));
+            cache
+                .loader()
+                .create_texture(source, TextureDesc::default())
+                .unwrap()
+        })
+        .collect();
+    let o = SampleOptions::default();
+    let look_up_files = |files: std::ops::Range<usize>| {
+        for (i, &(f, s, t, d)) in qs.iter().enumerate() {
+            if files.contains(&f) {
+                let r = cache.tex2d_grad(ids[f], s, t, [d, 0.0], [0.0, d], &o);
+                assert_eq!(r.value, want[i], "query {i}");
+            }
+        }
+    };
+    look_up_files(0..3);
+    let s = cache.stats();
+    assert_eq!(
+        (s.decodes_spilled, s.spilled_bytes),
+        (2, 2 * decode_bytes()),
+        "two files fit: {s:#?}"
+    );
+    // Unloaded textures drop their sources, and the sources their files (once no fill of
+    // theirs runs).
+    for &id in &ids[0..3] {
+        cache.loader().unload_texture(id).unwrap();
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while cache.stats().spilled_bytes > 0 {
+        assert!(std::time::Instant::now() < deadline, "{:#?}", cache.stats());
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    look_up_files(3..6);
+    let s = cache.stats();
+    assert_eq!(
+        (s.decodes_spilled, s.spilled_bytes),
+        (4, 2 * decode_bytes()),
+        "the files gone made room for two more: {s:#?}"
+    );
+}

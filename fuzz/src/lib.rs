@@ -209,11 +209,16 @@ pub fn image(data: &[u8]) {
         if info.is_some() && source.read_region(region, &mut texel, 16).is_ok() {
             // A texture decoded again is spilled to a file: every tile is then read from
             // there, the same as from the decode.
-            let spilled = source.spill_decoded(&std::env::temp_dir());
+            let ledger = demandtex::sources::SpillLedger::new();
+            let spilled = source.spill_decoded(&std::env::temp_dir(), &ledger);
             if spilled.is_ok_and(|n| n > 0) {
                 let mut again = [0u8; 16];
                 assert!(source.read_region(region, &mut again, 16).is_ok());
                 assert_eq!(texel, again, "a spilled texel differs from the decode's");
+                assert!(
+                    ledger.held_bytes() > 0,
+                    "a spill file's bytes are not counted"
+                );
                 let _ = check_source(&source, true);
             }
         }

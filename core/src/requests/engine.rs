@@ -294,7 +294,7 @@ impl Engine {
         Stats {
             requests_rejected: self.gate.rejected(),
             duplicate_bytes_hashed: self.digests.bytes_hashed(),
-            spilled_bytes: self.spills.written_bytes(),
+            spilled_bytes: self.spills.held_bytes(),
             ..host.stats(self.pages.bookkeeping_bytes() + self.resource_failed.len() as u64 * 4)
         }
     }

@@ -9,16 +9,17 @@
 //! letting it go; the source reads those
 //! levels from the file from then on, and the engine, told at its next turn under the
 //! lock ([`Engine::settle_decodes`](super::engine::Engine)), treats the texture as a tiled
-//! one (no decode charged, nothing prefetched). The bytes written over the loader's life
-//! are bounded by `LoaderOptions::max_spill_bytes`.
+//! one (no decode charged, nothing prefetched). The bytes the spill files hold at once
+//! (a [`SpillLedger`]: a file's bytes stop counting when it goes, with its texture or at
+//! the texture's next open) are bounded by `LoaderOptions::max_spill_bytes`.
 
 use crate::ids::TextureId;
 use crate::options::LoaderOptions;
-use crate::sources::ImageSource;
+use crate::sources::{ImageSource, SpillLedger};
 use parking_lot::Mutex;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 /// A decode written to a file, for the engine to take note of.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,8 +38,8 @@ pub(crate) struct Spills {
     /// The one used now: the next is tried when it cannot take a file.
     dir: AtomicUsize,
     limit: u64,
-    /// Bytes written (and reserved by spills in progress) over the loader's life.
-    written: AtomicU64,
+    /// Bytes the spill files hold, and those reserved by spills in progress.
+    ledger: SpillLedger,
     /// Spilled since the engine's last turn.
     done: Mutex<Vec<Spilled>>,
     /// Whether a failure to write has been warned about.
@@ -52,7 +53,7 @@ impl Spills {
             dirs: spill_dirs(options.spill_dir.as_ref()),
             dir: AtomicUsize::new(0),
             limit: options.max_spill_bytes,
-            written: AtomicU64::new(0),
+            ledger: SpillLedger::new(),
             done: Mutex::new(Vec::new()),
             warned: AtomicBool::new(false),
         }
@@ -63,35 +64,31 @@ impl Spills {
         self.limit > 0
     }
 
-    /// Bytes written to spill files over the loader's life.
-    pub fn written_bytes(&self) -> u64 {
-        self.written.load(Ordering::Relaxed)
+    /// Bytes the spill files hold now.
+    pub fn held_bytes(&self) -> u64 {
+        self.ledger.held_bytes()
     }
 
     /// Spill `source`'s decode (`bytes`, as its `whole_decode` said) for `texture` at
-    /// `generation`, if the limit leaves room. Takes no engine lock; a failure is warned
-    /// about once (the texture is then decoded again at need), a panic contained.
+    /// `generation`, if the limit leaves room for it beside the files held. Takes no
+    /// engine lock; a failure is warned about once (the texture is then decoded again at
+    /// need), a panic contained.
     pub fn spill(
         &self,
         (texture, generation): (TextureId, u32),
         source: &dyn ImageSource,
         bytes: u64,
     ) {
-        let reserved = self
-            .written
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |w| {
-                w.checked_add(bytes).filter(|&n| n <= self.limit)
-            })
-            .is_ok();
-        if !reserved {
+        // Reserved until the file (which holds its own bytes) is written.
+        let Some(reserved) = self.ledger.try_hold(bytes, self.limit) else {
             return;
-        }
+        };
         let written = loop {
             let i = self.dir.load(Ordering::Relaxed);
             let Some(dir) = self.dirs.get(i) else {
                 break 0;
             };
-            match catch_unwind(AssertUnwindSafe(|| source.spill_decoded(dir))) {
+            match catch_unwind(AssertUnwindSafe(|| source.spill_decoded(dir, &self.ledger))) {
                 Ok(Ok(n)) => break n,
                 // A directory that cannot take the file: the next one, if any.
                 Ok(Err(_)) if i + 1 < self.dirs.len() => {
@@ -114,12 +111,7 @@ impl Spills {
                 }
             }
         };
-        // The reservation becomes what was written.
-        self.written
-            .fetch_sub(bytes - written.min(bytes), Ordering::Relaxed);
-        if written > bytes {
-            self.written.fetch_add(written - bytes, Ordering::Relaxed);
-        }
+        drop(reserved);
         if written > 0 {
             self.done.lock().push(Spilled {
                 texture,
@@ -171,8 +163,16 @@ mod tests {
         }
     }
 
-    /// A source whose spill succeeds (10 bytes) in a directory that exists.
-    struct SpillsWhereDirsExist;
+    /// A source whose spill succeeds (a "file" of 10 bytes, held until
+    /// [`Self::remove_files`]) in a directory that exists.
+    #[derive(Default)]
+    struct SpillsWhereDirsExist(Mutex<Vec<crate::sources::SpillHold>>);
+
+    impl SpillsWhereDirsExist {
+        fn remove_files(&self) {
+            self.0.lock().clear();
+        }
+    }
 
     impl ImageSource for SpillsWhereDirsExist {
         fn name(&self) -> String {
@@ -189,9 +189,16 @@ mod tests {
         ) -> Result<crate::sources::Readiness, crate::sources::SourceError> {
             Err(crate::sources::SourceError("not a texture".into()))
         }
-        fn spill_decoded(&self, dir: &std::path::Path) -> Result<u64, crate::sources::SourceError> {
+        fn spill_decoded(
+            &self,
+            dir: &std::path::Path,
+            ledger: &SpillLedger,
+        ) -> Result<u64, crate::sources::SourceError> {
             match dir.is_dir() {
-                true => Ok(10),
+                true => {
+                    self.0.lock().push(ledger.hold(10));
+                    Ok(10)
+                }
                 false => Err(crate::sources::SourceError(format!("no {}", dir.display()))),
             }
         }
@@ -207,25 +214,35 @@ mod tests {
             })
         };
         let id = |t| (TextureId(t), 0);
-        spills.spill(id(1), &SpillsWhereDirsExist, 10);
+        let (a, b) = (
+            SpillsWhereDirsExist::default(),
+            SpillsWhereDirsExist::default(),
+        );
+        spills.spill(id(1), &a, 10);
         assert_eq!(
             spills.dir.load(Ordering::Relaxed),
             1,
             "moved to the next directory"
         );
-        spills.spill(id(2), &SpillsWhereDirsExist, 10);
+        spills.spill(id(2), &b, 10);
         // Past the limit (20 + 10 > 25): not spilled.
-        spills.spill(id(3), &SpillsWhereDirsExist, 10);
-        assert_eq!(spills.written_bytes(), 20);
+        spills.spill(id(3), &SpillsWhereDirsExist::default(), 10);
+        assert_eq!(spills.held_bytes(), 20);
         let done: Vec<u32> = spills.take_done().iter().map(|s| s.texture.0).collect();
         assert_eq!(done, vec![1, 2]);
         assert!(spills.take_done().is_empty());
+        // A file gone (its texture unregistered or opened again) makes room.
+        a.remove_files();
+        assert_eq!(spills.held_bytes(), 10);
+        spills.spill(id(3), &a, 10);
+        assert_eq!(spills.held_bytes(), 20);
+        assert_eq!(spills.take_done().len(), 1);
         // The last directory failing too: nothing spilled, the reservation given back.
         let none = Spills {
             dirs: vec![PathBuf::from("/no/such/dir")],
             ..Spills::new(&LoaderOptions::default())
         };
-        none.spill(id(4), &SpillsWhereDirsExist, 10);
-        assert_eq!((none.written_bytes(), none.take_done().len()), (0, 0));
+        none.spill(id(4), &SpillsWhereDirsExist::default(), 10);
+        assert_eq!((none.held_bytes(), none.take_done().len()), (0, 0));
     }
 }

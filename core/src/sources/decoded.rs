@@ -299,11 +299,15 @@ impl ImageSource for DecodedImageSource {
         self.levels.release();
     }
 
-    fn spill_decoded(&self, dir: &Path) -> Result<u64, SourceError> {
+    fn spill_decoded(
+        &self,
+        dir: &Path,
+        ledger: &crate::sources::SpillLedger,
+    ) -> Result<u64, SourceError> {
         let Some(info) = *self.info.lock() else {
             return Ok(0);
         };
-        self.levels.spill(dir, &info, &self.name())
+        self.levels.spill(dir, ledger, &info, &self.name())
     }
 }
 

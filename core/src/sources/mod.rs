@@ -46,6 +46,7 @@ pub mod ptex;
 mod region;
 pub(crate) mod remade;
 pub(crate) mod spill;
+pub use spill::{SpillHold, SpillLedger};
 pub mod tiff;
 
 pub use crate::textures::WholeDecode;
@@ -258,15 +259,20 @@ pub trait ImageSource: Send + Sync {
     /// Write the whole decode held now ([`whole_decode`](Self::whole_decode)) to an
     /// unnamed file in `dir`, and serve every later read of those levels from that file
     /// (one positioned read a row) instead of decoding again; from then on
-    /// [`whole_decode`](Self::whole_decode) is `None`. The bytes written: 0 when nothing
-    /// was held or the source cannot spill (the default). The file goes when the source
-    /// does, or at its next [`open`](Self::open).
+    /// [`whole_decode`](Self::whole_decode) is `None`. The file's bytes are counted in
+    /// `ledger` ([`SpillLedger::hold`]) for as long as the file is kept. The bytes
+    /// written: 0 when nothing was held or the source cannot spill (the default). The
+    /// file goes when the source does, or at its next [`open`](Self::open).
     ///
     /// The loader spills a decode its texture will need again (a budget without room to
-    /// keep it for the pages, which would otherwise decode the image at every miss:
-    /// `LoaderOptions::max_spill_bytes`).
-    fn spill_decoded(&self, dir: &std::path::Path) -> Result<u64, SourceError> {
-        let _ = dir;
+    /// keep it for the pages, which would otherwise decode the image at every miss), while
+    /// its spill files hold at most `LoaderOptions::max_spill_bytes`.
+    fn spill_decoded(
+        &self,
+        dir: &std::path::Path,
+        ledger: &SpillLedger,
+    ) -> Result<u64, SourceError> {
+        let _ = (dir, ledger);
         Ok(0)
     }
 

@@ -3,7 +3,8 @@
 //! by positioned reads instead of decoding the whole image again
 //! ([`ImageSource::spill_decoded`](crate::sources::ImageSource::spill_decoded)). The file
 //! has no name (removed by the system when closed: the source's drop, or a crash), and is
-//! read from any number of threads at once.
+//! read from any number of threads at once. A [`SpillLedger`] counts the bytes a loader's
+//! spill files hold, each file from its writing to its removal.
 
 use super::exr::mips::GenLevel;
 use super::positioned::PositionedFile;
@@ -12,7 +13,71 @@ use crate::textures::TileRegion;
 use parking_lot::Mutex;
 use std::io::Write;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+
+/// The bytes a loader's spill files hold now
+/// ([`ImageSource::spill_decoded`](crate::sources::ImageSource::spill_decoded)): each file
+/// counts its bytes through a [`SpillHold`] kept as long as the file, so bytes of files
+/// gone (a texture unregistered or opened again) no longer count against
+/// `LoaderOptions::max_spill_bytes`. Clones share the count.
+#[derive(Clone, Debug, Default)]
+pub struct SpillLedger(Arc<AtomicU64>);
+
+impl SpillLedger {
+    /// An empty ledger.
+    pub fn new() -> SpillLedger {
+        SpillLedger::default()
+    }
+
+    /// Bytes held now.
+    pub fn held_bytes(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    /// Count `bytes` until the returned hold is dropped (keep it with the file).
+    pub fn hold(&self, bytes: u64) -> SpillHold {
+        self.0.fetch_add(bytes, Ordering::Relaxed);
+        SpillHold {
+            ledger: self.clone(),
+            bytes,
+        }
+    }
+
+    /// Count `bytes` if the bytes held stay within `limit`.
+    pub(crate) fn try_hold(&self, bytes: u64, limit: u64) -> Option<SpillHold> {
+        self.0
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |held| {
+                held.checked_add(bytes).filter(|&n| n <= limit)
+            })
+            .ok()?;
+        Some(SpillHold {
+            ledger: self.clone(),
+            bytes,
+        })
+    }
+}
+
+/// Bytes counted in a [`SpillLedger`] until dropped.
+#[must_use]
+#[derive(Debug)]
+pub struct SpillHold {
+    ledger: SpillLedger,
+    bytes: u64,
+}
+
+impl SpillHold {
+    /// The bytes held.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+}
+
+impl Drop for SpillHold {
+    fn drop(&mut self) {
+        self.ledger.0.fetch_sub(self.bytes, Ordering::Relaxed);
+    }
+}
 
 /// Where a source keeps its spilled levels: empty until [`SpillSlot::fill`], then read
 /// from any number of threads ([`SpillSlot::get`]).
@@ -36,12 +101,14 @@ impl SpillSlot {
     }
 
     /// Write `levels` (level `first` onwards, `texel_bytes` a texel) to a new file in
-    /// `dir` unless levels were spilled already, without holding the slot's lock (reads
-    /// go on meanwhile). The bytes written: 0 if the slot was set (before, or by another
-    /// spill that ended first, whose file is kept).
+    /// `dir`, counted in `ledger` while it lasts, unless levels were spilled already,
+    /// without holding the slot's lock (reads go on meanwhile). The bytes written: 0 if
+    /// the slot was set (before, or by another spill that ended first, whose file is
+    /// kept).
     pub fn fill(
         &self,
         dir: &Path,
+        ledger: &SpillLedger,
         first: u32,
         texel_bytes: usize,
         levels: &[GenLevel],
@@ -49,7 +116,7 @@ impl SpillSlot {
         if self.is_set() {
             return Ok(0);
         }
-        let file = SpilledLevels::write(dir, first, texel_bytes, levels)?;
+        let file = SpilledLevels::write(dir, ledger, first, texel_bytes, levels)?;
         let mut slot = self.0.lock();
         if slot.is_some() {
             return Ok(0);
@@ -75,14 +142,16 @@ pub(crate) struct SpilledLevels {
     first: u32,
     texel_bytes: usize,
     levels: Vec<Level>,
-    bytes: u64,
+    /// The file's bytes, counted in the loader's ledger while the file lasts.
+    hold: SpillHold,
 }
 
 impl SpilledLevels {
     /// Write `levels` (level `first` onwards, `texel_bytes` a texel) to a new unnamed file
-    /// in `dir`.
+    /// in `dir`, its bytes counted in `ledger` until it is dropped.
     pub fn write(
         dir: &Path,
+        ledger: &SpillLedger,
         first: u32,
         texel_bytes: usize,
         levels: &[GenLevel],
@@ -108,13 +177,13 @@ impl SpilledLevels {
             first,
             texel_bytes,
             levels: placed,
-            bytes: offset,
+            hold: ledger.hold(offset),
         })
     }
 
     /// Bytes in the file.
     pub fn bytes(&self) -> u64 {
-        self.bytes
+        self.hold.bytes()
     }
 
     /// Whether `level` is in the file.
@@ -188,8 +257,10 @@ mod tests {
     #[test]
     fn regions_read_back_as_the_levels_held_them() {
         let levels = [level(37, 21, 1), level(18, 10, 2), level(9, 5, 3)];
-        let spilled = SpilledLevels::write(&std::env::temp_dir(), 2, 4, &levels).unwrap();
+        let ledger = SpillLedger::new();
+        let spilled = SpilledLevels::write(&std::env::temp_dir(), &ledger, 2, 4, &levels).unwrap();
         assert_eq!(spilled.bytes(), (37 * 21 + 18 * 10 + 9 * 5) * 4);
+        assert_eq!(ledger.held_bytes(), spilled.bytes());
         assert!(!spilled.holds(1) && spilled.holds(2) && spilled.holds(4) && !spilled.holds(5));
         for (i, l) in levels.iter().enumerate() {
             let region = TileRegion {
@@ -228,11 +299,39 @@ mod tests {
             ..outside
         };
         assert!(spilled.read_region(missing, &mut dest, 64).is_err());
+        drop(spilled);
+        assert_eq!(ledger.held_bytes(), 0, "the file's bytes go with it");
+    }
+
+    #[test]
+    fn the_ledger_counts_what_holds_hold_and_refuses_past_the_limit() {
+        let ledger = SpillLedger::new();
+        let a = ledger.try_hold(10, 25).expect("room");
+        let b = ledger.hold(10);
+        assert_eq!(ledger.held_bytes(), 20);
+        assert!(ledger.try_hold(10, 25).is_none(), "20 + 10 > 25");
+        assert_eq!(ledger.held_bytes(), 20, "a refusal holds nothing");
+        drop(a);
+        let c = ledger
+            .try_hold(15, 25)
+            .expect("room again once a hold went");
+        assert_eq!((ledger.held_bytes(), c.bytes()), (25, 15));
+        drop((b, c));
+        assert_eq!(ledger.held_bytes(), 0);
+        let all = ledger.try_hold(u64::MAX, u64::MAX).expect("room");
+        assert!(
+            ledger.try_hold(1, u64::MAX).is_none(),
+            "an overflow is refused"
+        );
+        drop(all);
+        assert_eq!(ledger.held_bytes(), 0);
     }
 
     #[test]
     fn a_directory_that_cannot_hold_the_file_is_an_error() {
         let missing = std::env::temp_dir().join("dtex-no-such-dir/below");
-        assert!(SpilledLevels::write(&missing, 0, 4, &[level(4, 4, 0)]).is_err());
+        let ledger = SpillLedger::new();
+        assert!(SpilledLevels::write(&missing, &ledger, 0, 4, &[level(4, 4, 0)]).is_err());
+        assert_eq!(ledger.held_bytes(), 0);
     }
 }

@@ -7,7 +7,7 @@
 //! could steal one of those tasks onto this very thread and deadlock it on itself.
 
 use crate::sources::box_filter::{box_span, filter_row};
-use crate::sources::spill::SpillSlot;
+use crate::sources::spill::{SpillLedger, SpillSlot};
 use crate::sources::{ImageInfo, SourceError};
 use crate::textures::TexelFormat;
 use parking_lot::Mutex;
@@ -77,6 +77,7 @@ impl GeneratedLevels {
     pub fn spill(
         &self,
         dir: &std::path::Path,
+        ledger: &SpillLedger,
         info: &ImageInfo,
         name: &str,
     ) -> Result<u64, SourceError> {
@@ -87,7 +88,7 @@ impl GeneratedLevels {
             return Ok(0);
         };
         self.spilled
-            .fill(dir, self.first, info.format.texel_bytes(), levels)
+            .fill(dir, ledger, self.first, info.format.texel_bytes(), levels)
             .map_err(|e| {
                 SourceError(format!(
                     "{name}: cannot spill levels {}.. to {}: {e}",

@@ -606,9 +606,13 @@ impl ImageSource for ExrSource {
         }
     }
 
-    fn spill_decoded(&self, dir: &std::path::Path) -> Result<u64, SourceError> {
+    fn spill_decoded(
+        &self,
+        dir: &std::path::Path,
+        ledger: &crate::sources::SpillLedger,
+    ) -> Result<u64, SourceError> {
         match self.opened() {
-            Ok(o) => o.generated.spill(dir, &o.info, &self.name()),
+            Ok(o) => o.generated.spill(dir, ledger, &o.info, &self.name()),
             Err(_) => Ok(0),
         }
     }

@@ -453,9 +453,16 @@ impl ImageSource for TiffSource {
         }
     }
 
-    fn spill_decoded(&self, dir: &std::path::Path) -> Result<u64, SourceError> {
+    fn spill_decoded(
+        &self,
+        dir: &std::path::Path,
+        ledger: &crate::sources::SpillLedger,
+    ) -> Result<u64, SourceError> {
         match self.opened() {
-            Ok(o) => o.value.generated.spill(dir, &o.value.info, &self.name()),
+            Ok(o) => o
+                .value
+                .generated
+                .spill(dir, ledger, &o.value.info, &self.name()),
             Err(_) => Ok(0),
         }
     }
