@@ -18,6 +18,7 @@ use super::decode_hold::DecodeHold;
 use super::engine::Engine;
 use super::fill::{self, TileJob};
 use super::host_state::{HostState, Pending};
+use super::open_fill;
 use super::resource::ResourceTask;
 use super::ticket::Ticket;
 use super::whole_decodes;
@@ -139,7 +140,7 @@ fn init_now(
         host.in_flight.insert(sampler_page);
         host.in_flight.insert(base_page);
         MutexGuard::unlocked(&mut host, || {
-            let kept = fill::init_texture(engine, texture, generation);
+            let kept = open_fill::init_texture(engine, texture, generation);
             whole_decodes::fill_after_open(engine, kept);
         });
         if host.deferred.remove(&sampler_page) {

@@ -91,7 +91,7 @@ fn release(source: &dyn ImageSource) {
     }
 }
 
-/// The hold of an open's whole decode (`fill::init_texture`), if its texture has pages
+/// The hold of an open's whole decode (`open_fill::init_texture`), if its texture has pages
 /// of those levels (`own_pages`: not sharing another texture's tiles): charged and kept
 /// for their fills (`whole_decodes::fill_after_open`) where the budget has room for it within a
 /// [`DECODE_BUDGET_SHARE`]th; otherwise uncharged and spilling (when spilling is on),

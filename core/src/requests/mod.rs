@@ -19,6 +19,7 @@ pub(crate) mod fill;
 mod fill_throttle;
 pub(crate) mod host_state;
 pub(crate) mod lifecycle;
+pub(crate) mod open_fill;
 pub(crate) mod process;
 pub(crate) mod publish;
 pub(crate) mod resource;

@@ -8,6 +8,7 @@
 use super::engine::Engine;
 use super::fill::{self, TileJob};
 use super::host_state::{Deferral, HostState, Pending};
+use super::open_fill;
 use super::resource::ResourceTask;
 use super::ticket::Ticket;
 use super::whole_decodes::{self, DecodePlan};
@@ -55,7 +56,7 @@ impl Engine {
         host.in_flight.insert(sampler);
         host.in_flight.insert(self.layout.base_color_page(texture));
         self.workers.spawn(move || {
-            let kept = fill::init_texture(&engine, texture, generation);
+            let kept = open_fill::init_texture(&engine, texture, generation);
             whole_decodes::fill_after_open(&engine, kept);
         });
     }
@@ -281,7 +282,7 @@ fn process_pulled(engine: &Arc<Engine>, launch_num: u32, pulled: Option<PullResu
         let engine = engine.clone();
         let guard = ticket.task();
         engine.clone().workers.spawn(move || {
-            let kept = fill::init_texture(&engine, t, generation);
+            let kept = open_fill::init_texture(&engine, t, generation);
             whole_decodes::fill_after_open(&engine, kept);
             drop(engine);
             drop(guard);

@@ -255,7 +255,7 @@ pub(crate) fn prefetch_pages(
 }
 
 /// After an open whose mip tail came from a whole decode that it kept (`kept`, from
-/// `fill::init_texture`): fill the texture's pages of those levels from that decode
+/// `open_fill::init_texture`): fill the texture's pages of those levels from that decode
 /// now, in this thread, in memory that is free or held by staged tiles no reader can see
 /// (nothing is evicted for them), coarse levels first, at most a
 /// [`PREFETCH_BUDGET_SHARE`]th of the budget (and, in interactive mode,
