@@ -66,7 +66,7 @@ pub struct Engine {
 }
 
 /// An engine's Ptex decode cache takes at most this share of its budget (1 / N).
-pub const PTEX_DECODE_CACHE_BUDGET_SHARE: u64 = 8;
+pub(crate) const PTEX_DECODE_CACHE_BUDGET_SHARE: u64 = 8;
 
 /// Check a texture description for values the samplers cannot honour.
 pub(crate) fn check_desc(desc: &TextureDesc) -> Result<()> {
@@ -124,7 +124,7 @@ impl Engine {
     /// The cache of decoded Ptex face data (the sources of reductions) this engine's Ptex
     /// textures share. The first call makes it, of the process-wide setting
     /// ([`decode_cache_bytes`], 64 MiB by default) but at most an eighth of the budget
-    /// ([`PTEX_DECODE_CACHE_BUDGET_SHARE`]), and takes its bytes from the budget for the
+    /// (`PTEX_DECODE_CACHE_BUDGET_SHARE`), and takes its bytes from the budget for the
     /// engine's life, non-evictable like a mip tail, so that Ptex lookups use no memory
     /// beyond it. If the budget is taken by then, by resident tiles or mip tails, the cache
     /// keeps nothing (reductions then read their sources again).

@@ -549,7 +549,8 @@ fn units_needing_more_pages_than_a_texture_holds_are_refused_before_packing() {
     // 2^20 faces × ~2^16 pages each (2^14 at full resolution, 4/3 of it with the
     // reductions): 64 Gi pages.
     assert!(message.contains("at least 68717379584 pages"), "{e}");
-    assert!(took.as_secs_f64() < 2.0, "refused in {took:?}");
+    // (A loop over the pages would take minutes; the bound leaves room for a busy machine.)
+    assert!(took.as_secs_f64() < 10.0, "refused in {took:?}");
     // The resident store refuses it the same way.
     let e = crate::sampling::ptex::ResidentPtex::new(file)
         .map(|_| ())
