@@ -26,8 +26,10 @@ use demandtex::textures::{FilterMode, MipFilter, TextureDesc, TextureLayout, Tex
 use demandtex::TILE_BYTES;
 use demandtex_cuda::ptex::{face_bytes, unit_bytes};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
+
+mod host_support;
+use host_support::{compile_host_program, put, repo_root, run_host_program, sampler_bytes, Rng};
 
 /// The `DTEX_PTEX_FILTER_*` codes whose lookups the device must report `supported` (and then
 /// match core's): every filter, since the separable and triangle filters were ported
@@ -58,9 +60,6 @@ const PAGES_TEXTURE: u32 = 3;
 /// The first page of the pages texture's range.
 const START_PAGE: u32 = 2 * MAX_TEXTURES + 5;
 
-/// How the host program is compiled (besides `-I` and the files).
-const CXX_FLAGS: &[&str] = &["-std=c++17", "-ffp-contract=off", "-O1", "-Wall", "-Wextra"];
-
 /// The fixtures (as gpu_ptex.rs): `$DEMANDTEX_PTEX_FIXTURES`, else the repository's.
 fn fixtures() -> Vec<PathBuf> {
     let dir = std::env::var_os("DEMANDTEX_PTEX_FIXTURES")
@@ -75,63 +74,12 @@ fn fixtures() -> Vec<PathBuf> {
     v
 }
 
-/// The repository's root directory.
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
 /// The host program, compiled once for all the tests of this file (they run in parallel).
 fn build_host_program() -> Option<PathBuf> {
     static PROGRAM: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
-    PROGRAM.get_or_init(compile_host_program).clone()
-}
-
-/// Compile tests/cuda-host/ptex_host.cpp; `None` (after saying so) if there is no compiler
-/// and `DEMANDTEX_SKIP_HOST_CUDA=1`.
-fn compile_host_program() -> Option<PathBuf> {
-    let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".to_owned());
-    // `$CXX` may carry arguments ("ccache g++").
-    let mut words = cxx.split_whitespace();
-    let program = words.next().unwrap_or("c++");
-    let compiler = || {
-        let mut c = Command::new(program);
-        c.args(words.clone());
-        c
-    };
-    if compiler().arg("--version").output().is_err() {
-        if std::env::var("DEMANDTEX_SKIP_HOST_CUDA").is_ok_and(|v| v == "1") {
-            println!("host_ptex: skipped (no C++ compiler `{cxx}`; DEMANDTEX_SKIP_HOST_CUDA=1)");
-            return None;
-        }
-        panic!(
-            "host_ptex needs a C++17 compiler: `{cxx}` ($CXX, else c++) cannot be run. \
-             Install g++ (or set CXX), or set DEMANDTEX_SKIP_HOST_CUDA=1 to skip this test."
-        );
-    }
-    let root = repo_root();
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("host_ptex");
-    std::fs::create_dir_all(&dir).expect("the test's temporary directory");
-    let exe = dir.join("ptex_host");
-    let out = compiler()
-        .args(CXX_FLAGS)
-        .arg("-I")
-        .arg(root.join("include"))
-        .arg("-I")
-        .arg(root.join("tests/cuda-host"))
-        .arg(root.join("tests/cuda-host/ptex_host.cpp"))
-        .arg("-o")
-        .arg(&exe)
-        .output()
-        .expect("running the C++ compiler");
-    let log = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "compiling ptex_host.cpp with {cxx}:\n{log}"
-    );
-    if !log.trim().is_empty() {
-        println!("host_ptex: compiler warnings:\n{log}");
-    }
-    Some(exe)
+    PROGRAM
+        .get_or_init(|| compile_host_program("ptex_host"))
+        .clone()
 }
 
 /// One lookup: a face, a point, a footprint and core's options (with the filter's code).
@@ -144,24 +92,6 @@ struct Lookup {
     d: [f32; 4],
     code: u32,
     options: PtexFilterOptions,
-}
-
-/// A xorshift generator (deterministic lookups).
-struct Rng(u32);
-
-impl Rng {
-    /// The next 32 random bits.
-    fn bits(&mut self) -> u32 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 17;
-        self.0 ^= self.0 << 5;
-        self.0
-    }
-
-    /// Uniform in [0, 1).
-    fn unit(&mut self) -> f32 {
-        (self.bits() >> 8) as f32 / (1u32 << 24) as f32
-    }
 }
 
 /// Deterministic lookups: every face with every filter; points uniform in [-0.05, 1.05],
@@ -226,20 +156,6 @@ fn lookups(tables: &PtexDeviceTables) -> Vec<Lookup> {
         }
     }
     out
-}
-
-/// Append little-endian 32-bit words (floats as their bits).
-fn put(out: &mut Vec<u8>, words: &[u32]) {
-    out.extend(words.iter().flat_map(|w| w.to_le_bytes()));
-}
-
-/// The `DtexTextureSampler` bytes of `s`: core's `TextureSampler` is its `repr(C)` twin
-/// (demandtex.h asserts the layout), read in this host's byte order, which the program shares.
-fn sampler_bytes(s: &TextureSampler) -> Vec<u8> {
-    assert_eq!(std::mem::size_of::<TextureSampler>(), 376);
-    // SAFETY: a repr(C) struct of 64- and 32-bit integers and floats without padding (376
-    // bytes: 8 + 8 + 18 * 4 + 16 + 17 * 16), read as bytes while borrowed.
-    unsafe { std::slice::from_raw_parts(s as *const TextureSampler as *const u8, 376).to_vec() }
 }
 
 /// The program's input for the texture of `pages` and `lookups` (format: ptex_host.cpp).
@@ -388,29 +304,14 @@ fn compare(
 
 /// Run the host program (`exe`) over `lookups` of the texture `pages` / `tables` (files
 /// named after `name` in the program's directory); its answers.
-fn run_host_program(
+fn run_ptex_host(
     exe: &Path,
     name: &str,
     pages: &PtexPages,
     tables: &PtexDeviceTables,
     lookups: &[Lookup],
 ) -> Vec<Answer> {
-    let dir = exe.parent().expect("the program's directory");
-    let input_path = dir.join(format!("{name}.in"));
-    let output_path = dir.join(format!("{name}.out"));
-    std::fs::write(&input_path, input(pages, tables, lookups)).expect("writing the input");
-    let run = Command::new(exe)
-        .arg(&input_path)
-        .arg(&output_path)
-        .output()
-        .expect("running ptex_host");
-    assert!(
-        run.status.success(),
-        "{name}: ptex_host failed ({}):\n{}",
-        run.status,
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let output = std::fs::read(&output_path).expect("reading ptex_host's output");
+    let output = run_host_program(exe, name, &input(pages, tables, lookups));
     answers(&output, lookups.len())
 }
 
@@ -488,7 +389,7 @@ fn device_ptex_lookups_on_the_host_match_the_reference_library() {
         let tables = PtexDeviceTables::new(&pages);
         let cases = reference_cases(&path);
         let lookups: Vec<Lookup> = cases.iter().map(|(l, _)| *l).collect();
-        let got = run_host_program(&exe, &format!("{name}.ref"), &pages, &tables, &lookups);
+        let got = run_ptex_host(&exe, &format!("{name}.ref"), &pages, &tables, &lookups);
         for ((l, want), a) in cases.iter().zip(&got) {
             count += 1;
             // The reference was asked for `want.len()` channels; the device writes all it
@@ -535,7 +436,7 @@ fn device_ptex_lookups_on_the_host_match_cores() {
         let tables = PtexDeviceTables::new(&pages);
         let store = ResidentPtex::new(open()).expect("the resident store");
         let lookups = lookups(&tables);
-        let got = run_host_program(&exe, &name, &pages, &tables, &lookups);
+        let got = run_ptex_host(&exe, &name, &pages, &tables, &lookups);
         let stats = compare(&name, &store, &lookups, &got, &mut failures);
         println!("{name}: {} lookups", lookups.len());
         for (code, (compared, empty, unsupported, max)) in stats.iter().enumerate() {

@@ -10,10 +10,12 @@
  * Compile with `-std=c++17 -ffp-contract=off` (no fused multiply-adds) on a target whose
  * `float` arithmetic is IEEE single precision (x86-64 SSE, AArch64): the `__f*_rn`
  * intrinsics are then exactly the device's. `log2f` and the other libm functions are the
- * host's (the device's may differ in the last bit). What is not emulated: warps of more than
- * one lane, concurrency, and texture filtering -- only point reads of level 0 through
- * `tex2DLod<uint4>` (how ptex.cuh reads its pages); every other texture fetch aborts.
- * See README.md beside this file.
+ * host's (the device's may differ in the last bit). Texture fetches: point reads of level 0
+ * through `tex2DLod<uint4>` (how ptex.cuh reads its pages), and filtered reads of a mip chain
+ * through `tex2DLod<float4>` (how texture.cuh reads a texture: `DtexHostMipTexture`), with
+ * exact float weights where the hardware quantises them. What is not emulated: warps of more
+ * than one lane, concurrency, and every other texture fetch (which aborts). See README.md
+ * beside this file.
  */
 #ifndef DTEX_HOST_SHIM_H
 #define DTEX_HOST_SHIM_H
@@ -223,7 +225,93 @@ struct DtexHostTexture {
     abort();
 }
 
-/// Texture fetches with an explicit level: only `uint4` (below) is emulated.
+/// One level of a `DtexHostMipTexture`: `width x height` texels, row-major, each the four
+/// components the hardware returns for the texel ("normalised float" read mode: 8- and
+/// 16-bit unsigned components divided by 255 and 65535; halfs and floats as they are;
+/// absent components 0, alpha 1).
+struct DtexHostMipLevel {
+    uint32_t width;
+    uint32_t height;
+    const float4* texels;
+};
+
+/// What the object of a `tex2DLod<float4>` fetch addresses: a mip-mapped texture with the
+/// texture object settings texture.cuh's header asks for -- normalised coordinates, address
+/// modes `addressS`/`addressT` (`DTEX_ADDRESS_WRAP`, `CLAMP`, `MIRROR`, `BORDER` with a
+/// transparent black border), filter mode `filter` (`DTEX_FILTER_POINT` or `LINEAR`), a
+/// linear mip filter with the levels clamped to [0, numLevels - 1], no trilinear
+/// optimisation.
+struct DtexHostMipTexture {
+    uint32_t numLevels;
+    uint32_t addressS;
+    uint32_t addressT;
+    uint32_t filter;
+    /// Finest first; `numLevels` of them.
+    const DtexHostMipLevel* levels;
+};
+
+/// Texel index `i` of a side of `n` texels under address mode `mode` (0..3 as
+/// `DTEX_ADDRESS_*`); -1 for the border.
+inline int64_t dtexHostAddress(int64_t i, int64_t n, uint32_t mode)
+{
+    switch (mode) {
+    case 0: {  // wrap
+        const int64_t m = i % n;
+        return m < 0 ? m + n : m;
+    }
+    case 2: {  // mirror
+        int64_t m = i % (2 * n);
+        if (m < 0)
+            m += 2 * n;
+        return m < n ? m : 2 * n - 1 - m;
+    }
+    case 3:  // border
+        return i < 0 || i >= n ? -1 : i;
+    default:  // clamp
+        return i < 0 ? 0 : (i >= n ? n - 1 : i);
+    }
+}
+
+/// Texel (x, y) of `level` under the texture's address modes (transparent black outside a
+/// border).
+inline float4 dtexHostTexel(const DtexHostMipTexture& tex, const DtexHostMipLevel& level,
+                            int64_t x, int64_t y)
+{
+    const int64_t ax = dtexHostAddress(x, level.width, tex.addressS);
+    const int64_t ay = dtexHostAddress(y, level.height, tex.addressT);
+    if (ax < 0 || ay < 0)
+        return float4{0.0f, 0.0f, 0.0f, 0.0f};
+    return level.texels[static_cast<size_t>(ay) * level.width + static_cast<size_t>(ax)];
+}
+
+/// Level `l` of `tex` filtered at (s, t): the nearest texel, or the bilinear blend of the
+/// four around (s * width - 0.5, t * height - 0.5) with exact float weights (the hardware's
+/// are 8-bit fractions).
+inline float4 dtexHostFilterLevel(const DtexHostMipTexture& tex, uint32_t l, float s, float t)
+{
+    const DtexHostMipLevel& level = tex.levels[l];
+    const float w = static_cast<float>(level.width), h = static_cast<float>(level.height);
+    if (tex.filter == 0u) {
+        return dtexHostTexel(tex, level, static_cast<int64_t>(floorf(s * w)),
+                             static_cast<int64_t>(floorf(t * h)));
+    }
+    const float x = s * w - 0.5f, y = t * h - 0.5f;
+    const float fx = floorf(x), fy = floorf(y);
+    const float a = x - fx, b = y - fy;
+    const int64_t x0 = static_cast<int64_t>(fx), y0 = static_cast<int64_t>(fy);
+    const float4 t00 = dtexHostTexel(tex, level, x0, y0);
+    const float4 t10 = dtexHostTexel(tex, level, x0 + 1, y0);
+    const float4 t01 = dtexHostTexel(tex, level, x0, y0 + 1);
+    const float4 t11 = dtexHostTexel(tex, level, x0 + 1, y0 + 1);
+    const float w00 = (1.0f - a) * (1.0f - b), w10 = a * (1.0f - b);
+    const float w01 = (1.0f - a) * b, w11 = a * b;
+    return float4{t00.x * w00 + t10.x * w10 + t01.x * w01 + t11.x * w11,
+                  t00.y * w00 + t10.y * w10 + t01.y * w01 + t11.y * w11,
+                  t00.z * w00 + t10.z * w10 + t01.z * w01 + t11.z * w11,
+                  t00.w * w00 + t10.w * w10 + t01.w * w01 + t11.w * w11};
+}
+
+/// Texture fetches with an explicit level: `uint4` and `float4` (below) are emulated.
 template <class T>
 inline T tex2DLod(cudaTextureObject_t, float, float, float)
 {
@@ -247,6 +335,32 @@ inline uint4 tex2DLod<uint4>(cudaTextureObject_t object, float s, float t, float
         abort();
     }
     return tex->texels[static_cast<size_t>(y) * tex->width + static_cast<size_t>(x)];
+}
+
+/// A filtered read of a `DtexHostMipTexture` at (s, t) and level of detail `lod`: `lod`
+/// clamped to the levels, the levels on either side of it blended by its fraction (linear
+/// mip filter), each filtered as `dtexHostFilterLevel` says. A NaN coordinate or level
+/// aborts (a correct caller passes none).
+template <>
+inline float4 tex2DLod<float4>(cudaTextureObject_t object, float s, float t, float lod)
+{
+    const DtexHostMipTexture* tex = reinterpret_cast<const DtexHostMipTexture*>(object);
+    if (s != s || t != t || lod != lod || tex->numLevels == 0u) {
+        fprintf(stderr, "dtex_host_shim: tex2DLod<float4>(%g, %g, lod %g) of %u levels\n",
+                static_cast<double>(s), static_cast<double>(t), static_cast<double>(lod),
+                tex->numLevels);
+        abort();
+    }
+    const float top = static_cast<float>(tex->numLevels - 1u);
+    const float clamped = lod < 0.0f ? 0.0f : (lod > top ? top : lod);
+    const uint32_t fine = static_cast<uint32_t>(floorf(clamped));
+    const float f = clamped - static_cast<float>(fine);
+    const float4 a = dtexHostFilterLevel(*tex, fine, s, t);
+    if (f == 0.0f || fine + 1u >= tex->numLevels)
+        return a;
+    const float4 b = dtexHostFilterLevel(*tex, fine + 1u, s, t);
+    return float4{a.x + (b.x - a.x) * f, a.y + (b.y - a.y) * f, a.z + (b.z - a.z) * f,
+                  a.w + (b.w - a.w) * f};
 }
 
 /// Declared for the headers; never emulated.

@@ -1,0 +1,249 @@
+/*
+ * Host run of the device texture lookups `dtex::tex2DGrad` and `dtex::tex2DLod`
+ * (include/demandtex/device/texture.cuh), compiled by a host C++ compiler after
+ * dtex_host_shim.h. Driven by cuda/tests/host_texture.rs:
+ *
+ *   c++ -std=c++17 -ffp-contract=off -O1 -I include -I tests/cuda-host \
+ *       tests/cuda-host/texture_host.cpp -o texture_host
+ *   texture_host input.bin output.bin
+ *
+ * The input (little-endian; written by host_texture.rs) is a CPU loader's page table at one
+ * launch -- some pages resident, some not -- with its textures, and a list of lookups:
+ *
+ *   "DTXTEX01"
+ *   u32 x 3   context: max_textures page_table_entries num_pages
+ *   u32 n, n x 8 B    the page table's entries (n = page_table_entries)
+ *   u32 n, n x 4 B    the residence bits (n = ceil(num_pages / 32))
+ *   u32 n, then n textures:
+ *     u32 id, 376 B DtexTextureSampler (core's; texture_object and mip_tail_data ignored),
+ *     u32 levels, per level: u32 width height, width x height x 16 B texels (float4, as
+ *     the hardware reads them: `DtexHostMipLevel`)
+ *   u32 n, n x 40 B   lookups: u32 texture, f32 s t, f32 x 4 (tex2DGrad: ddx, ddy;
+ *                     tex2DLod: the level of detail, then 0 0 0), u32 flags (1: tex2DLod,
+ *                     2: fallbackToCoarser, 4: stochastic), f32 x 2 jitter
+ *
+ * It builds a `DtexDeviceContext` in host memory over those arrays (flags 0: a use of a
+ * resident page records nothing; no rejection), points each listed texture's sampler page at
+ * its sampler, whose texture object is a `DtexHostMipTexture` of its levels, runs each
+ * lookup with the reference bits cleared before it, and writes:
+ *
+ *   "DTXTOUT1", u32 lookups, u32 stray (reference bits set outside the entry pages and the
+ *   listed textures' ranges, which no lookup should set), per lookup: f32 x 4 value,
+ *   u32 resident, u32 n, n x u32 pages requested (the reference bits the lookup set,
+ *   ascending)
+ */
+#include "dtex_host_shim.h"
+
+#include <demandtex/device/texture.cuh>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace {
+
+/// Print `message` and exit with status 2.
+[[noreturn]] void fail(const std::string& message)
+{
+    fprintf(stderr, "texture_host: %s\n", message.c_str());
+    exit(2);
+}
+
+/// A cursor over the input file.
+struct Reader {
+    std::vector<unsigned char> bytes;
+    size_t at = 0;
+
+    /// The next `n` bytes (fails past the end).
+    const unsigned char* take(size_t n, const char* what)
+    {
+        if (n > bytes.size() - at)
+            fail(std::string("input ends inside ") + what);
+        const unsigned char* p = bytes.data() + at;
+        at += n;
+        return p;
+    }
+    uint32_t u32(const char* what)
+    {
+        uint32_t v;
+        memcpy(&v, take(4, what), 4);
+        return v;
+    }
+    /// A section: a u32 count, then `count * sizeof(T)` bytes.
+    template <class T>
+    std::vector<T> array(const char* what)
+    {
+        const uint32_t n = u32(what);
+        std::vector<T> out(n);
+        if (n != 0)
+            memcpy(out.data(), take(static_cast<size_t>(n) * sizeof(T), what), n * sizeof(T));
+        return out;
+    }
+};
+
+/// The whole of file `path`.
+std::vector<unsigned char> readFile(const char* path)
+{
+    FILE* f = fopen(path, "rb");
+    if (f == nullptr)
+        fail(std::string("cannot open ") + path);
+    std::vector<unsigned char> out;
+    unsigned char buf[1 << 16];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+        out.insert(out.end(), buf, buf + n);
+    fclose(f);
+    return out;
+}
+
+/// One texture of the input: its sampler, whose object is `mip`, over `levels`.
+struct Texture {
+    DtexTextureSampler sampler;
+    DtexHostMipTexture mip;
+    std::vector<DtexHostMipLevel> levels;
+    std::vector<std::vector<float4>> texels;
+};
+
+/// One lookup of the input.
+struct Lookup {
+    uint32_t texture;
+    float s, t;
+    float d[4];
+    uint32_t flags;
+    float jitter[2];
+};
+
+static_assert(sizeof(DtexTextureSampler) == 376, "DtexTextureSampler");
+static_assert(sizeof(Lookup) == 40, "a lookup record");
+static_assert(sizeof(float4) == 16, "a texel");
+
+constexpr uint32_t kLod = 1, kFallback = 2, kStochastic = 4;
+
+}  // namespace
+
+int main(int argc, char** argv)
+{
+    if (argc != 3)
+        fail("usage: texture_host INPUT OUTPUT");
+    Reader in{readFile(argv[1])};
+    if (memcmp(in.take(8, "the magic"), "DTXTEX01", 8) != 0)
+        fail("not a texture_host input");
+    const uint32_t maxTextures = in.u32("the context");
+    const uint32_t pageTableEntries = in.u32("the context");
+    const uint32_t numPages = in.u32("the context");
+    std::vector<uint64_t> pageTable = in.array<uint64_t>("the page table");
+    std::vector<uint32_t> residence = in.array<uint32_t>("the residence bits");
+    if (pageTable.size() != pageTableEntries || residence.size() != (numPages + 31u) / 32u ||
+        pageTableEntries < 2u * maxTextures)
+        fail("the arrays do not match the context");
+
+    const uint32_t numTextures = in.u32("the textures");
+    std::vector<std::unique_ptr<Texture>> textures;
+    for (uint32_t i = 0; i < numTextures; ++i) {
+        auto tex = std::make_unique<Texture>();
+        const uint32_t id = in.u32("a texture");
+        if (id >= maxTextures)
+            fail("a texture id past max_textures");
+        memcpy(&tex->sampler, in.take(sizeof tex->sampler, "a sampler"), sizeof tex->sampler);
+        const uint32_t levels = in.u32("a texture's levels");
+        if (levels == 0u || levels > DTEX_MAX_LEVELS)
+            fail("a texture's level count");
+        for (uint32_t l = 0; l < levels; ++l) {
+            const uint32_t w = in.u32("a level"), h = in.u32("a level");
+            const size_t n = static_cast<size_t>(w) * h;
+            std::vector<float4> texels(n);
+            memcpy(texels.data(), in.take(n * sizeof(float4), "a level's texels"),
+                   n * sizeof(float4));
+            tex->texels.push_back(std::move(texels));
+            tex->levels.push_back(DtexHostMipLevel{w, h, nullptr});
+        }
+        for (uint32_t l = 0; l < levels; ++l)
+            tex->levels[l].texels = tex->texels[l].data();
+        tex->mip = DtexHostMipTexture{levels, tex->sampler.address_s, tex->sampler.address_t,
+                                      tex->sampler.filter, tex->levels.data()};
+        tex->sampler.texture_object = reinterpret_cast<uint64_t>(&tex->mip);
+        // The sampler page's entry: this process's copy of the record.
+        pageTable[id] = reinterpret_cast<uint64_t>(&tex->sampler);
+        textures.push_back(std::move(tex));
+    }
+    const std::vector<Lookup> lookups = in.array<Lookup>("the lookups");
+    if (in.at != in.bytes.size())
+        fail("bytes after the lookups");
+
+    std::vector<uint32_t> reference(residence.size(), 0u);
+    std::vector<uint32_t> lru((numPages + 7u) / 8u, 0u), lengths(DTEX_ARRAY_LENGTHS, 0u);
+    DtexDeviceContext ctx{};
+    ctx.page_table = pageTable.data();
+    ctx.reference_bits = reference.data();
+    ctx.residence_bits = residence.data();
+    ctx.lru_table = lru.data();
+    ctx.array_lengths = lengths.data();
+    ctx.page_table_entries = pageTableEntries;
+    ctx.num_pages = numPages;
+    ctx.max_textures = maxTextures;
+
+    std::vector<unsigned char> results;
+    auto put = [&results](const void* p, size_t n) {
+        const unsigned char* b = static_cast<const unsigned char*>(p);
+        results.insert(results.end(), b, b + n);
+    };
+    // The words of the reference bits a lookup can set: the entry pages', and each listed
+    // texture's page range. Only those are cleared and read per lookup (the page space is
+    // large); a bit set anywhere else is counted once at the end.
+    std::vector<std::pair<size_t, size_t>> spans{{0u, (pageTableEntries + 31u) / 32u}};
+    for (const auto& tex : textures) {
+        const uint64_t first = tex->sampler.start_page;
+        const uint64_t end = first + tex->sampler.num_pages;
+        if (end > numPages)
+            fail("a texture's pages outside the page space");
+        spans.emplace_back(static_cast<size_t>(first / 32u), static_cast<size_t>((end + 31u) / 32u));
+    }
+    for (const Lookup& l : lookups) {
+        for (const auto& [from, to] : spans)
+            std::fill(reference.begin() + from, reference.begin() + to, 0u);
+        dtex::SampleOptions options;
+        options.fallbackToCoarser = (l.flags & kFallback) != 0u;
+        options.stochastic = (l.flags & kStochastic) != 0u;
+        options.jitter[0] = l.jitter[0];
+        options.jitter[1] = l.jitter[1];
+        bool resident = false;
+        const float4 v =
+            (l.flags & kLod) != 0u
+                ? dtex::tex2DLod<float4>(ctx, l.texture, l.s, l.t, l.d[0], &resident, options)
+                : dtex::tex2DGrad<float4>(ctx, l.texture, l.s, l.t, make_float2(l.d[0], l.d[1]),
+                                          make_float2(l.d[2], l.d[3]), &resident, options);
+        const float value[4] = {v.x, v.y, v.z, v.w};
+        put(value, sizeof value);
+        const uint32_t res = resident ? 1u : 0u;
+        put(&res, 4);
+        std::vector<uint32_t> pages;
+        for (const auto& [from, to] : spans)
+            for (size_t w = from; w < to; ++w)
+                for (uint32_t b = 0; reference[w] != 0u && b < 32u; ++b)
+                    if ((reference[w] >> b) & 1u)
+                        pages.push_back(static_cast<uint32_t>(w * 32u + b));
+        std::sort(pages.begin(), pages.end());
+        pages.erase(std::unique(pages.begin(), pages.end()), pages.end());
+        const uint32_t n = static_cast<uint32_t>(pages.size());
+        put(&n, 4);
+        if (n != 0)
+            put(pages.data(), n * 4u);
+    }
+    FILE* out = fopen(argv[2], "wb");
+    if (out == nullptr)
+        fail(std::string("cannot create ") + argv[2]);
+    for (const auto& [from, to] : spans)
+        std::fill(reference.begin() + from, reference.begin() + to, 0u);
+    uint32_t stray = 0;
+    for (const uint32_t w : reference)
+        stray += static_cast<uint32_t>(__builtin_popcount(w));
+    const uint32_t header[2] = {static_cast<uint32_t>(lookups.size()), stray};
+    if (fwrite("DTXTOUT1", 1, 8, out) != 8 || fwrite(header, 4, 2, out) != 2 ||
+        fwrite(results.data(), 1, results.size(), out) != results.size() || fclose(out) != 0)
+        fail(std::string("cannot write ") + argv[2]);
+    return 0;
+}
