@@ -1,16 +1,19 @@
-//! Host emulation test of the device texture lookups `dtex::tex2DGrad` and `dtex::tex2DLod`
-//! (include/demandtex/device/texture.cuh), no GPU needed: the device headers are compiled by
-//! the host C++ compiler after tests/cuda-host/dtex_host_shim.h (a one-lane "warp", texture
-//! objects over host arrays with the filtering texture.cuh asks of the hardware, exact float
-//! weights) into tests/cuda-host/texture_host.cpp.
+//! Host emulation test of the device texture lookups `dtex::tex2DGrad`, `dtex::tex2DLod` and
+//! `dtex::tex2DGradUdim` (include/demandtex/device/texture.cuh, udim.cuh), no GPU needed:
+//! the device headers are compiled by the host C++ compiler after
+//! tests/cuda-host/dtex_host_shim.h (a one-lane "warp", texture objects over host arrays
+//! with the filtering texture.cuh asks of the hardware, exact float weights) into
+//! tests/cuda-host/texture_host.cpp.
 //!
 //! A CPU loader streams a few textures (RGBA8, one-channel float, two-channel 16-bit,
 //! RGBA half; wrap, clamp, mirror and border addressing; linear and point filters; up to 8×
-//! anisotropy) until the pages some lookups touch are resident and the rest are not. Its
-//! page table at one launch -- entries, residence bits, each open texture's sampler record
-//! and its levels -- goes to the program with a few thousand lookups (gradients from a
-//! fraction of a texel to the whole texture, explicit levels of detail, the coarser
-//! fallback, stochastic filtering, an unknown id, a texture never opened, NaN), and each
+//! anisotropy) and a UDIM grid (3 × 2 tiles, one a hole, and a base texture) until the
+//! pages some lookups touch are resident and the rest are not. Its page table at one
+//! launch -- entries, residence bits, each open texture's sampler record and its levels --
+//! goes to the program with a few thousand lookups (gradients from a fraction of a texel
+//! to the whole texture, explicit levels of detail, the coarser fallback, stochastic
+//! filtering, UDIM tiles, holes, the outside of the grid and distant lookups, unknown ids,
+//! a texture never opened, NaN), and each
 //! answer is compared with core's CPU sampler over the same launch:
 //!
 //! - the pages the lookup requested (the reference bits it set, which become the launch's
@@ -26,10 +29,12 @@
 //! texture. Without a C++ compiler it fails, unless `DEMANDTEX_SKIP_HOST_CUDA=1`.
 
 use demandtex::sampling::{tex2d_grad, tex2d_lod, MissList, Sample, SampleOptions};
+use demandtex::sources::ImageSource;
 use demandtex::sources::InMemoryImage;
 use demandtex::textures::{
     AddressMode, FilterMode, MipFilter, TexelFormat, TexelType, TextureDesc, TextureSampler,
 };
+use demandtex::udim::{tex2d_grad_udim, tile_desc, UdimGrid, UdimId};
 use demandtex::{Launch, Loader, LoaderOptions, TextureId, TILE_BYTES};
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -117,8 +122,8 @@ fn image(case: &Case, seed: u32) -> InMemoryImage {
     InMemoryImage::from_rgba_f32(w, h, case.format, &pixels, true).expect("the test image")
 }
 
-/// One lookup: a texture, a point, a footprint (gradients, or a level of detail in `d[0]`
-/// with `lod`), and options.
+/// One lookup: a texture (a UDIM texture with `udim`), a point, a footprint (gradients, or
+/// a level of detail in `d[0]` with `lod`), and options.
 #[derive(Clone, Copy, Debug)]
 struct Lookup {
     texture: u32,
@@ -126,6 +131,7 @@ struct Lookup {
     t: f32,
     d: [f32; 4],
     lod: bool,
+    udim: bool,
     fallback: bool,
     stochastic: Option<[f32; 2]>,
 }
@@ -179,6 +185,7 @@ fn lookups(texture: u32, size: (u32, u32), levels: u32, n: u32, rng: &mut Rng) -
                 t,
                 d,
                 lod,
+                udim: false,
                 fallback: b & 0x200 != 0,
                 stochastic: (b & 0xC00 == 0xC00).then(|| [rng.unit(), rng.unit()]),
             }
@@ -197,18 +204,13 @@ fn cpu_lookup(launch: &Launch, l: &Lookup) -> (Sample, Option<BTreeSet<u32>>) {
         ..SampleOptions::default()
     };
     let id = TextureId(l.texture);
+    let (ddx, ddy) = ([l.d[0], l.d[1]], [l.d[2], l.d[3]]);
     let sample = if l.lod {
         tex2d_lod(view, id, l.s, l.t, l.d[0], &options)
+    } else if l.udim {
+        tex2d_grad_udim(view, UdimId(l.texture), l.s, l.t, ddx, ddy, &options)
     } else {
-        tex2d_grad(
-            view,
-            id,
-            l.s,
-            l.t,
-            [l.d[0], l.d[1]],
-            [l.d[2], l.d[3]],
-            &options,
-        )
+        tex2d_grad(view, id, l.s, l.t, ddx, ddy, &options)
     };
     let full = misses.len() == demandtex::sampling::MISS_LIST_CAPACITY;
     let pages = (!full).then(|| misses.pages().map(|p| p.0).collect());
@@ -265,8 +267,10 @@ fn input(launch: &Launch, textures: &[(TextureId, &InMemoryImage)], lookups: &[L
     }
     put(&mut b, &[lookups.len() as u32]);
     for l in lookups {
-        let flags =
-            u32::from(l.lod) | u32::from(l.fallback) << 1 | u32::from(l.stochastic.is_some()) << 2;
+        let flags = u32::from(l.lod)
+            | u32::from(l.fallback) << 1
+            | u32::from(l.stochastic.is_some()) << 2
+            | u32::from(l.udim) << 3;
         let jitter = l.stochastic.unwrap_or([0.5, 0.5]);
         put(&mut b, &[l.texture, l.s.to_bits(), l.t.to_bits()]);
         put(&mut b, &l.d.map(f32::to_bits));
@@ -327,6 +331,75 @@ fn warm_up(loader: &Loader, warm: &[Lookup]) {
     panic!("the warm-up lookups did not converge in 8 launches");
 }
 
+/// A UDIM grid of 3 × 2 tiles, one a hole, of different sizes and formats, and a base
+/// texture: (the grid, the tiles' images row by row, the base's image).
+fn udim_grid() -> (UdimGrid, Vec<Option<InMemoryImage>>, InMemoryImage) {
+    let rgba8 = TexelFormat {
+        texel_type: TexelType::U8,
+        channels: 4,
+    };
+    let half = TexelFormat {
+        texel_type: TexelType::F16,
+        channels: 4,
+    };
+    let tile = |w, h, format, seed| {
+        let case = Case {
+            name: "udim tile",
+            width: w,
+            height: h,
+            format,
+            desc: tile_desc(),
+        };
+        Some(image(&case, seed))
+    };
+    let images = vec![
+        tile(200, 150, rgba8, 1),
+        None,
+        tile(130, 100, rgba8, 2),
+        tile(96, 200, half, 3),
+        tile(300, 60, rgba8, 4),
+        tile(64, 64, half, 5),
+    ];
+    let base = image(
+        &Case {
+            name: "udim base",
+            width: 256,
+            height: 128,
+            format: rgba8,
+            desc: tile_desc(),
+        },
+        6,
+    );
+    let grid = UdimGrid {
+        width: 3,
+        height: 2,
+        tiles: images
+            .iter()
+            .map(|i| {
+                i.as_ref()
+                    .map(|i| Arc::new(i.clone()) as Arc<dyn ImageSource>)
+            })
+            .collect(),
+        base: Some(Arc::new(base.clone())),
+    };
+    (grid, images, base)
+}
+
+/// UDIM lookups of `udim` (a 3 × 2 grid): `lookups` spread over [-0.9, 3.9] × [-0.6, 2.6],
+/// gradients only.
+fn udim_lookups(udim: UdimId, n: u32, rng: &mut Rng) -> Vec<Lookup> {
+    lookups(udim.0, (256, 128), 9, n, rng)
+        .into_iter()
+        .map(|mut l| {
+            (l.s, l.t, l.udim) = (l.s * 3.0, l.t * 2.0, true);
+            if l.lod {
+                (l.lod, l.d) = (false, [1e-3, 0.0, 0.0, 2e-3]);
+            }
+            l
+        })
+        .collect()
+}
+
 #[test]
 fn device_lookups_request_the_pages_the_cpu_requests_and_agree_in_value() {
     let Some(exe) = compile_host_program("texture_host") else {
@@ -360,9 +433,15 @@ fn device_lookups_request_the_pages_the_cpu_requests_and_agree_in_value() {
         .engine()
         .create_texture(Arc::new(images[0].clone()), cases[0].desc)
         .expect("registering a texture");
+    let (grid, tile_images, base_image) = udim_grid();
+    let udim = loader
+        .engine()
+        .create_udim_texture(grid, tile_desc())
+        .expect("registering a UDIM texture");
 
     // Warm up with lookups over the left half of each texture (s < 0.5), a quarter of them
-    // at coarse levels: the right half's fine tiles stay missing.
+    // at coarse levels, and over the UDIM grid's first column and a half: the rest's fine
+    // tiles stay missing.
     let mut rng = Rng(0x1234_5678);
     let mut warm = Vec::new();
     for (case, id) in cases.iter().zip(&ids) {
@@ -373,6 +452,11 @@ fn device_lookups_request_the_pages_the_cpu_requests_and_agree_in_value() {
             l.stochastic = None;
             warm.push(l);
         }
+    }
+    for mut l in udim_lookups(udim, 300, &mut rng) {
+        l.s = l.s.rem_euclid(1.5);
+        l.stochastic = None;
+        warm.push(l);
     }
     warm_up(&loader, &warm);
 
@@ -388,8 +472,10 @@ fn device_lookups_request_the_pages_the_cpu_requests_and_agree_in_value() {
         ));
     }
     all.extend(lookups(unopened.0, (700, 500), 10, 40, &mut rng));
-    // An unknown id, and non-finite inputs.
+    all.extend(udim_lookups(udim, 1500, &mut rng));
+    // Unknown ids, and non-finite inputs.
     let mut odd = lookups(ids[0].0, (700, 500), 10, 40, &mut rng);
+    odd.extend(udim_lookups(udim, 40, &mut rng));
     for (i, l) in odd.iter_mut().enumerate() {
         match i % 4 {
             0 => l.texture = 1 << 30,
@@ -401,23 +487,38 @@ fn device_lookups_request_the_pages_the_cpu_requests_and_agree_in_value() {
     all.extend(odd);
 
     let launch = loader.launch_prepare();
+    // The grid's textures: tile (col, row) is `first + row * 3 + col`, the base its own.
+    let entry = launch
+        .map_or_request(demandtex::PageId(udim.0))
+        .expect("a UDIM texture's entry is resident");
+    let (first, base) = ((entry & 0xFF_FFFF) as u32, (entry >> 24 & 0xFF_FFFF) as u32);
     let textures: Vec<(TextureId, &InMemoryImage)> = ids
         .iter()
         .copied()
         .zip(&images)
-        .chain([(unopened, &images[0])])
+        .chain([(unopened, &images[0]), (TextureId(base), &base_image)])
+        .chain(
+            tile_images
+                .iter()
+                .enumerate()
+                .filter_map(|(k, i)| Some((TextureId(first + k as u32), i.as_ref()?))),
+        )
         .collect();
     let output = run_host_program(&exe, "lookups", &input(&launch, &textures, &all));
     let got = answers(&output, all.len());
 
     let mut failures = Vec::new();
-    // Per texture id (and "other"): lookups, resident, with requests, pages compared, max diff.
-    let mut stats = std::collections::BTreeMap::<u32, (u32, u32, u32, u32, f32)>::new();
+    // Per kind of lookup: lookups, resident, with requests, pages compared, max diff.
+    let mut stats = std::collections::BTreeMap::<String, (u32, u32, u32, u32, f32)>::new();
     for (i, (l, a)) in all.iter().zip(&got).enumerate() {
         let (want, pages) = cpu_lookup(&launch, l);
-        let st = stats
-            .entry(l.texture.min(ids.len() as u32 + 1))
-            .or_default();
+        let kind = match ids.iter().position(|id| id.0 == l.texture) {
+            _ if l.udim => "udim".to_owned(),
+            Some(k) => cases[k].name.to_owned(),
+            None if l.texture == unopened.0 => "never opened".to_owned(),
+            None => "unknown id".to_owned(),
+        };
+        let st = stats.entry(kind).or_default();
         st.0 += 1;
         st.1 += u32::from(want.resident);
         st.2 += u32::from(!a.pages.is_empty());
@@ -443,17 +544,9 @@ fn device_lookups_request_the_pages_the_cpu_requests_and_agree_in_value() {
             }
         }
     }
-    for (t, (n, resident, requesting, compared, max)) in &stats {
-        let name = cases.get(*t as usize).map_or(
-            if *t == unopened.0 {
-                "never opened"
-            } else {
-                "unknown id"
-            },
-            |c| c.name,
-        );
+    for (kind, (n, resident, requesting, compared, max)) in &stats {
         println!(
-            "host_texture: {name}: {n} lookups, {resident} resident, {requesting} with requests, \
+            "host_texture: {kind}: {n} lookups, {resident} resident, {requesting} with requests, \
              pages compared in {compared}, max |device - core| {max:e}"
         );
     }
@@ -464,8 +557,10 @@ fn device_lookups_request_the_pages_the_cpu_requests_and_agree_in_value() {
         all.len(),
         failures[..failures.len().min(20)].join("\n")
     );
-    // The test is only worth its name if lookups of both kinds ran.
+    // The test is only worth its name if lookups of both kinds ran, UDIM ones too.
     let (resident, requesting): (u32, u32) =
         stats.values().fold((0, 0), |(r, q), s| (r + s.1, q + s.2));
     assert!(resident > 1000 && requesting > 500, "{stats:?}");
+    let u = stats["udim"];
+    assert!(u.1 > 300 && u.2 > 100, "udim: {u:?}");
 }

@@ -1,10 +1,11 @@
 /*
- * Host run of the device texture lookups `dtex::tex2DGrad` and `dtex::tex2DLod`
- * (include/demandtex/device/texture.cuh), compiled by a host C++ compiler after
+ * Host run of the device texture lookups `dtex::tex2DGrad`, `dtex::tex2DLod` and
+ * `dtex::tex2DGradUdim` (include/demandtex/device/texture.cuh, udim.cuh), compiled by a
+ * host C++ compiler after
  * dtex_host_shim.h. Driven by cuda/tests/host_texture.rs:
  *
- *   c++ -std=c++17 -ffp-contract=off -O1 -I include -I tests/cuda-host \
- *       tests/cuda-host/texture_host.cpp -o texture_host
+ *   c++ -std=c++17 -ffp-contract=off -O1 -Wno-unknown-pragmas -I include \
+ *       -I tests/cuda-host tests/cuda-host/texture_host.cpp -o texture_host
  *   texture_host input.bin output.bin
  *
  * The input (little-endian; written by host_texture.rs) is a CPU loader's page table at one
@@ -18,9 +19,10 @@
  *     u32 id, 376 B DtexTextureSampler (core's; texture_object and mip_tail_data ignored),
  *     u32 levels, per level: u32 width height, width x height x 16 B texels (float4, as
  *     the hardware reads them: `DtexHostMipLevel`)
- *   u32 n, n x 40 B   lookups: u32 texture, f32 s t, f32 x 4 (tex2DGrad: ddx, ddy;
- *                     tex2DLod: the level of detail, then 0 0 0), u32 flags (1: tex2DLod,
- *                     2: fallbackToCoarser, 4: stochastic), f32 x 2 jitter
+ *   u32 n, n x 40 B   lookups: u32 texture (a UDIM id with flag 8), f32 s t, f32 x 4
+ *                     (tex2DGrad, tex2DGradUdim: ddx, ddy; tex2DLod: the level of detail,
+ *                     then 0 0 0), u32 flags (1: tex2DLod, 2: fallbackToCoarser,
+ *                     4: stochastic, 8: tex2DGradUdim), f32 x 2 jitter
  *
  * It builds a `DtexDeviceContext` in host memory over those arrays (flags 0: a use of a
  * resident page records nothing; no rejection), points each listed texture's sampler page at
@@ -34,7 +36,8 @@
  */
 #include "dtex_host_shim.h"
 
-#include <demandtex/device/texture.cuh>
+// (udim.cuh's `#pragma unroll` is nvcc's: compiled with -Wno-unknown-pragmas.)
+#include <demandtex/device/udim.cuh>
 
 #include <algorithm>
 #include <cstddef>
@@ -121,7 +124,7 @@ static_assert(sizeof(DtexTextureSampler) == 376, "DtexTextureSampler");
 static_assert(sizeof(Lookup) == 40, "a lookup record");
 static_assert(sizeof(float4) == 16, "a texel");
 
-constexpr uint32_t kLod = 1, kFallback = 2, kStochastic = 4;
+constexpr uint32_t kLod = 1, kFallback = 2, kStochastic = 4, kUdim = 8;
 
 }  // namespace
 
@@ -211,11 +214,15 @@ int main(int argc, char** argv)
         options.jitter[0] = l.jitter[0];
         options.jitter[1] = l.jitter[1];
         bool resident = false;
-        const float4 v =
-            (l.flags & kLod) != 0u
-                ? dtex::tex2DLod<float4>(ctx, l.texture, l.s, l.t, l.d[0], &resident, options)
-                : dtex::tex2DGrad<float4>(ctx, l.texture, l.s, l.t, make_float2(l.d[0], l.d[1]),
-                                          make_float2(l.d[2], l.d[3]), &resident, options);
+        const float2 ddx = make_float2(l.d[0], l.d[1]), ddy = make_float2(l.d[2], l.d[3]);
+        float4 v;
+        if ((l.flags & kLod) != 0u)
+            v = dtex::tex2DLod<float4>(ctx, l.texture, l.s, l.t, l.d[0], &resident, options);
+        else if ((l.flags & kUdim) != 0u)
+            v = dtex::tex2DGradUdim<float4>(ctx, l.texture, l.s, l.t, ddx, ddy, &resident,
+                                            options);
+        else
+            v = dtex::tex2DGrad<float4>(ctx, l.texture, l.s, l.t, ddx, ddy, &resident, options);
         const float value[4] = {v.x, v.y, v.z, v.w};
         put(value, sizeof value);
         const uint32_t res = resident ? 1u : 0u;
