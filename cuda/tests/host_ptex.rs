@@ -14,17 +14,29 @@
 //! reference library in each fixture's `.json`, all but the 80 premultiplied ones) through
 //! the device code and requires them within 1e-5 (relative above 1).
 //!
+//! A third streams the fixtures through a multi-pass CPU loader until only some of their
+//! pages are resident, and runs every lookup over that launch's residence bits (the missing
+//! pages zeros, as unmapped tiles read): the device requests exactly the pages core's
+//! lookups (`EnginePtex`) find missing, reports the same residency, and gives core's values
+//! (the face's constant colour where a unit is missing).
+//!
 //! Run it with `cargo test -p demandtex-cuda --test host_ptex -- --nocapture` (a summary per
 //! fixture). Without a C++ compiler it fails, unless `DEMANDTEX_SKIP_HOST_CUDA=1`.
 //! cuda/tests/gpu_ptex.rs checks the same on a real device.
 
 use demandtex::ptex::device::PtexDeviceTables;
-use demandtex::sampling::ptex::{ptex_sample, PtexFilterOptions, PtexFilterType, ResidentPtex};
+use demandtex::ptex::PtexTexture;
+use demandtex::sampling::ptex::{
+    ptex_sample, EnginePtex, PtexFilterOptions, PtexFilterType, PtexSampled, ResidentPtex,
+};
+use demandtex::sampling::MissList;
+use demandtex::sources::ptex::pages::PAGES_ACROSS;
 use demandtex::sources::ptex::{PtexFile, PtexPages};
 use demandtex::sources::ImageSource;
 use demandtex::textures::{FilterMode, MipFilter, TextureDesc, TextureLayout, TextureSampler};
-use demandtex::TILE_BYTES;
+use demandtex::{Launch, Loader, LoaderOptions, TextureId, TILE_BYTES};
 use demandtex_cuda::ptex::{face_bytes, unit_bytes};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -158,32 +170,81 @@ fn lookups(tables: &PtexDeviceTables) -> Vec<Lookup> {
     out
 }
 
-/// The program's input for the texture of `pages` and `lookups` (format: ptex_host.cpp).
-fn input(pages: &PtexPages, tables: &PtexDeviceTables, lookups: &[Lookup]) -> Vec<u8> {
-    // The pages texture as the engine lays it out (core's `PtexTexture::create_filled`).
-    let info = pages.open().expect("the pages texture's image");
-    let layout = TextureLayout::new(info.width, info.height, info.num_levels, info.format)
-        .expect("the pages texture's layout");
-    let desc = TextureDesc {
-        filter: FilterMode::Point,
-        mip_filter: MipFilter::Point,
-        ..TextureDesc::default()
-    };
-    let sampler = TextureSampler::new(&layout, &desc, START_PAGE);
+/// Where the emulated context puts the pages texture, and which of its pages are resident.
+struct Placement {
+    /// The pages texture's id (its sampler page).
+    pages_texture: u32,
+    max_textures: u32,
+    page_table_entries: u32,
+    num_pages: u32,
+    /// The pages texture's sampler (its `start_page` places the pack's pages).
+    sampler: TextureSampler,
+    /// The residence bits of the page space; empty: every page resident.
+    residence: Vec<u32>,
+}
+
+impl Placement {
+    /// The pages texture of `pages` alone, every page resident: id `PAGES_TEXTURE`, its
+    /// range from `START_PAGE` (as the engine lays it out: core's `PtexTexture::create_filled`).
+    fn alone(pages: &PtexPages) -> Placement {
+        let info = pages.open().expect("the pages texture's image");
+        let layout = TextureLayout::new(info.width, info.height, info.num_levels, info.format)
+            .expect("the pages texture's layout");
+        let desc = TextureDesc {
+            filter: FilterMode::Point,
+            mip_filter: MipFilter::Point,
+            ..TextureDesc::default()
+        };
+        let sampler = TextureSampler::new(&layout, &desc, START_PAGE);
+        Placement {
+            pages_texture: PAGES_TEXTURE,
+            max_textures: MAX_TEXTURES,
+            page_table_entries: 2 * MAX_TEXTURES,
+            // A few past the texture's range.
+            num_pages: START_PAGE + sampler.num_pages + 3,
+            sampler,
+            residence: Vec::new(),
+        }
+    }
+
+    /// Whether page `page` of the page space is resident.
+    fn resident(&self, page: u32) -> bool {
+        self.residence.is_empty() || self.residence[page as usize / 32] >> (page % 32) & 1 != 0
+    }
+
+    /// Whether page `p` of the pack is: tile (`p % PAGES_ACROSS`, `p / PAGES_ACROSS`) of
+    /// the pages texture's level 0, whose page is its level's first plus the tile's index.
+    fn pack_page_resident(&self, p: u32) -> bool {
+        let level = &self.sampler.levels[0];
+        let tile = p / PAGES_ACROSS * level.tiles_x + p % PAGES_ACROSS;
+        self.resident(self.sampler.start_page + level.offset + tile)
+    }
+}
+
+/// The program's input for the texture of `pages` placed as `at` and `lookups` (format:
+/// ptex_host.cpp): the pack's resident pages as core fills them, the others zeros (as an
+/// unmapped tile reads).
+fn input(
+    pages: &PtexPages,
+    tables: &PtexDeviceTables,
+    at: &Placement,
+    lookups: &[Lookup],
+) -> Vec<u8> {
     let mut b = b"DTXHOST1".to_vec();
     let t = tables;
     // `DtexPtexDeviceTexture` from `pages_texture` to its end (as cuda/src/ptex.rs fills it).
     let (num_faces, num_units) = (t.faces.len() as u32, t.units.len() as u32);
-    put(&mut b, &[32, PAGES_TEXTURE, num_faces, t.mesh_type]);
+    put(&mut b, &[32, at.pages_texture, num_faces, t.mesh_type]);
     put(
         &mut b,
         &[t.data_type, t.num_channels, t.pixel_size, num_units],
     );
     b.extend_from_slice(&[t.u_border, t.v_border, t.edge_filter, 0]);
-    // max_textures, page_table_entries, num_pages (a few past the texture's range).
-    let num_pages = START_PAGE + sampler.num_pages + 3;
-    put(&mut b, &[MAX_TEXTURES, 2 * MAX_TEXTURES, num_pages]);
-    b.extend(sampler_bytes(&sampler));
+    put(
+        &mut b,
+        &[at.max_textures, at.page_table_entries, at.num_pages],
+    );
+    b.extend(sampler_bytes(&at.sampler));
     put(&mut b, &[num_faces]);
     b.extend(face_bytes(&t.faces));
     put(&mut b, &[num_units]);
@@ -194,11 +255,15 @@ fn input(pages: &PtexPages, tables: &PtexDeviceTables, lookups: &[Lookup]) -> Ve
     put(&mut b, &[num_pages]);
     for p in 0..num_pages {
         let mut page = vec![0u8; TILE_BYTES];
-        pages
-            .fill_page(p, &mut page)
-            .unwrap_or_else(|e| panic!("filling page {p}: {e:?}"));
+        if at.pack_page_resident(p) {
+            pages
+                .fill_page(p, &mut page)
+                .unwrap_or_else(|e| panic!("filling page {p}: {e:?}"));
+        }
         b.extend(page);
     }
+    put(&mut b, &[at.residence.len() as u32]);
+    put(&mut b, &at.residence);
     put(&mut b, &[lookups.len() as u32]);
     for l in lookups {
         let (o, f) = (&l.options, f32::to_bits);
@@ -216,32 +281,40 @@ fn input(pages: &PtexPages, tables: &PtexDeviceTables, lookups: &[Lookup]) -> Ve
     b
 }
 
-/// One answer of the program: values, channels, resident, supported.
+/// One answer of the program: values, channels, resident, supported, the pages requested.
 struct Answer {
     values: [f32; 4],
     channels: u32,
     resident: bool,
     supported: bool,
+    pages: Vec<u32>,
 }
 
-/// Parse the program's output (format: ptex_host.cpp); checks that nothing was requested.
+/// Parse the program's output (format: ptex_host.cpp).
 fn answers(bytes: &[u8], n: usize) -> Vec<Answer> {
-    assert_eq!(&bytes[..8], b"DTXHOUT1", "ptex_host's output");
+    assert_eq!(&bytes[..8], b"DTXHOUT2", "ptex_host's output");
     let word = |i: usize| u32::from_le_bytes(bytes[i..i + 4].try_into().expect("4 bytes"));
     assert_eq!(word(8) as usize, n, "lookups answered");
-    assert_eq!(word(12), 0, "reference bits set with every page resident");
-    assert_eq!(bytes.len(), 16 + 28 * n, "ptex_host's output length");
-    (0..n)
-        .map(|i| {
-            let at = 16 + 28 * i;
-            Answer {
-                values: std::array::from_fn(|c| f32::from_bits(word(at + 4 * c))),
-                channels: word(at + 16),
-                resident: word(at + 20) != 0,
-                supported: word(at + 24) != 0,
-            }
-        })
-        .collect()
+    assert_eq!(
+        word(12),
+        0,
+        "reference bits set outside the pages lookups can touch"
+    );
+    let mut at = 16;
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        let count = word(at + 28) as usize;
+        out.push(Answer {
+            values: std::array::from_fn(|c| f32::from_bits(word(at + 4 * c))),
+            channels: word(at + 16),
+            resident: word(at + 20) != 0,
+            supported: word(at + 24) != 0,
+            pages: (0..count).map(|k| word(at + 32 + 4 * k)).collect(),
+        });
+        at += 32 + 4 * count;
+    }
+    assert_eq!(at, bytes.len(), "ptex_host's output length");
+    out
 }
 
 /// Per filter: lookups compared (with channels), with no channel, unsupported, and the
@@ -302,8 +375,9 @@ fn compare(
     stats
 }
 
-/// Run the host program (`exe`) over `lookups` of the texture `pages` / `tables` (files
-/// named after `name` in the program's directory); its answers.
+/// Run the host program (`exe`) over `lookups` of the texture `pages` / `tables` placed
+/// alone, every page resident (files named after `name` in the program's directory); its
+/// answers, none of which requested a page.
 fn run_ptex_host(
     exe: &Path,
     name: &str,
@@ -311,8 +385,14 @@ fn run_ptex_host(
     tables: &PtexDeviceTables,
     lookups: &[Lookup],
 ) -> Vec<Answer> {
-    let output = run_host_program(exe, name, &input(pages, tables, lookups));
-    answers(&output, lookups.len())
+    let at = Placement::alone(pages);
+    let output = run_host_program(exe, name, &input(pages, tables, &at, lookups));
+    let got = answers(&output, lookups.len());
+    assert!(
+        got.iter().all(|a| a.pages.is_empty()),
+        "{name}: pages requested with every page resident"
+    );
+    got
 }
 
 /// The reference library's `PtexFilter` results of a fixture (its `.json`, as core's
@@ -452,5 +532,182 @@ fn device_ptex_lookups_on_the_host_match_cores() {
         "{} lookups differ from core's (required filters: {REQUIRED_FILTERS:?}); the first:\n{}",
         failures.len(),
         failures[..failures.len().min(30)].join("\n")
+    );
+}
+
+/// Core's answer to `l` of Ptex texture `id` (whose pack is `pages`) in `launch`, and the
+/// pages it found missing (`None` if more than a `MissList` holds).
+fn engine_lookup(
+    launch: &Launch,
+    id: TextureId,
+    pages: &PtexPages,
+    l: &Lookup,
+    out: &mut [f32; 4],
+) -> (PtexSampled, Option<BTreeSet<u32>>) {
+    let misses = MissList::new();
+    let store = EnginePtex::new(launch.view().with_misses(&misses), id, pages);
+    let s = ptex_sample(
+        &store, l.face, l.u, l.v, l.d[0], l.d[1], l.d[2], l.d[3], &l.options, out,
+    );
+    let full = misses.len() == demandtex::sampling::MISS_LIST_CAPACITY;
+    (s, (!full).then(|| misses.pages().map(|p| p.0).collect()))
+}
+
+/// With only some of its pages resident -- those a multi-pass CPU loader filled for the
+/// lookups of face 0 of each fixture -- the device lookups (on the host, over that launch's
+/// residence bits and the pages texture's sampler, the missing pages zeros as unmapped
+/// tiles read) request exactly the pages core's lookups find missing, report the same
+/// residency, and give core's values: the device side of streaming Ptex.
+#[test]
+fn partly_resident_device_ptex_lookups_request_the_pages_cores_request() {
+    let Some(exe) = build_host_program() else {
+        return;
+    };
+    let loader = Loader::new(LoaderOptions {
+        max_texture_memory: 1024 * TILE_BYTES as u64,
+        fill_threads: 2,
+        ..LoaderOptions::default()
+    })
+    .expect("a CPU loader");
+    let textures: Vec<(String, PtexTexture)> = fixtures()
+        .iter()
+        .map(|p| {
+            let name = p
+                .file_name()
+                .expect("a file name")
+                .to_string_lossy()
+                .into_owned();
+            let t = loader
+                .create_ptex_texture(p)
+                .expect("registering a fixture");
+            (name, t)
+        })
+        .collect();
+    // Warm up: face 0's lookups, until none misses.
+    let warm: Vec<Vec<Lookup>> = textures
+        .iter()
+        .map(|(_, t)| {
+            let pages = PtexPages::new(Arc::new(PtexFile::open(t.path()).expect("a fixture")))
+                .expect("packing a fixture");
+            let mut ls = lookups(&PtexDeviceTables::new(&pages));
+            ls.retain(|l| l.face == 0);
+            ls
+        })
+        .collect();
+    let mut converged = false;
+    for _ in 0..8 {
+        let launch = loader.launch_prepare();
+        let mut missed = 0;
+        for ((_, t), ls) in textures.iter().zip(&warm) {
+            for l in ls {
+                let mut out = [0f32; 4];
+                let d = l.d;
+                let s = launch.ptex_sample(
+                    t, l.face, l.u, l.v, d[0], d[1], d[2], d[3], &l.options, &mut out,
+                );
+                missed += usize::from(!s.resident);
+            }
+        }
+        loader.process_requests(launch).wait();
+        if missed == 0 {
+            converged = true;
+            break;
+        }
+    }
+    assert!(
+        converged,
+        "the warm-up lookups did not converge in 8 launches"
+    );
+
+    let launch = loader.launch_prepare();
+    let ctx = launch.device_context();
+    let words = (ctx.num_pages as usize).div_ceil(32);
+    // SAFETY: the context's arrays hold `page_table_entries` entries and `num_pages` bits and
+    // live as long as the launch, which is borrowed; nothing writes them meanwhile (this
+    // thread runs no lookup that could open a texture, nor `process_requests`).
+    let (table, residence) = unsafe {
+        (
+            std::slice::from_raw_parts(ctx.page_table, ctx.page_table_entries as usize).to_vec(),
+            std::slice::from_raw_parts(ctx.residence_bits, words).to_vec(),
+        )
+    };
+    let (mut failures, mut total, mut missing, mut requesting) = (Vec::new(), 0, 0, 0);
+    for (name, t) in &textures {
+        let id = t.id();
+        let pages = t.pages().expect("the fixture was parsed in the warm-up");
+        let tables = PtexDeviceTables::new(pages);
+        // SAFETY: a resident sampler page's nonzero entry is the address of the texture's
+        // `TextureSampler`, which the engine keeps for its life (the loader outlives this).
+        let sampler = unsafe { *(table[id.0 as usize] as *const TextureSampler) };
+        let at = Placement {
+            pages_texture: id.0,
+            max_textures: ctx.max_textures,
+            page_table_entries: ctx.page_table_entries,
+            num_pages: ctx.num_pages,
+            sampler,
+            residence: residence.clone(),
+        };
+        let pack_pages = pages.layout().num_pages();
+        let resident_pages = (0..pack_pages)
+            .filter(|&p| at.pack_page_resident(p))
+            .count();
+        let lookups = lookups(&tables);
+        let output = run_host_program(
+            &exe,
+            &format!("{name}.partial"),
+            &input(pages, &tables, &at, &lookups),
+        );
+        let got = answers(&output, lookups.len());
+        let (mut n_missing, mut n_requesting) = (0, 0);
+        for (i, (l, a)) in lookups.iter().zip(&got).enumerate() {
+            let mut want = [0f32; 4];
+            let (s, pages_missed) = engine_lookup(&launch, id, pages, l, &mut want);
+            let mut fail = |what: String| failures.push(format!("{name} lookup {i} {l:?}: {what}"));
+            n_missing += usize::from(!s.resident);
+            n_requesting += usize::from(!a.pages.is_empty());
+            if a.resident != s.resident || a.channels as usize != s.channels || !a.supported {
+                fail(format!(
+                    "device resident {}, {} channels, supported {}; core {s:?}",
+                    a.resident, a.channels, a.supported
+                ));
+                continue;
+            }
+            if let Some(p) = pages_missed {
+                let got: BTreeSet<u32> = a.pages.iter().copied().collect();
+                if got != p {
+                    fail(format!("device requested {got:?}, core {p:?}"));
+                }
+            }
+            let tol = |w: f32| match l.options.filter {
+                PtexFilterType::Point => 0.0,
+                PtexFilterType::StochasticPoint => 1e-6 * w.abs().max(1.0),
+                _ => 1e-5 * w.abs().max(1.0),
+            };
+            for (c, (&g, &w)) in a.values.iter().zip(&want).take(s.channels).enumerate() {
+                let same = g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan());
+                if !(same || (g - w).abs() <= tol(w)) {
+                    fail(format!("channel {c}: device {g:e}, core {w:e}"));
+                }
+            }
+        }
+        println!(
+            "{name}: {resident_pages} of {pack_pages} pages resident; {} lookups, {n_missing} \
+             missing, {n_requesting} with requests",
+            lookups.len()
+        );
+        total += lookups.len();
+        missing += n_missing;
+        requesting += n_requesting;
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {total} lookups differ from core's; the first:\n{}",
+        failures.len(),
+        failures[..failures.len().min(30)].join("\n")
+    );
+    // Both kinds ran: lookups served and lookups that requested pages.
+    assert!(
+        missing > total / 20 && missing < total * 19 / 20 && requesting >= missing,
+        "{missing} of {total} lookups missed, {requesting} requested"
     );
 }

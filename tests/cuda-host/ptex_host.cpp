@@ -18,23 +18,29 @@
  *   376 B     DtexTextureSampler of the pages texture (texture_object ignored)
  *   u32 n, n x 24 B   faces      u32 n, n x 16 B   units      u32 n, n B   constants
  *   u32 n, n x 65536 B          pages of the pack (page p: tile (p % 1024, p / 1024))
+ *   u32 n, n x 4 B    residence bits of the page space (n = ceil(num_pages / 32)), or
+ *                     n = 0: every page resident
  *   u32 n, n x 68 B   lookups: u32 face, f32 u v dudx dvdx dudy dvdy, DtexPtexFilterOptions
  *
- * It builds a `DtexDeviceContext` in host memory in which every page is resident and the
+ * It builds a `DtexDeviceContext` in host memory with those residence bits in which the
  * pages texture's sampler page maps to the sampler, whose texture object is a
  * `DtexHostTexture` holding the pages at their tiles, runs `ptexSample` (capacity 4) for each
- * lookup and writes:
+ * lookup with the reference bits cleared before it, and writes:
  *
- *   "DTXHOUT1", u32 lookups, u32 reference bits set (0: nothing was requested),
- *   per lookup: f32 x 4 values, u32 channels, u32 resident, u32 supported
+ *   "DTXHOUT2", u32 lookups, u32 stray (reference bits set outside the entry pages and the
+ *   pages texture's range, which no lookup should set), per lookup: f32 x 4 values,
+ *   u32 channels, u32 resident, u32 supported, u32 n, n x u32 pages requested (the
+ *   reference bits the lookup set, ascending)
  */
 #include "dtex_host_shim.h"
 
 #include <demandtex/device/ptex.cuh>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -136,6 +142,7 @@ int main(int argc, char** argv)
     const auto units = in.array<DtexPtexDeviceUnit>(sizeof(DtexPtexDeviceUnit), "the units");
     const auto constants = in.array<uint8_t>(1, "the constants");
     const auto pages = in.array<Page>(sizeof(Page), "the pages");
+    auto residence = in.array<uint32_t>(4, "the residence bits");
     const auto lookups = in.array<Lookup>(sizeof(Lookup), "the lookups");
     if (in.at != in.bytes.size())
         fail("bytes after the lookups");
@@ -170,12 +177,16 @@ int main(int argc, char** argv)
     const DtexHostTexture pagesTexture{sampler.width, sampler.height, texels.data()};
     sampler.texture_object = reinterpret_cast<uint64_t>(&pagesTexture);
 
-    // The context: every page resident, the pages texture's sampler page mapped; nothing
-    // requested yet, no eviction (flags 0), no rejection.
+    // The context: the pages given resident (all by default), the pages texture's sampler
+    // page mapped; nothing requested yet, no eviction (flags 0), no rejection.
     std::vector<uint64_t> pageTable(pageTableEntries, 0u);
     pageTable[ptex.pages_texture] = reinterpret_cast<uint64_t>(&sampler);
     const size_t words = (numPages + 31u) / 32u;
-    std::vector<uint32_t> residence(words, 0xFFFFFFFFu), reference(words, 0u);
+    if (residence.empty())
+        residence.assign(words, 0xFFFFFFFFu);
+    if (residence.size() != words)
+        fail("the residence bits do not match the page space");
+    std::vector<uint32_t> reference(words, 0u);
     std::vector<uint32_t> lru((numPages + 7u) / 8u, 0u), lengths(DTEX_ARRAY_LENGTHS, 0u);
     DtexDeviceContext ctx{};
     ctx.page_table = pageTable.data();
@@ -195,19 +206,41 @@ int main(int argc, char** argv)
         const unsigned char* b = static_cast<const unsigned char*>(p);
         results.insert(results.end(), b, b + n);
     };
+    // The words of the reference bits a lookup can set: the entry pages' and the pages
+    // texture's range. Only those are cleared and read per lookup; a bit set anywhere else
+    // is counted once at the end.
+    const std::pair<size_t, size_t> spans[2] = {
+        {0u, (pageTableEntries + 31u) / 32u},
+        {sampler.start_page / 32u, (sampler.start_page + sampler.num_pages + 31u) / 32u}};
     for (const Lookup& l : lookups) {
+        for (const auto& [from, to] : spans)
+            std::fill(reference.begin() + from, reference.begin() + to, 0u);
         float value[4] = {0.0f, 0.0f, 0.0f, 0.0f};
         const dtex::PtexResult r = dtex::ptexSample(ctx, ptex, l.face, l.u, l.v, l.dudx, l.dvdx,
                                                     l.dudy, l.dvdy, l.options, value, 4u);
         const uint32_t flags[3] = {r.channels, r.resident ? 1u : 0u, r.supported ? 1u : 0u};
         put(value, sizeof value);
         put(flags, sizeof flags);
+        std::vector<uint32_t> requested;
+        for (const auto& [from, to] : spans)
+            for (size_t w = from; w < to; ++w)
+                for (uint32_t b = 0; reference[w] != 0u && b < 32u; ++b)
+                    if ((reference[w] >> b) & 1u)
+                        requested.push_back(static_cast<uint32_t>(w * 32u + b));
+        std::sort(requested.begin(), requested.end());
+        requested.erase(std::unique(requested.begin(), requested.end()), requested.end());
+        const uint32_t n = static_cast<uint32_t>(requested.size());
+        put(&n, 4);
+        if (n != 0)
+            put(requested.data(), n * 4u);
     }
-    uint32_t setBits = 0;
+    for (const auto& [from, to] : spans)
+        std::fill(reference.begin() + from, reference.begin() + to, 0u);
+    uint32_t stray = 0;
     for (const uint32_t w : reference)
-        setBits += static_cast<uint32_t>(__builtin_popcount(w));
-    const uint32_t header[2] = {static_cast<uint32_t>(lookups.size()), setBits};
-    if (fwrite("DTXHOUT1", 1, 8, out) != 8 || fwrite(header, 4, 2, out) != 2 ||
+        stray += static_cast<uint32_t>(__builtin_popcount(w));
+    const uint32_t header[2] = {static_cast<uint32_t>(lookups.size()), stray};
+    if (fwrite("DTXHOUT2", 1, 8, out) != 8 || fwrite(header, 4, 2, out) != 2 ||
         fwrite(results.data(), 1, results.size(), out) != results.size() || fclose(out) != 0)
         fail(std::string("cannot write ") + argv[2]);
     return 0;
