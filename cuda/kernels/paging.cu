@@ -12,7 +12,9 @@
  *
  * Every kernel is a grid-stride loop over a 1D grid: any size works (e.g. 256 threads per
  * block and enough blocks to cover the work, at most a few thousand; the pull kernels give
- * each warp 32 consecutive bit words, 1024 pages, per step). All run on the loader's stream,
+ * each warp 32 consecutive bit words, 1024 pages, per step, which a partial warp's lanes
+ * take in turns). tests/cuda-host/paging_host.cpp runs them on the host, one thread a
+ * block (cuda/tests/host_paging.rs). All run on the loader's stream,
  * between launches of the renderer, never concurrently with a launch that samples the same
  * context.
  *
@@ -112,85 +114,92 @@ __device__ __forceinline__ void scanPages(const DtexDeviceContext& ctx, uint32_t
     }
 
     const unsigned int lanes = existingLanes();
+    const unsigned int laneCount = static_cast<unsigned int>(__popc(lanes));
     const uint32_t end = endPage < ctx.num_pages ? endPage : ctx.num_pages;
     const uint32_t words = (end + 31u) / 32u;
-    // Warps step through the words together: a warp's lanes take 32 consecutive words.
+    // Warps step through the words together: a warp takes 32 consecutive words, a lane
+    // each (a partial warp's lanes take them in turns, so that every word is read whatever
+    // the block size; a full warp's in one turn).
     const unsigned int warpsPerBlock = (threads + 31u) / 32u;
     const unsigned int warpInGrid = blockIdx.x * warpsPerBlock + linear / 32u;
     const unsigned int warpsInGrid = gridDim.x * warpsPerBlock;
     const unsigned int lane = dtex::laneId();
-    for (uint32_t first = warpInGrid * 32u; first < words; first += warpsInGrid * 32u) {
-        const uint32_t w = first + lane;
-        uint32_t referenced = 0u, resident = 0u;
-        if (w < words) {
-            referenced = ctx.reference_bits[w];
-            resident = ctx.residence_bits[w];
-        }
-        const uint32_t base = w * 32u;
-        // Ages of this word's 32 pages: LRU words 4w..4w+3, owned by this lane alone, held
-        // as two 64-bit halves (pages 0..15 and 16..31 of the word).
-        uint64_t agesLo = 0u, agesHi = 0u;
-        uint32_t stale = 0u;
-        if (resident != 0u && ctx.lru_table != nullptr) {
-            const uint32_t* lru = &ctx.lru_table[4u * w];
-            agesLo = lru[0] | static_cast<uint64_t>(lru[1]) << 32;
-            agesHi = lru[2] | static_cast<uint64_t>(lru[3]) << 32;
-            const uint64_t beforeLo = agesLo, beforeHi = agesHi;
-            uint32_t pending = resident;
-            while (pending != 0u) {
-                const uint32_t bit = static_cast<uint32_t>(__ffs(static_cast<int>(pending)) - 1);
-                pending &= pending - 1u;
-                const bool low = bit < 16u;
-                uint64_t half = low ? agesLo : agesHi;
-                const uint32_t shift = (bit & 15u) * 4u;
-                const uint32_t age = static_cast<uint32_t>(half >> shift) & 0xFu;
-                if (age == DTEX_LRU_NON_EVICTABLE)
-                    continue;
-                uint32_t now = age;
-                if ((referenced >> bit) & 1u) {
-                    if (Pull)
-                        now = 0u;
-                } else {
-                    if (Pull)
-                        now = ageOnce(age, ctx.launch_num + base + bit);
-                    if (now >= minAge) {
-                        stale |= 1u << bit;
-                        if (Pull && staleAgeCounts != nullptr)
-                            atomicAdd(&histogram[now], 1u);
+    for (uint32_t group = warpInGrid * 32u; group < words; group += warpsInGrid * 32u) {
+        for (uint32_t turn = 0u; turn < 32u; turn += laneCount) {
+            const bool mine = turn + lane < 32u;
+            const uint32_t w = group + turn + lane;
+            uint32_t referenced = 0u, resident = 0u;
+            if (mine && w < words) {
+                referenced = ctx.reference_bits[w];
+                resident = ctx.residence_bits[w];
+            }
+            const uint32_t base = w * 32u;
+            // Ages of this word's 32 pages: LRU words 4w..4w+3, owned by this lane alone,
+            // held as two 64-bit halves (pages 0..15 and 16..31 of the word).
+            uint64_t agesLo = 0u, agesHi = 0u;
+            uint32_t stale = 0u;
+            if (resident != 0u && ctx.lru_table != nullptr) {
+                const uint32_t* lru = &ctx.lru_table[4u * w];
+                agesLo = lru[0] | static_cast<uint64_t>(lru[1]) << 32;
+                agesHi = lru[2] | static_cast<uint64_t>(lru[3]) << 32;
+                const uint64_t beforeLo = agesLo, beforeHi = agesHi;
+                uint32_t pending = resident;
+                while (pending != 0u) {
+                    const uint32_t bit =
+                        static_cast<uint32_t>(__ffs(static_cast<int>(pending)) - 1);
+                    pending &= pending - 1u;
+                    const bool low = bit < 16u;
+                    uint64_t half = low ? agesLo : agesHi;
+                    const uint32_t shift = (bit & 15u) * 4u;
+                    const uint32_t age = static_cast<uint32_t>(half >> shift) & 0xFu;
+                    if (age == DTEX_LRU_NON_EVICTABLE)
+                        continue;
+                    uint32_t now = age;
+                    if ((referenced >> bit) & 1u) {
+                        if (Pull)
+                            now = 0u;
+                    } else {
+                        if (Pull)
+                            now = ageOnce(age, ctx.launch_num + base + bit);
+                        if (now >= minAge) {
+                            stale |= 1u << bit;
+                            if (Pull && staleAgeCounts != nullptr)
+                                atomicAdd(&histogram[now], 1u);
+                        }
+                    }
+                    half = (half & ~(0xFull << shift)) | (static_cast<uint64_t>(now) << shift);
+                    if (low)
+                        agesLo = half;
+                    else
+                        agesHi = half;
+                }
+                if (Pull) {
+                    uint32_t* out = &ctx.lru_table[4u * w];
+                    if (agesLo != beforeLo) {
+                        out[0] = static_cast<uint32_t>(agesLo);
+                        out[1] = static_cast<uint32_t>(agesLo >> 32);
+                    }
+                    if (agesHi != beforeHi) {
+                        out[2] = static_cast<uint32_t>(agesHi);
+                        out[3] = static_cast<uint32_t>(agesHi >> 32);
                     }
                 }
-                half = (half & ~(0xFull << shift)) | (static_cast<uint64_t>(now) << shift);
-                if (low)
-                    agesLo = half;
-                else
-                    agesHi = half;
             }
-            if (Pull) {
-                uint32_t* out = &ctx.lru_table[4u * w];
-                if (agesLo != beforeLo) {
-                    out[0] = static_cast<uint32_t>(agesLo);
-                    out[1] = static_cast<uint32_t>(agesLo >> 32);
-                }
-                if (agesHi != beforeHi) {
-                    out[2] = static_cast<uint32_t>(agesHi);
-                    out[3] = static_cast<uint32_t>(agesHi >> 32);
-                }
-            }
-        }
 
-        if (Pull) {
-            uint32_t requested = referenced & ~resident;
-            if (w < words && end - base < 32u)
-                requested &= (1u << (end - base)) - 1u;  // pages past end_page
-            const uint32_t slot =
-                reserveSlots(lanes, static_cast<uint32_t>(__popc(requested)),
-                             &ctx.array_lengths[DTEX_ARRAY_LENGTH_REQUESTS]);
-            writePages(requested, base, slot, ctx.requested_pages, ctx.requested_capacity);
+            if (Pull) {
+                uint32_t requested = referenced & ~resident;
+                if (mine && w < words && end - base < 32u)
+                    requested &= (1u << (end - base)) - 1u;  // pages past end_page
+                const uint32_t slot =
+                    reserveSlots(lanes, static_cast<uint32_t>(__popc(requested)),
+                                 &ctx.array_lengths[DTEX_ARRAY_LENGTH_REQUESTS]);
+                writePages(requested, base, slot, ctx.requested_pages, ctx.requested_capacity);
+            }
+            const uint32_t slot = reserveSlots(lanes, static_cast<uint32_t>(__popc(stale)),
+                                               &ctx.array_lengths[DTEX_ARRAY_LENGTH_STALE]);
+            writePages(stale, base, slot, ctx.stale_pages, ctx.stale_capacity, agesLo, agesHi,
+                       staleAges);
         }
-        const uint32_t slot = reserveSlots(lanes, static_cast<uint32_t>(__popc(stale)),
-                                           &ctx.array_lengths[DTEX_ARRAY_LENGTH_STALE]);
-        writePages(stale, base, slot, ctx.stale_pages, ctx.stale_capacity, agesLo, agesHi,
-                   staleAges);
     }
 
     if (Pull && staleAgeCounts != nullptr) {

@@ -70,11 +70,34 @@ inline uint4 make_uint4(unsigned int x, unsigned int y, unsigned int z, unsigned
     return uint4{x, y, z, w};
 }
 
-// ---- Launch geometry: one block of one thread -------------------------------------------
+// ---- Launch geometry: blocks of one thread ----------------------------------------------
+// One block by default. A kernel's grid is emulated by setting `gridDim` and calling the
+// kernel once per `blockIdx` (`dtexHostLaunch`), in order.
 inline constexpr uint3 threadIdx{0u, 0u, 0u};
-inline constexpr uint3 blockIdx{0u, 0u, 0u};
+inline uint3 blockIdx{0u, 0u, 0u};
 inline constexpr dim3 blockDim{1u, 1u, 1u};
-inline constexpr dim3 gridDim{1u, 1u, 1u};
+inline dim3 gridDim{1u, 1u, 1u};
+
+/// Run `kernel(args...)` over a grid of `blocks` one-thread blocks, one block after the
+/// other; the geometry is one block again afterwards.
+template <class Kernel, class... Args>
+inline void dtexHostLaunch(unsigned int blocks, Kernel kernel, Args... args)
+{
+    gridDim = dim3{blocks, 1u, 1u};
+    for (unsigned int b = 0; b < blocks; ++b) {
+        blockIdx = uint3{b, 0u, 0u};
+        kernel(args...);
+    }
+    gridDim = dim3{1u, 1u, 1u};
+    blockIdx = uint3{0u, 0u, 0u};
+}
+
+/// Block-shared memory: one block runs at a time, so one copy serves every block (a
+/// kernel initialises what it reads, as on the device).
+#define __shared__ static
+
+/// A block of one thread has nothing to wait for.
+inline void __syncthreads() {}
 
 // ---- Float intrinsics: IEEE single precision, round to nearest even ---------------------
 inline float __fadd_rn(float a, float b) { return a + b; }
@@ -137,6 +160,12 @@ inline int __float_as_int(float x)
 /// 1 + the index of the least significant set bit; 0 for 0.
 inline int __ffs(int x) { return __builtin_ffs(x); }
 
+/// The set bits of `x`.
+inline int __popc(unsigned int x) { return __builtin_popcount(x); }
+
+/// The leading zero bits of `x` (32 for 0).
+inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz(static_cast<unsigned int>(x)); }
+
 /// The high 32 bits of (`hi`:`lo`) << (`shift` & 31).
 inline unsigned int __funnelshift_l(unsigned int lo, unsigned int hi, unsigned int shift)
 {
@@ -154,6 +183,10 @@ inline unsigned int __match_any_sync(unsigned int mask, T) { return mask & 1u; }
 /// Lane `srcLane`'s `var`: lane 0's, the only one.
 template <class T>
 inline T __shfl_sync(unsigned int, T var, int, int = 32) { return var; }
+
+/// Lane `laneId - delta`'s `var`, or this lane's below lane `delta`: lane 0's own.
+template <class T>
+inline T __shfl_up_sync(unsigned int, T var, unsigned int, int = 32) { return var; }
 
 inline void __syncwarp(unsigned int = 0xFFFFFFFFu) {}
 
