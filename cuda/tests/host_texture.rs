@@ -25,9 +25,18 @@
 //!   its bilinear and level weights to 8-bit fractions, so a comparison on a device must
 //!   allow about 1/256 of a texel step; the pages requested do not depend on it.)
 //!
+//! The same lookups run first with the interactive mode's request rejection (a threshold
+//! rejecting about three in eight new requests, each lookup's request key its block in the
+//! program's grid, the reference bits building up over the lookups as over a launch, every
+//! use recorded): each lookup sets the same new reference bits on both sides, with the same
+//! residency and value. (Whether a rejected page was requested before in the launch changes
+//! only the standing and rejected counts, which this does not compare.)
+//!
 //! `cargo test -p demandtex-cuda --test host_texture -- --nocapture` prints a summary per
 //! texture. Without a C++ compiler it fails, unless `DEMANDTEX_SKIP_HOST_CUDA=1`.
 
+use demandtex::paging::CONTEXT_FLAG_REQUEST_IF_RESIDENT;
+use demandtex::sampling::Rejection;
 use demandtex::sampling::{tex2d_grad, tex2d_lod, MissList, Sample, SampleOptions};
 use demandtex::sources::ImageSource;
 use demandtex::sources::InMemoryImage;
@@ -219,7 +228,12 @@ fn cpu_lookup(launch: &Launch, l: &Lookup) -> (Sample, Option<BTreeSet<u32>>) {
 
 /// The program's input (format: texture_host.cpp) for `launch`'s page table, the open
 /// textures among `textures` (id, image) and `lookups`.
-fn input(launch: &Launch, textures: &[(TextureId, &InMemoryImage)], lookups: &[Lookup]) -> Vec<u8> {
+fn input(
+    launch: &Launch,
+    textures: &[(TextureId, &InMemoryImage)],
+    lookups: &[Lookup],
+    rejection: Option<u32>,
+) -> Vec<u8> {
     let ctx = launch.device_context();
     let entries = ctx.page_table_entries as usize;
     let words = (ctx.num_pages as usize).div_ceil(32);
@@ -232,15 +246,38 @@ fn input(launch: &Launch, textures: &[(TextureId, &InMemoryImage)], lookups: &[L
             std::slice::from_raw_parts(ctx.residence_bits, words).to_vec(),
         )
     };
-    let mut b = b"DTXTEX01".to_vec();
+    let mut b = b"DTXTEX02".to_vec();
     put(
         &mut b,
         &[ctx.max_textures, ctx.page_table_entries, ctx.num_pages],
     );
+    match rejection {
+        // Every use recorded (as core's lookups record it), the launch's number, the
+        // threshold; the reference bits build up over the lookups from the launch's.
+        Some(threshold) => put(
+            &mut b,
+            &[
+                CONTEXT_FLAG_REQUEST_IF_RESIDENT,
+                ctx.launch_num,
+                threshold,
+                1,
+            ],
+        ),
+        None => put(&mut b, &[0, 0, 0, 0]),
+    }
     put(&mut b, &[entries as u32]);
     b.extend(table.iter().flat_map(|e| e.to_le_bytes()));
     put(&mut b, &[words as u32]);
     put(&mut b, &residence);
+    match rejection {
+        // SAFETY: as above; this thread runs no lookup while reading them.
+        Some(_) => {
+            let reference = unsafe { std::slice::from_raw_parts(ctx.reference_bits, words) };
+            put(&mut b, &[words as u32]);
+            put(&mut b, reference);
+        }
+        None => put(&mut b, &[0]),
+    }
     let resident = |page: u32| residence[page as usize / 32] >> (page % 32) & 1 != 0;
     let open: Vec<_> = textures
         .iter()
@@ -270,7 +307,8 @@ fn input(launch: &Launch, textures: &[(TextureId, &InMemoryImage)], lookups: &[L
         let flags = u32::from(l.lod)
             | u32::from(l.fallback) << 1
             | u32::from(l.stochastic.is_some()) << 2
-            | u32::from(l.udim) << 3;
+            | u32::from(l.udim) << 3
+            | request_key(l) << 16;
         let jitter = l.stochastic.unwrap_or([0.5, 0.5]);
         put(&mut b, &[l.texture, l.s.to_bits(), l.t.to_bits()]);
         put(&mut b, &l.d.map(f32::to_bits));
@@ -400,6 +438,121 @@ fn udim_lookups(udim: UdimId, n: u32, rng: &mut Rng) -> Vec<Lookup> {
         .collect()
 }
 
+/// A lookup's request key (its pixel, for rejection): from its point, below 2^16 (the
+/// program runs the lookup as that block of its grid, whose index is the device's key).
+fn request_key(l: &Lookup) -> u32 {
+    (l.s.to_bits() ^ l.t.to_bits().rotate_left(7)) % 509
+}
+
+/// The interactive mode's request rejection, device against core: the lookups run with a
+/// rejection threshold over `launch` (each with its request key), the
+/// reference bits building up over them from the launch's as over a real launch, both
+/// sides recording every use. Each lookup must set the same new reference bits (its uses
+/// and its requests that were not rejected) and give the same residency and value.
+fn check_rejection(
+    exe: &std::path::Path,
+    loader: &Loader,
+    launch: &Launch,
+    textures: &[(TextureId, &InMemoryImage)],
+    lookups: &[Lookup],
+) {
+    let ctx = launch.device_context();
+    let words = (ctx.num_pages as usize).div_ceil(32);
+    // The words a lookup can set (as the program reads them): the entry pages', and each
+    // open texture's page range (reading the sampler entries records their use: before the
+    // program's copy of the reference bits is taken).
+    let mut spans = vec![(0, (ctx.page_table_entries as usize).div_ceil(32))];
+    for (id, _) in textures {
+        let entry = launch.map_or_request(demandtex::PageId(id.0)).unwrap_or(0);
+        if entry != 0 {
+            // SAFETY: a resident sampler page's nonzero entry is the address of the
+            // texture's `TextureSampler`, which the engine keeps for its life.
+            let s = unsafe { &*(entry as *const TextureSampler) };
+            let end = (s.start_page + s.num_pages) as usize;
+            spans.push((s.start_page as usize / 32, end.div_ceil(32)));
+        }
+    }
+    // About three in eight new requests rejected.
+    let threshold = 0x6000_0000;
+    let output = run_host_program(
+        exe,
+        "rejection",
+        &input(launch, textures, lookups, Some(threshold)),
+    );
+    let got = answers(&output, lookups.len());
+    // SAFETY: the launch's reference bits (`words` of them) live as long as the launch; this
+    // thread's lookups are the only writers, and none runs while they are read.
+    let all = unsafe { std::slice::from_raw_parts(ctx.reference_bits, words) };
+    let reference = || -> Vec<(usize, u32)> {
+        spans
+            .iter()
+            .flat_map(|&(from, to)| (from..to).map(|w| (w, all[w])))
+            .collect()
+    };
+    let rejection = Rejection {
+        gate: loader.engine().request_gate(),
+        threshold,
+        launch_num: launch.launch_num(),
+        key: 0,
+    };
+    let (mut failures, mut rejected) = (Vec::new(), 0u32);
+    for (i, (l, a)) in lookups.iter().zip(&got).enumerate() {
+        let before = reference();
+        let options = SampleOptions {
+            fallback_to_coarser: l.fallback,
+            stochastic: l.stochastic,
+            request_key: request_key(l),
+        };
+        let view = launch.view().with_rejection(rejection);
+        let (ddx, ddy) = ([l.d[0], l.d[1]], [l.d[2], l.d[3]]);
+        let want = if l.lod {
+            tex2d_lod(view, TextureId(l.texture), l.s, l.t, l.d[0], &options)
+        } else if l.udim {
+            tex2d_grad_udim(view, UdimId(l.texture), l.s, l.t, ddx, ddy, &options)
+        } else {
+            tex2d_grad(view, TextureId(l.texture), l.s, l.t, ddx, ddy, &options)
+        };
+        let after = reference();
+        let set: BTreeSet<u32> = before
+            .iter()
+            .zip(&after)
+            .flat_map(|(&(w, old), &(_, now))| {
+                let new = now & !old;
+                (0..32)
+                    .filter(move |b| new >> b & 1 != 0)
+                    .map(move |b| (w * 32) as u32 + b)
+            })
+            .collect();
+        rejected += u32::from(!want.resident && set.is_empty());
+        let same_value =
+            a.value.iter().zip(&want.value).all(|(g, w)| {
+                g.to_bits() == w.to_bits() || (g - w).abs() <= 2e-5 * w.abs().max(1.0)
+            });
+        if a.pages != set || a.resident != want.resident || !same_value {
+            failures.push(format!(
+                "lookup {i} {l:?}: device set {:?}, resident {}, {:?}; core {set:?}, {want:?}",
+                a.pages, a.resident, a.value
+            ));
+        }
+    }
+    println!(
+        "host_texture: rejection at {threshold:#x}: {} lookups, {rejected} missed with every \
+         request rejected",
+        lookups.len()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} of {} lookups differ with rejection:\n{}",
+        failures.len(),
+        lookups.len(),
+        failures[..failures.len().min(10)].join("\n")
+    );
+    assert!(
+        rejected > 20,
+        "the threshold rejected too little to test: {rejected}"
+    );
+}
+
 #[test]
 fn device_lookups_request_the_pages_the_cpu_requests_and_agree_in_value() {
     let Some(exe) = compile_host_program("texture_host") else {
@@ -504,7 +657,8 @@ fn device_lookups_request_the_pages_the_cpu_requests_and_agree_in_value() {
                 .filter_map(|(k, i)| Some((TextureId(first + k as u32), i.as_ref()?))),
         )
         .collect();
-    let output = run_host_program(&exe, "lookups", &input(&launch, &textures, &all));
+    check_rejection(&exe, &loader, &launch, &textures, &all);
+    let output = run_host_program(&exe, "lookups", &input(&launch, &textures, &all, None));
     let got = answers(&output, all.len());
 
     let mut failures = Vec::new();

@@ -11,10 +11,12 @@
  * The input (little-endian; written by host_texture.rs) is a CPU loader's page table at one
  * launch -- some pages resident, some not -- with its textures, and a list of lookups:
  *
- *   "DTXTEX01"
+ *   "DTXTEX02"
  *   u32 x 3   context: max_textures page_table_entries num_pages
+ *   u32 x 4   flags (`DTEX_CONTEXT_FLAG_*`), launch_num, reject_threshold, accumulate
  *   u32 n, n x 8 B    the page table's entries (n = page_table_entries)
  *   u32 n, n x 4 B    the residence bits (n = ceil(num_pages / 32))
+ *   u32 n, n x 4 B    the reference bits at the start (n = 0: none set)
  *   u32 n, then n textures:
  *     u32 id, 376 B DtexTextureSampler (core's; texture_object and mip_tail_data ignored),
  *     u32 levels, per level: u32 width height, width x height x 16 B texels (float4, as
@@ -22,17 +24,20 @@
  *   u32 n, n x 40 B   lookups: u32 texture (a UDIM id with flag 8), f32 s t, f32 x 4
  *                     (tex2DGrad, tex2DGradUdim: ddx, ddy; tex2DLod: the level of detail,
  *                     then 0 0 0), u32 flags (1: tex2DLod, 2: fallbackToCoarser,
- *                     4: stochastic, 8: tex2DGradUdim), f32 x 2 jitter
+ *                     4: stochastic, 8: tex2DGradUdim; bits 16..31: the request key, run
+ *                     as block `key` of a grid of 65536 one-thread blocks), f32 x 2 jitter
  *
- * It builds a `DtexDeviceContext` in host memory over those arrays (flags 0: a use of a
- * resident page records nothing; no rejection), points each listed texture's sampler page at
- * its sampler, whose texture object is a `DtexHostMipTexture` of its levels, runs each
- * lookup with the reference bits cleared before it, and writes:
+ * It builds a `DtexDeviceContext` in host memory over those arrays (with those flags,
+ * launch number and rejection threshold), points each
+ * listed texture's sampler page at its sampler, whose texture object is a
+ * `DtexHostMipTexture` of its levels, runs each lookup -- with the reference bits cleared
+ * before it unless `accumulate` is 1 (then they build up over the lookups, as over a
+ * launch) -- and writes:
  *
  *   "DTXTOUT1", u32 lookups, u32 stray (reference bits set outside the entry pages and the
  *   listed textures' ranges, which no lookup should set), per lookup: f32 x 4 value,
- *   u32 resident, u32 n, n x u32 pages requested (the reference bits the lookup set,
- *   ascending)
+ *   u32 resident, u32 n, n x u32 pages (the reference bits the lookup set that were not
+ *   set before it, ascending)
  */
 #include "dtex_host_shim.h"
 
@@ -133,15 +138,21 @@ int main(int argc, char** argv)
     if (argc != 3)
         fail("usage: texture_host INPUT OUTPUT");
     Reader in{readFile(argv[1])};
-    if (memcmp(in.take(8, "the magic"), "DTXTEX01", 8) != 0)
+    if (memcmp(in.take(8, "the magic"), "DTXTEX02", 8) != 0)
         fail("not a texture_host input");
     const uint32_t maxTextures = in.u32("the context");
     const uint32_t pageTableEntries = in.u32("the context");
     const uint32_t numPages = in.u32("the context");
+    const uint32_t contextFlags = in.u32("the context"), launchNum = in.u32("the context");
+    const uint32_t rejectThreshold = in.u32("the context");
+    const bool accumulate = in.u32("the context") != 0u;
     std::vector<uint64_t> pageTable = in.array<uint64_t>("the page table");
     std::vector<uint32_t> residence = in.array<uint32_t>("the residence bits");
+    std::vector<uint32_t> reference = in.array<uint32_t>("the reference bits");
+    if (reference.empty())
+        reference.assign(residence.size(), 0u);
     if (pageTable.size() != pageTableEntries || residence.size() != (numPages + 31u) / 32u ||
-        pageTableEntries < 2u * maxTextures)
+        reference.size() != residence.size() || pageTableEntries < 2u * maxTextures)
         fail("the arrays do not match the context");
 
     const uint32_t numTextures = in.u32("the textures");
@@ -177,7 +188,7 @@ int main(int argc, char** argv)
     if (in.at != in.bytes.size())
         fail("bytes after the lookups");
 
-    std::vector<uint32_t> reference(residence.size(), 0u);
+    const std::vector<uint32_t> initial = reference;
     std::vector<uint32_t> lru((numPages + 7u) / 8u, 0u), lengths(DTEX_ARRAY_LENGTHS, 0u);
     DtexDeviceContext ctx{};
     ctx.page_table = pageTable.data();
@@ -188,6 +199,9 @@ int main(int argc, char** argv)
     ctx.page_table_entries = pageTableEntries;
     ctx.num_pages = numPages;
     ctx.max_textures = maxTextures;
+    ctx.flags = contextFlags;
+    ctx.launch_num = launchNum;
+    ctx.reject_threshold = rejectThreshold;
 
     std::vector<unsigned char> results;
     auto put = [&results](const void* p, size_t n) {
@@ -205,14 +219,21 @@ int main(int argc, char** argv)
             fail("a texture's pages outside the page space");
         spans.emplace_back(static_cast<size_t>(first / 32u), static_cast<size_t>((end + 31u) / 32u));
     }
+    std::vector<uint32_t> before(reference.size());
     for (const Lookup& l : lookups) {
-        for (const auto& [from, to] : spans)
-            std::fill(reference.begin() + from, reference.begin() + to, 0u);
+        for (const auto& [from, to] : spans) {
+            if (!accumulate)
+                std::fill(reference.begin() + from, reference.begin() + to, 0u);
+            std::copy(reference.begin() + from, reference.begin() + to, before.begin() + from);
+        }
         dtex::SampleOptions options;
         options.fallbackToCoarser = (l.flags & kFallback) != 0u;
         options.stochastic = (l.flags & kStochastic) != 0u;
         options.jitter[0] = l.jitter[0];
         options.jitter[1] = l.jitter[1];
+        // The request key (`requestKey()`): this lookup's block in a 65536-block grid.
+        gridDim = dim3{65536u, 1u, 1u};
+        blockIdx = uint3{l.flags >> 16, 0u, 0u};
         bool resident = false;
         const float2 ddx = make_float2(l.d[0], l.d[1]), ddy = make_float2(l.d[2], l.d[3]);
         float4 v;
@@ -229,10 +250,12 @@ int main(int argc, char** argv)
         put(&res, 4);
         std::vector<uint32_t> pages;
         for (const auto& [from, to] : spans)
-            for (size_t w = from; w < to; ++w)
-                for (uint32_t b = 0; reference[w] != 0u && b < 32u; ++b)
-                    if ((reference[w] >> b) & 1u)
+            for (size_t w = from; w < to; ++w) {
+                const uint32_t set = reference[w] & ~before[w];
+                for (uint32_t b = 0; set != 0u && b < 32u; ++b)
+                    if ((set >> b) & 1u)
                         pages.push_back(static_cast<uint32_t>(w * 32u + b));
+            }
         std::sort(pages.begin(), pages.end());
         pages.erase(std::unique(pages.begin(), pages.end()), pages.end());
         const uint32_t n = static_cast<uint32_t>(pages.size());
@@ -244,10 +267,10 @@ int main(int argc, char** argv)
     if (out == nullptr)
         fail(std::string("cannot create ") + argv[2]);
     for (const auto& [from, to] : spans)
-        std::fill(reference.begin() + from, reference.begin() + to, 0u);
+        std::copy(initial.begin() + from, initial.begin() + to, reference.begin() + from);
     uint32_t stray = 0;
-    for (const uint32_t w : reference)
-        stray += static_cast<uint32_t>(__builtin_popcount(w));
+    for (size_t w = 0; w < reference.size(); ++w)
+        stray += static_cast<uint32_t>(__builtin_popcount(reference[w] ^ initial[w]));
     const uint32_t header[2] = {static_cast<uint32_t>(lookups.size()), stray};
     if (fwrite("DTXTOUT1", 1, 8, out) != 8 || fwrite(header, 4, 2, out) != 2 ||
         fwrite(results.data(), 1, results.size(), out) != results.size() || fclose(out) != 0)
