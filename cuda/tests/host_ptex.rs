@@ -41,7 +41,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 mod host_support;
-use host_support::{compile_host_program, put, repo_root, run_host_program, sampler_bytes, Rng};
+use host_support::{
+    compile_host_program, lookup_answers_start, put, repo_root, run_host_program, sampler_bytes,
+    word, Rng,
+};
 
 /// The `DTEX_PTEX_FILTER_*` codes whose lookups the device must report `supported` (and then
 /// match core's): every filter, since the separable and triangle filters were ported
@@ -292,15 +295,8 @@ struct Answer {
 
 /// Parse the program's output (format: ptex_host.cpp).
 fn answers(bytes: &[u8], n: usize) -> Vec<Answer> {
-    assert_eq!(&bytes[..8], b"DTXHOUT2", "ptex_host's output");
-    let word = |i: usize| u32::from_le_bytes(bytes[i..i + 4].try_into().expect("4 bytes"));
-    assert_eq!(word(8) as usize, n, "lookups answered");
-    assert_eq!(
-        word(12),
-        0,
-        "reference bits set outside the pages lookups can touch"
-    );
-    let mut at = 16;
+    let word = |i: usize| word(bytes, i);
+    let mut at = lookup_answers_start(bytes, b"DTXHOUT2", n);
     let mut out = Vec::with_capacity(n);
     for _ in 0..n {
         let count = word(at + 28) as usize;
@@ -315,6 +311,18 @@ fn answers(bytes: &[u8], n: usize) -> Vec<Answer> {
     }
     assert_eq!(at, bytes.len(), "ptex_host's output length");
     out
+}
+
+/// Whether a device value `g` agrees with core's `w` for `filter`: point lookups bit-exact,
+/// stochastic ones within 1e-6, the other filters within 1e-5 (relative above 1); NaN
+/// agrees with NaN only.
+fn agrees(filter: PtexFilterType, g: f32, w: f32) -> bool {
+    let tol = match filter {
+        PtexFilterType::Point => 0.0,
+        PtexFilterType::StochasticPoint => 1e-6 * w.abs().max(1.0),
+        _ => 1e-5 * w.abs().max(1.0),
+    };
+    g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan()) || (g - w).abs() <= tol
 }
 
 /// Per filter: lookups compared (with channels), with no channel, unsupported, and the
@@ -356,18 +364,11 @@ fn compare(
         } else {
             st.0 += 1;
         }
-        let tol = |w: f32| match l.options.filter {
-            PtexFilterType::Point => 0.0,
-            PtexFilterType::StochasticPoint => 1e-6 * w.abs().max(1.0),
-            _ => 1e-5 * w.abs().max(1.0),
-        };
         for (c, (&g, &w)) in a.values.iter().zip(&want).take(s.channels).enumerate() {
             let same = g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan());
             let diff = if same { 0.0 } else { (g - w).abs() };
             st.3 = st.3.max(diff);
-            // (A NaN on one side only fails: `diff` is NaN.)
-            let close = same || diff <= tol(w);
-            if !close {
+            if !agrees(l.options.filter, g, w) {
                 fail(format!("channel {c}: device {g:e}, core {w:e}"));
             }
         }
@@ -678,14 +679,8 @@ fn partly_resident_device_ptex_lookups_request_the_pages_cores_request() {
                     fail(format!("device requested {got:?}, core {p:?}"));
                 }
             }
-            let tol = |w: f32| match l.options.filter {
-                PtexFilterType::Point => 0.0,
-                PtexFilterType::StochasticPoint => 1e-6 * w.abs().max(1.0),
-                _ => 1e-5 * w.abs().max(1.0),
-            };
             for (c, (&g, &w)) in a.values.iter().zip(&want).take(s.channels).enumerate() {
-                let same = g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan());
-                if !(same || (g - w).abs() <= tol(w)) {
+                if !agrees(l.options.filter, g, w) {
                     fail(format!("channel {c}: device {g:e}, core {w:e}"));
                 }
             }

@@ -49,7 +49,9 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 mod host_support;
-use host_support::{compile_host_program, put, run_host_program, sampler_bytes, Rng};
+use host_support::{
+    compile_host_program, lookup_answers_start, put, run_host_program, sampler_bytes, word, Rng,
+};
 
 /// One texture of the test: its size, format and sampling description.
 struct Case {
@@ -326,15 +328,8 @@ struct Answer {
 
 /// Parse the program's output (format: texture_host.cpp).
 fn answers(bytes: &[u8], n: usize) -> Vec<Answer> {
-    assert_eq!(&bytes[..8], b"DTXTOUT1", "texture_host's output");
-    let word = |i: usize| u32::from_le_bytes(bytes[i..i + 4].try_into().expect("4 bytes"));
-    assert_eq!(word(8) as usize, n, "lookups answered");
-    assert_eq!(
-        word(12),
-        0,
-        "reference bits set outside the pages lookups can touch"
-    );
-    let mut at = 16;
+    let word = |i: usize| word(bytes, i);
+    let mut at = lookup_answers_start(bytes, b"DTXTOUT1", n);
     let mut out = Vec::with_capacity(n);
     for _ in 0..n {
         let value = std::array::from_fn(|c| f32::from_bits(word(at + 4 * c)));

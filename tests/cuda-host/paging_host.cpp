@@ -34,65 +34,18 @@
  */
 #include "dtex_host_shim.h"
 
+
 #include "../../cuda/kernels/paging.cu"
+
+/// This program's name, for `fail`.
+static constexpr const char* kProgram = "paging_host";
+#include "host_program.h"
 
 #include <cstdio>
 #include <string>
 #include <vector>
 
 namespace {
-
-/// Print `message` and exit with status 2.
-[[noreturn]] void fail(const std::string& message)
-{
-    fprintf(stderr, "paging_host: %s\n", message.c_str());
-    exit(2);
-}
-
-/// A cursor over the input file.
-struct Reader {
-    std::vector<unsigned char> bytes;
-    size_t at = 0;
-
-    const unsigned char* take(size_t n, const char* what)
-    {
-        if (n > bytes.size() - at)
-            fail(std::string("input ends inside ") + what);
-        const unsigned char* p = bytes.data() + at;
-        at += n;
-        return p;
-    }
-    uint32_t u32(const char* what)
-    {
-        uint32_t v;
-        memcpy(&v, take(4, what), 4);
-        return v;
-    }
-    template <class T>
-    std::vector<T> array(const char* what)
-    {
-        const uint32_t n = u32(what);
-        std::vector<T> out(n);
-        if (n != 0)
-            memcpy(out.data(), take(static_cast<size_t>(n) * sizeof(T), what), n * sizeof(T));
-        return out;
-    }
-};
-
-/// The whole of file `path`.
-std::vector<unsigned char> readFile(const char* path)
-{
-    FILE* f = fopen(path, "rb");
-    if (f == nullptr)
-        fail(std::string("cannot open ") + path);
-    std::vector<unsigned char> out;
-    unsigned char buf[1 << 16];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-        out.insert(out.end(), buf, buf + n);
-    fclose(f);
-    return out;
-}
 
 static_assert(sizeof(DtexPageMapping) == 16, "DtexPageMapping");
 
@@ -126,18 +79,11 @@ int main(int argc, char** argv)
     std::vector<uint32_t> requested(requestedCapacity), stale(staleCapacity);
     std::vector<uint8_t> staleAges(staleCapacity);
     std::vector<uint32_t> lengths(DTEX_ARRAY_LENGTHS, 0u), histogram(16, 0u);
-    DtexDeviceContext ctx{};
-    ctx.page_table = table.data();
-    ctx.reference_bits = reference.data();
-    ctx.residence_bits = residence.data();
-    ctx.lru_table = lru.data();
+    DtexDeviceContext ctx = hostContext(table, reference, residence, lru, lengths, numPages, 0u);
     ctx.requested_pages = requested.data();
     ctx.stale_pages = stale.data();
-    ctx.array_lengths = lengths.data();
     ctx.filled_pages = mappings.data();
     ctx.invalidated_pages = invalidated.data();
-    ctx.page_table_entries = entries;
-    ctx.num_pages = numPages;
     ctx.requested_capacity = requestedCapacity;
     ctx.stale_capacity = staleCapacity;
     ctx.filled_capacity = static_cast<uint32_t>(mappings.size());

@@ -34,7 +34,12 @@
  */
 #include "dtex_host_shim.h"
 
+
 #include <demandtex/device/ptex.cuh>
+
+/// This program's name, for `fail`.
+static constexpr const char* kProgram = "ptex_host";
+#include "host_program.h"
 
 #include <algorithm>
 #include <cstddef>
@@ -44,60 +49,6 @@
 #include <vector>
 
 namespace {
-
-/// Print `message` and exit with status 2.
-[[noreturn]] void fail(const std::string& message)
-{
-    fprintf(stderr, "ptex_host: %s\n", message.c_str());
-    exit(2);
-}
-
-/// A cursor over the input file.
-struct Reader {
-    std::vector<unsigned char> bytes;
-    size_t at = 0;
-
-    /// The next `n` bytes (fails past the end).
-    const unsigned char* take(size_t n, const char* what)
-    {
-        if (n > bytes.size() - at)
-            fail(std::string("input ends inside ") + what);
-        const unsigned char* p = bytes.data() + at;
-        at += n;
-        return p;
-    }
-    uint32_t u32(const char* what)
-    {
-        uint32_t v;
-        memcpy(&v, take(4, what), 4);
-        return v;
-    }
-    /// A section: a u32 count, then `count * size` bytes, copied into `out`.
-    template <class T>
-    std::vector<T> array(size_t size, const char* what)
-    {
-        const uint32_t n = u32(what);
-        std::vector<T> out(n);
-        if (n != 0)
-            memcpy(out.data(), take(static_cast<size_t>(n) * size, what), n * size);
-        return out;
-    }
-};
-
-/// The whole of file `path`.
-std::vector<unsigned char> readFile(const char* path)
-{
-    FILE* f = fopen(path, "rb");
-    if (f == nullptr)
-        fail(std::string("cannot open ") + path);
-    std::vector<unsigned char> out;
-    unsigned char buf[1 << 16];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-        out.insert(out.end(), buf, buf + n);
-    fclose(f);
-    return out;
-}
 
 /// One page of the pack, as core's `PtexPages::fill_page` writes it.
 struct Page {
@@ -138,12 +89,12 @@ int main(int argc, char** argv)
     const uint32_t numPages = in.u32("the context");
     DtexTextureSampler sampler;
     memcpy(&sampler, in.take(sizeof sampler, "the sampler"), sizeof sampler);
-    const auto faces = in.array<DtexPtexDeviceFace>(sizeof(DtexPtexDeviceFace), "the faces");
-    const auto units = in.array<DtexPtexDeviceUnit>(sizeof(DtexPtexDeviceUnit), "the units");
-    const auto constants = in.array<uint8_t>(1, "the constants");
-    const auto pages = in.array<Page>(sizeof(Page), "the pages");
-    auto residence = in.array<uint32_t>(4, "the residence bits");
-    const auto lookups = in.array<Lookup>(sizeof(Lookup), "the lookups");
+    const auto faces = in.array<DtexPtexDeviceFace>("the faces");
+    const auto units = in.array<DtexPtexDeviceUnit>("the units");
+    const auto constants = in.array<uint8_t>("the constants");
+    const auto pages = in.array<Page>("the pages");
+    auto residence = in.array<uint32_t>("the residence bits");
+    const auto lookups = in.array<Lookup>("the lookups");
     if (in.at != in.bytes.size())
         fail("bytes after the lookups");
     if (faces.size() != ptex.num_faces || units.size() != ptex.num_units ||
@@ -188,15 +139,8 @@ int main(int argc, char** argv)
         fail("the residence bits do not match the page space");
     std::vector<uint32_t> reference(words, 0u);
     std::vector<uint32_t> lru((numPages + 7u) / 8u, 0u), lengths(DTEX_ARRAY_LENGTHS, 0u);
-    DtexDeviceContext ctx{};
-    ctx.page_table = pageTable.data();
-    ctx.reference_bits = reference.data();
-    ctx.residence_bits = residence.data();
-    ctx.lru_table = lru.data();
-    ctx.array_lengths = lengths.data();
-    ctx.page_table_entries = pageTableEntries;
-    ctx.num_pages = numPages;
-    ctx.max_textures = maxTextures;
+    const DtexDeviceContext ctx =
+        hostContext(pageTable, reference, residence, lru, lengths, numPages, maxTextures);
 
     FILE* out = fopen(argv[2], "wb");
     if (out == nullptr)

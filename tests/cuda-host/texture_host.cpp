@@ -41,8 +41,13 @@
  */
 #include "dtex_host_shim.h"
 
+
 // (udim.cuh's `#pragma unroll` is nvcc's: compiled with -Wno-unknown-pragmas.)
 #include <demandtex/device/udim.cuh>
+
+/// This program's name, for `fail`.
+static constexpr const char* kProgram = "texture_host";
+#include "host_program.h"
 
 #include <algorithm>
 #include <cstddef>
@@ -53,60 +58,6 @@
 #include <vector>
 
 namespace {
-
-/// Print `message` and exit with status 2.
-[[noreturn]] void fail(const std::string& message)
-{
-    fprintf(stderr, "texture_host: %s\n", message.c_str());
-    exit(2);
-}
-
-/// A cursor over the input file.
-struct Reader {
-    std::vector<unsigned char> bytes;
-    size_t at = 0;
-
-    /// The next `n` bytes (fails past the end).
-    const unsigned char* take(size_t n, const char* what)
-    {
-        if (n > bytes.size() - at)
-            fail(std::string("input ends inside ") + what);
-        const unsigned char* p = bytes.data() + at;
-        at += n;
-        return p;
-    }
-    uint32_t u32(const char* what)
-    {
-        uint32_t v;
-        memcpy(&v, take(4, what), 4);
-        return v;
-    }
-    /// A section: a u32 count, then `count * sizeof(T)` bytes.
-    template <class T>
-    std::vector<T> array(const char* what)
-    {
-        const uint32_t n = u32(what);
-        std::vector<T> out(n);
-        if (n != 0)
-            memcpy(out.data(), take(static_cast<size_t>(n) * sizeof(T), what), n * sizeof(T));
-        return out;
-    }
-};
-
-/// The whole of file `path`.
-std::vector<unsigned char> readFile(const char* path)
-{
-    FILE* f = fopen(path, "rb");
-    if (f == nullptr)
-        fail(std::string("cannot open ") + path);
-    std::vector<unsigned char> out;
-    unsigned char buf[1 << 16];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-        out.insert(out.end(), buf, buf + n);
-    fclose(f);
-    return out;
-}
 
 /// One texture of the input: its sampler, whose object is `mip`, over `levels`.
 struct Texture {
@@ -190,15 +141,8 @@ int main(int argc, char** argv)
 
     const std::vector<uint32_t> initial = reference;
     std::vector<uint32_t> lru((numPages + 7u) / 8u, 0u), lengths(DTEX_ARRAY_LENGTHS, 0u);
-    DtexDeviceContext ctx{};
-    ctx.page_table = pageTable.data();
-    ctx.reference_bits = reference.data();
-    ctx.residence_bits = residence.data();
-    ctx.lru_table = lru.data();
-    ctx.array_lengths = lengths.data();
-    ctx.page_table_entries = pageTableEntries;
-    ctx.num_pages = numPages;
-    ctx.max_textures = maxTextures;
+    DtexDeviceContext ctx =
+        hostContext(pageTable, reference, residence, lru, lengths, numPages, maxTextures);
     ctx.flags = contextFlags;
     ctx.launch_num = launchNum;
     ctx.reject_threshold = rejectThreshold;

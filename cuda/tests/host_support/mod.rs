@@ -128,3 +128,22 @@ pub fn sampler_bytes(s: &demandtex::textures::TextureSampler) -> Vec<u8> {
     // bytes: 8 + 8 + 18 * 4 + 16 + 17 * 16), read as bytes while borrowed.
     unsafe { std::slice::from_raw_parts(s as *const TextureSampler as *const u8, 376).to_vec() }
 }
+
+/// The little-endian word at byte `at` of `bytes`.
+pub fn word(bytes: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"))
+}
+
+/// Check the header of a lookup program's output -- `magic`, `n` lookups answered, no
+/// reference bit set outside the pages lookups can touch -- and return where the answers
+/// start.
+pub fn lookup_answers_start(bytes: &[u8], magic: &[u8; 8], n: usize) -> usize {
+    assert_eq!(&bytes[..8], magic, "the program's output");
+    assert_eq!(word(bytes, 8) as usize, n, "lookups answered");
+    assert_eq!(
+        word(bytes, 12),
+        0,
+        "reference bits set outside the pages lookups can touch"
+    );
+    16
+}
