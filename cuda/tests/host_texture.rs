@@ -26,15 +26,16 @@
 //!   allow about 1/256 of a texel step; the pages requested do not depend on it.)
 //!
 //! The same lookups run first with the interactive mode's request rejection (a threshold
-//! rejecting about three in eight new requests, each lookup's request key its block in the
+//! rejecting three in four new requests, each lookup's request key its block in the
 //! program's grid, the reference bits building up over the lookups as over a launch, every
 //! use recorded): each lookup sets the same new reference bits on both sides, with the same
-//! residency and value. (Whether a rejected page was requested before in the launch changes
-//! only the standing and rejected counts, which this does not compare.)
+//! residency and value, and the device's count of rejected requests equals core's (a page
+//! already requested in the launch is never rejected: that changes only the count).
 //!
 //! `cargo test -p demandtex-cuda --test host_texture -- --nocapture` prints a summary per
 //! texture. Without a C++ compiler it fails, unless `DEMANDTEX_SKIP_HOST_CUDA=1`.
 
+use demandtex::paging::device_context::CONTEXT_FLAG_COUNT_REQUESTS;
 use demandtex::paging::CONTEXT_FLAG_REQUEST_IF_RESIDENT;
 use demandtex::sampling::Rejection;
 use demandtex::sampling::{tex2d_grad, tex2d_lod, MissList, Sample, SampleOptions};
@@ -259,7 +260,7 @@ fn input(
         Some(threshold) => put(
             &mut b,
             &[
-                CONTEXT_FLAG_REQUEST_IF_RESIDENT,
+                CONTEXT_FLAG_REQUEST_IF_RESIDENT | CONTEXT_FLAG_COUNT_REQUESTS,
                 ctx.launch_num,
                 threshold,
                 1,
@@ -326,8 +327,9 @@ struct Answer {
     pages: BTreeSet<u32>,
 }
 
-/// Parse the program's output (format: texture_host.cpp).
-fn answers(bytes: &[u8], n: usize) -> Vec<Answer> {
+/// Parse the program's output (format: texture_host.cpp): the answers, and the request
+/// counters (standing, rejected).
+fn answers(bytes: &[u8], n: usize) -> (Vec<Answer>, [u32; 2]) {
     let word = |i: usize| word(bytes, i);
     let mut at = lookup_answers_start(bytes, b"DTXTOUT1", n);
     let mut out = Vec::with_capacity(n);
@@ -343,8 +345,9 @@ fn answers(bytes: &[u8], n: usize) -> Vec<Answer> {
             pages,
         });
     }
-    assert_eq!(at, bytes.len(), "texture_host's output length");
-    out
+    let counts = [word(at), word(at + 4)];
+    assert_eq!(at + 8, bytes.len(), "texture_host's output length");
+    (out, counts)
 }
 
 /// Launch after launch, look up `warm` and serve the requests until no lookup misses (at
@@ -467,14 +470,14 @@ fn check_rejection(
             spans.push((s.start_page as usize / 32, end.div_ceil(32)));
         }
     }
-    // About three in eight new requests rejected.
-    let threshold = 0x6000_0000;
+    // Three in four new requests rejected.
+    let threshold = 0xC000_0000;
     let output = run_host_program(
         exe,
         "rejection",
         &input(launch, textures, lookups, Some(threshold)),
     );
-    let got = answers(&output, lookups.len());
+    let (got, [_, device_rejected]) = answers(&output, lookups.len());
     // SAFETY: the launch's reference bits (`words` of them) live as long as the launch; this
     // thread's lookups are the only writers, and none runs while they are read.
     let all = unsafe { std::slice::from_raw_parts(ctx.reference_bits, words) };
@@ -490,7 +493,9 @@ fn check_rejection(
         launch_num: launch.launch_num(),
         key: 0,
     };
-    let (mut failures, mut rejected) = (Vec::new(), 0u32);
+    let gate = loader.engine().request_gate();
+    let rejected_before = gate.rejected();
+    let (mut failures, mut quiet) = (Vec::new(), 0u32);
     for (i, (l, a)) in lookups.iter().zip(&got).enumerate() {
         let before = reference();
         let options = SampleOptions {
@@ -518,7 +523,8 @@ fn check_rejection(
                     .map(move |b| (w * 32) as u32 + b)
             })
             .collect();
-        rejected += u32::from(!want.resident && set.is_empty());
+        // Missed without a new request: its pages requested before, or rejected.
+        quiet += u32::from(!want.resident && set.is_empty());
         let same_value =
             a.value.iter().zip(&want.value).all(|(g, w)| {
                 g.to_bits() == w.to_bits() || (g - w).abs() <= 2e-5 * w.abs().max(1.0)
@@ -530,9 +536,10 @@ fn check_rejection(
             ));
         }
     }
+    let rejected = gate.rejected() - rejected_before;
     println!(
-        "host_texture: rejection at {threshold:#x}: {} lookups, {rejected} missed with every \
-         request rejected",
+        "host_texture: rejection at {threshold:#x}: {} lookups, {rejected} requests rejected, \
+         {quiet} lookups missed without a new request",
         lookups.len()
     );
     assert!(
@@ -543,8 +550,15 @@ fn check_rejection(
         failures[..failures.len().min(10)].join("\n")
     );
     assert!(
-        rejected > 20,
+        rejected > 10,
         "the threshold rejected too little to test: {rejected}"
+    );
+    // The same requests rejected, counted: a request of a page already requested in the
+    // launch is never rejected (it stands).
+    assert_eq!(
+        u64::from(device_rejected),
+        rejected,
+        "requests rejected, device against core"
     );
 }
 
@@ -654,7 +668,12 @@ fn device_lookups_request_the_pages_the_cpu_requests_and_agree_in_value() {
         .collect();
     check_rejection(&exe, &loader, &launch, &textures, &all);
     let output = run_host_program(&exe, "lookups", &input(&launch, &textures, &all, None));
-    let got = answers(&output, all.len());
+    let (got, counts) = answers(&output, all.len());
+    assert_eq!(
+        counts,
+        [0, 0],
+        "requests counted without DTEX_CONTEXT_FLAG_COUNT_REQUESTS"
+    );
 
     let mut failures = Vec::new();
     // Per kind of lookup: lookups, resident, with requests, pages compared, max diff.

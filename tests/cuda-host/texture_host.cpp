@@ -37,7 +37,8 @@
  *   "DTXTOUT1", u32 lookups, u32 stray (reference bits set outside the entry pages and the
  *   listed textures' ranges, which no lookup should set), per lookup: f32 x 4 value,
  *   u32 resident, u32 n, n x u32 pages (the reference bits the lookup set that were not
- *   set before it, ascending)
+ *   set before it, ascending); then u32 standing, u32 rejected (the request counters,
+ *   counted with DTEX_CONTEXT_FLAG_COUNT_REQUESTS)
  */
 #include "dtex_host_shim.h"
 
@@ -210,6 +211,10 @@ int main(int argc, char** argv)
     FILE* out = fopen(argv[2], "wb");
     if (out == nullptr)
         fail(std::string("cannot create ") + argv[2]);
+    // The request counters (with DTEX_CONTEXT_FLAG_COUNT_REQUESTS).
+    const uint32_t counts[2] = {lengths[DTEX_ARRAY_LENGTH_STANDING],
+                                lengths[DTEX_ARRAY_LENGTH_REJECTED]};
+    put(counts, sizeof counts);
     for (const auto& [from, to] : spans)
         std::copy(initial.begin() + from, initial.begin() + to, reference.begin() + from);
     uint32_t stray = 0;
