@@ -38,7 +38,7 @@
 use demandtex::paging::device_context::CONTEXT_FLAG_COUNT_REQUESTS;
 use demandtex::paging::CONTEXT_FLAG_REQUEST_IF_RESIDENT;
 use demandtex::sampling::Rejection;
-use demandtex::sampling::{tex2d_grad, tex2d_lod, MissList, Sample, SampleOptions};
+use demandtex::sampling::{tex2d_grad, tex2d_lod, CpuView, MissList, Sample, SampleOptions};
 use demandtex::sources::ImageSource;
 use demandtex::sources::InMemoryImage;
 use demandtex::textures::{
@@ -205,25 +205,30 @@ fn lookups(texture: u32, size: (u32, u32), levels: u32, n: u32, rng: &mut Rng) -
         .collect()
 }
 
-/// Core's answer to `l` in `launch`, and the pages it found missing (`None` if more than a
-/// `MissList` holds).
-fn cpu_lookup(launch: &Launch, l: &Lookup) -> (Sample, Option<BTreeSet<u32>>) {
-    let misses = MissList::new();
-    let view = launch.view().with_misses(&misses);
+/// Core's answer to `l` through `view` (the request key `request_key(l)`, which matters
+/// only with rejection).
+fn sample(view: CpuView<'_>, l: &Lookup) -> Sample {
     let options = SampleOptions {
         fallback_to_coarser: l.fallback,
         stochastic: l.stochastic,
-        ..SampleOptions::default()
+        request_key: request_key(l),
     };
     let id = TextureId(l.texture);
     let (ddx, ddy) = ([l.d[0], l.d[1]], [l.d[2], l.d[3]]);
-    let sample = if l.lod {
+    if l.lod {
         tex2d_lod(view, id, l.s, l.t, l.d[0], &options)
     } else if l.udim {
         tex2d_grad_udim(view, UdimId(l.texture), l.s, l.t, ddx, ddy, &options)
     } else {
         tex2d_grad(view, id, l.s, l.t, ddx, ddy, &options)
-    };
+    }
+}
+
+/// Core's answer to `l` in `launch`, and the pages it found missing (`None` if more than a
+/// `MissList` holds).
+fn cpu_lookup(launch: &Launch, l: &Lookup) -> (Sample, Option<BTreeSet<u32>>) {
+    let misses = MissList::new();
+    let sample = sample(launch.view().with_misses(&misses), l);
     let full = misses.len() == demandtex::sampling::MISS_LIST_CAPACITY;
     let pages = (!full).then(|| misses.pages().map(|p| p.0).collect());
     (sample, pages)
@@ -498,20 +503,7 @@ fn check_rejection(
     let (mut failures, mut quiet) = (Vec::new(), 0u32);
     for (i, (l, a)) in lookups.iter().zip(&got).enumerate() {
         let before = reference();
-        let options = SampleOptions {
-            fallback_to_coarser: l.fallback,
-            stochastic: l.stochastic,
-            request_key: request_key(l),
-        };
-        let view = launch.view().with_rejection(rejection);
-        let (ddx, ddy) = ([l.d[0], l.d[1]], [l.d[2], l.d[3]]);
-        let want = if l.lod {
-            tex2d_lod(view, TextureId(l.texture), l.s, l.t, l.d[0], &options)
-        } else if l.udim {
-            tex2d_grad_udim(view, UdimId(l.texture), l.s, l.t, ddx, ddy, &options)
-        } else {
-            tex2d_grad(view, TextureId(l.texture), l.s, l.t, ddx, ddy, &options)
-        };
+        let want = sample(launch.view().with_rejection(rejection), l);
         let after = reference();
         let set: BTreeSet<u32> = before
             .iter()

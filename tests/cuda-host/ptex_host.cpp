@@ -41,11 +41,9 @@
 static constexpr const char* kProgram = "ptex_host";
 #include "host_program.h"
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdio>
 #include <string>
-#include <utility>
 #include <vector>
 
 namespace {
@@ -142,50 +140,29 @@ int main(int argc, char** argv)
     const DtexDeviceContext ctx =
         hostContext(pageTable, reference, residence, lru, lengths, numPages, maxTextures);
 
-    FILE* out = fopen(argv[2], "wb");
-    if (out == nullptr)
-        fail(std::string("cannot create ") + argv[2]);
     std::vector<unsigned char> results;
     auto put = [&results](const void* p, size_t n) {
         const unsigned char* b = static_cast<const unsigned char*>(p);
         results.insert(results.end(), b, b + n);
     };
-    // The words of the reference bits a lookup can set: the entry pages' and the pages
-    // texture's range. Only those are cleared and read per lookup; a bit set anywhere else
-    // is counted once at the end.
-    const std::pair<size_t, size_t> spans[2] = {
-        {0u, (pageTableEntries + 31u) / 32u},
-        {sampler.start_page / 32u, (sampler.start_page + sampler.num_pages + 31u) / 32u}};
+    // What a lookup can touch: the entry pages and the pages texture's range.
+    ReferenceWatch watch(reference);
+    watch.watch(0u, pageTableEntries);
+    watch.watch(sampler.start_page, static_cast<uint64_t>(sampler.start_page) + sampler.num_pages);
     for (const Lookup& l : lookups) {
-        for (const auto& [from, to] : spans)
-            std::fill(reference.begin() + from, reference.begin() + to, 0u);
+        watch.begin(reference, false);
         float value[4] = {0.0f, 0.0f, 0.0f, 0.0f};
         const dtex::PtexResult r = dtex::ptexSample(ctx, ptex, l.face, l.u, l.v, l.dudx, l.dvdx,
                                                     l.dudy, l.dvdy, l.options, value, 4u);
         const uint32_t flags[3] = {r.channels, r.resident ? 1u : 0u, r.supported ? 1u : 0u};
         put(value, sizeof value);
         put(flags, sizeof flags);
-        std::vector<uint32_t> requested;
-        for (const auto& [from, to] : spans)
-            for (size_t w = from; w < to; ++w)
-                for (uint32_t b = 0; reference[w] != 0u && b < 32u; ++b)
-                    if ((reference[w] >> b) & 1u)
-                        requested.push_back(static_cast<uint32_t>(w * 32u + b));
-        std::sort(requested.begin(), requested.end());
-        requested.erase(std::unique(requested.begin(), requested.end()), requested.end());
+        const std::vector<uint32_t> requested = watch.newlySet(reference);
         const uint32_t n = static_cast<uint32_t>(requested.size());
         put(&n, 4);
         if (n != 0)
             put(requested.data(), n * 4u);
     }
-    for (const auto& [from, to] : spans)
-        std::fill(reference.begin() + from, reference.begin() + to, 0u);
-    uint32_t stray = 0;
-    for (const uint32_t w : reference)
-        stray += static_cast<uint32_t>(__builtin_popcount(w));
-    const uint32_t header[2] = {static_cast<uint32_t>(lookups.size()), stray};
-    if (fwrite("DTXHOUT2", 1, 8, out) != 8 || fwrite(header, 4, 2, out) != 2 ||
-        fwrite(results.data(), 1, results.size(), out) != results.size() || fclose(out) != 0)
-        fail(std::string("cannot write ") + argv[2]);
+    writeLookupOutput(argv[2], "DTXHOUT2", lookups.size(), watch.stray(reference), results);
     return 0;
 }

@@ -50,12 +50,10 @@
 static constexpr const char* kProgram = "texture_host";
 #include "host_program.h"
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdio>
 #include <memory>
 #include <string>
-#include <utility>
 #include <vector>
 
 namespace {
@@ -140,7 +138,6 @@ int main(int argc, char** argv)
     if (in.at != in.bytes.size())
         fail("bytes after the lookups");
 
-    const std::vector<uint32_t> initial = reference;
     std::vector<uint32_t> lru((numPages + 7u) / 8u, 0u), lengths(DTEX_ARRAY_LENGTHS, 0u);
     DtexDeviceContext ctx =
         hostContext(pageTable, reference, residence, lru, lengths, numPages, maxTextures);
@@ -153,24 +150,18 @@ int main(int argc, char** argv)
         const unsigned char* b = static_cast<const unsigned char*>(p);
         results.insert(results.end(), b, b + n);
     };
-    // The words of the reference bits a lookup can set: the entry pages', and each listed
-    // texture's page range. Only those are cleared and read per lookup (the page space is
-    // large); a bit set anywhere else is counted once at the end.
-    std::vector<std::pair<size_t, size_t>> spans{{0u, (pageTableEntries + 31u) / 32u}};
+    // What a lookup can touch: the entry pages and each listed texture's range.
+    ReferenceWatch watch(reference);
+    watch.watch(0u, pageTableEntries);
     for (const auto& tex : textures) {
         const uint64_t first = tex->sampler.start_page;
         const uint64_t end = first + tex->sampler.num_pages;
         if (end > numPages)
             fail("a texture's pages outside the page space");
-        spans.emplace_back(static_cast<size_t>(first / 32u), static_cast<size_t>((end + 31u) / 32u));
+        watch.watch(first, end);
     }
-    std::vector<uint32_t> before(reference.size());
     for (const Lookup& l : lookups) {
-        for (const auto& [from, to] : spans) {
-            if (!accumulate)
-                std::fill(reference.begin() + from, reference.begin() + to, 0u);
-            std::copy(reference.begin() + from, reference.begin() + to, before.begin() + from);
-        }
+        watch.begin(reference, accumulate);
         dtex::SampleOptions options;
         options.fallbackToCoarser = (l.flags & kFallback) != 0u;
         options.stochastic = (l.flags & kStochastic) != 0u;
@@ -193,36 +184,16 @@ int main(int argc, char** argv)
         put(value, sizeof value);
         const uint32_t res = resident ? 1u : 0u;
         put(&res, 4);
-        std::vector<uint32_t> pages;
-        for (const auto& [from, to] : spans)
-            for (size_t w = from; w < to; ++w) {
-                const uint32_t set = reference[w] & ~before[w];
-                for (uint32_t b = 0; set != 0u && b < 32u; ++b)
-                    if ((set >> b) & 1u)
-                        pages.push_back(static_cast<uint32_t>(w * 32u + b));
-            }
-        std::sort(pages.begin(), pages.end());
-        pages.erase(std::unique(pages.begin(), pages.end()), pages.end());
+        const std::vector<uint32_t> pages = watch.newlySet(reference);
         const uint32_t n = static_cast<uint32_t>(pages.size());
         put(&n, 4);
         if (n != 0)
             put(pages.data(), n * 4u);
     }
-    FILE* out = fopen(argv[2], "wb");
-    if (out == nullptr)
-        fail(std::string("cannot create ") + argv[2]);
     // The request counters (with DTEX_CONTEXT_FLAG_COUNT_REQUESTS).
     const uint32_t counts[2] = {lengths[DTEX_ARRAY_LENGTH_STANDING],
                                 lengths[DTEX_ARRAY_LENGTH_REJECTED]};
     put(counts, sizeof counts);
-    for (const auto& [from, to] : spans)
-        std::copy(initial.begin() + from, initial.begin() + to, reference.begin() + from);
-    uint32_t stray = 0;
-    for (size_t w = 0; w < reference.size(); ++w)
-        stray += static_cast<uint32_t>(__builtin_popcount(reference[w] ^ initial[w]));
-    const uint32_t header[2] = {static_cast<uint32_t>(lookups.size()), stray};
-    if (fwrite("DTXTOUT1", 1, 8, out) != 8 || fwrite(header, 4, 2, out) != 2 ||
-        fwrite(results.data(), 1, results.size(), out) != results.size() || fclose(out) != 0)
-        fail(std::string("cannot write ") + argv[2]);
+    writeLookupOutput(argv[2], "DTXTOUT1", lookups.size(), watch.stray(reference), results);
     return 0;
 }
