@@ -186,6 +186,9 @@ void choose_map(const std::vector<std::string>& names, bool openexr, TexInfo& ti
     }
     if (r == 0 && g == 1 && b == 2) {
         ti.map = a == 3 ? Map::Rgba : Map::Rgb;
+    } else if (r < 0 && y == 0 && a == 1 && find("X") < 0) {
+        // Luminance and alpha, which OIIO orders Y, A: served as two channels.
+        ti.map = Map::Two;
     } else if (r < 0 && y >= 0 && y < 4 && find("X") < 0) {
         // Luminance (a Y beside an X is a vector's, served in name order below).
         ti.map  = Map::Gray;

@@ -50,8 +50,8 @@ pub(crate) fn resolve(selection: &ChannelSelection, list: &ChannelList) -> Resul
     let in_layer = |prefix: &str, letters: &[&str]| -> Vec<String> {
         letters.iter().map(|l| format!("{prefix}{l}")).collect()
     };
-    // RGBA, RGB (+1) or luminance (Y) of one layer ("" or "name."), whichever is complete
-    // first. Y beside X is a vector's (X, Y, Z), not luminance; with RY and BY it is
+    // RGBA, RGB (+1) or luminance (Y, with its alpha A if there is one) of one layer ("" or
+    // "name."), whichever is complete first. Y beside X is a vector's (X, Y, Z), not luminance; with RY and BY it is
     // luminance-chroma, which is not served (its chroma would be lost).
     let standard = |prefix: &str| -> Result<Option<(Vec<String>, bool)>, String> {
         let rgba = in_layer(prefix, &["R", "G", "B", "A"]);
@@ -79,6 +79,11 @@ pub(crate) fn resolve(selection: &ChannelSelection, list: &ChannelList) -> Resul
         }
         if layer.contains(&"X") {
             return Ok(None);
+        }
+        // Luminance and alpha: two channels (Y, A), as OpenImageIO orders them and as a
+        // grey-and-alpha PNG is served.
+        if layer.contains(&"A") {
+            return Ok(Some((vec![y, format!("{prefix}A")], false)));
         }
         Ok(Some((vec![y], false)))
     };
@@ -401,12 +406,13 @@ mod tests {
         assert_eq!((n, c, u), (strings(&["R", "G", "B"]), 4, strings(&["Z"])));
         let (n, c, _) = auto(&["Y"]).unwrap();
         assert_eq!((n, c), (strings(&["Y"]), 1));
-        // Luminance and alpha: Y, the alpha named as not served (the replay tools'
-        // channel rule, bench/oiio-replay's `choose_map`).
+        // Luminance and alpha: two channels, Y then A (OpenImageIO's order).
         let (n, c, u) = auto(&["A", "Y"]).unwrap();
-        assert_eq!((n, c, u), (strings(&["Y"]), 1, strings(&["A"])));
+        assert_eq!((n, c, u), (strings(&["Y", "A"]), 2, vec![]));
         let (n, c, _) = auto(&["diffuse.A", "diffuse.Y"]).unwrap();
-        assert_eq!((n, c), (strings(&["diffuse.Y"]), 1));
+        assert_eq!((n, c), (strings(&["diffuse.Y", "diffuse.A"]), 2));
+        let (n, c, u) = auto(&["A", "Y", "Z"]).unwrap();
+        assert_eq!((n, c, u), (strings(&["Y", "A"]), 2, strings(&["Z"])));
     }
 
     #[test]

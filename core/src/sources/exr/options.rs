@@ -12,11 +12,11 @@ pub const DEFAULT_DECODED_BLOCK_CACHE_BYTES: usize = 8 << 20;
 /// Which channels of the file a source serves, and in what order.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum ChannelSelection {
-    /// R, G, B, A if all are present, else R, G, B (alpha 1), else luminance, Y — unless
-    /// an X beside Y makes it a vector's; then the same within the file's one layer if
-    /// every channel is `layer.X`; else the first (up to four) channels in name order (X,
-    /// Y, Z, W is served as W, X, Y, Z, as OpenImageIO orders it). A warning names the
-    /// channels left out. Luminance-chroma files (Y, RY, BY) are an error: their chroma
+    /// R, G, B, A if all are present, else R, G, B (alpha 1), else luminance, Y (two
+    /// channels, Y and A, if there is an A) — unless an X beside Y makes it a vector's;
+    /// then the same within the file's one layer if every channel is `layer.X`; else the
+    /// first (up to four) channels in name order (X, Y, Z, W is served as W, X, Y, Z, as
+    /// OpenImageIO orders it). A warning names the channels left out. Luminance-chroma files (Y, RY, BY) are an error: their chroma
     /// would be lost.
     #[default]
     Auto,

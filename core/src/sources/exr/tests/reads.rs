@@ -235,8 +235,10 @@ fn channels_are_selected_by_name_and_layer() {
         half(4),
         99,
     );
-    // Luminance beside alpha and depth: Y (A and Z named as not served).
-    round_trip("y", &spec, ChannelSelection::Auto, &["Y"], half(1), 99);
+    // Luminance beside alpha and depth: Y and A (Z named as not served); Y alone when
+    // chosen.
+    round_trip("ya", &spec, ChannelSelection::Auto, &["Y", "A"], half(2), 99);
+    round_trip("y", &spec, ChannelSelection::Y, &["Y"], half(1), 99);
     round_trip(
         "z",
         &spec,
