@@ -96,7 +96,8 @@ fn read_levels(path: &Path) -> Levels {
     let find = |name: &str| list.iter().find(|c| c.name.eq(name));
     let served: Vec<_> = match (find("R"), find("G"), find("B"), find("A"), find("Y")) {
         (Some(r), Some(g), Some(b), a, _) => [Some(r), Some(g), Some(b), a].to_vec(),
-        (None, _, _, _, Some(y)) => vec![Some(y)],
+        (None, _, _, Some(a), Some(y)) => vec![Some(y), Some(a)],
+        (None, _, _, None, Some(y)) => vec![Some(y)],
         _ => list.iter().take(4).map(Some).collect(),
     };
     let count = served[0].unwrap().sample_data.levels_as_slice().len();
