@@ -79,6 +79,7 @@ fn sample_kind(layout: &TiffLayout) -> String {
         StoredColour::AsStored => "",
         StoredColour::MinIsWhite => ", white-is-zero grey (inverted when read)",
         StoredColour::Palette => ", palette indices (RGB from the colour map when read)",
+        StoredColour::Cmyk => ", CMYK inks (RGB when read)",
     }
 }
 

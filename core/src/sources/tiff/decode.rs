@@ -328,6 +328,7 @@ pub(crate) fn copy(
             copy_as_stored(s, planes, rect, dest);
             invert_stored(s, rect, dest);
         }
+        StoredColour::Cmyk => copy_cmyk(s, planes, rect, dest),
     }
     if s.unassociated_alpha {
         let format = s.format();
@@ -348,6 +349,51 @@ fn copy_palette(palette: &[[u8; 3]], indices: &[u8], rect: Rect, dest: &mut [u8]
         for (texel, &i) in row.zip(&indices[src..src + rect.w]) {
             let [r, g, b] = palette.get(usize::from(i)).copied().unwrap_or_default();
             texel.copy_from_slice(&[r, g, b, 255]);
+        }
+    }
+}
+
+/// [`copy`] of CMYK separations (8/16-bit unsigned, a fifth sample alpha) as RGB(A) of the
+/// same type: OpenImageIO's `cmyk_to_rgb`, in its arithmetic (a sample `v` is `v · (1 /
+/// max)` in f32, `R = (1 − C)(1 − K)`, stored as `R · max + 0.5` truncated); alpha as
+/// stored, else 1.
+fn copy_cmyk(s: &SampleLayout, planes: &[&[u8]], rect: Rect, dest: &mut [u8]) {
+    let sb = s.sample_bytes();
+    let n = s.samples as usize;
+    let read = s.read_samples() as usize;
+    let max = if sb == 1 { 255.0f32 } else { 65535.0 };
+    let sample = |px: usize, c: usize| -> u32 {
+        let at = if s.separate {
+            &planes[c][px * sb..px * sb + sb]
+        } else {
+            &planes[0][(px * n + c) * sb..(px * n + c) * sb + sb]
+        };
+        if sb == 1 {
+            u32::from(at[0])
+        } else {
+            u32::from(u16::from_le_bytes([at[0], at[1]]))
+        }
+    };
+    let tb = 4 * sb;
+    for j in 0..rect.h {
+        let d0 = rect.dest_at + j * rect.row_bytes;
+        for i in 0..rect.w {
+            let px = (rect.sy + j) * rect.chunk_w + rect.sx + i;
+            let ink = |c: usize| sample(px, c) as f32 * (1.0 / max);
+            let k = 1.0 - ink(3);
+            let rgb = [0, 1, 2].map(|c| (((1.0 - ink(c)) * k) * max + 0.5).clamp(0.0, max) as u32);
+            let alpha = if read == 5 { sample(px, 4) } else { max as u32 };
+            let texel = &mut dest[d0 + i * tb..d0 + (i + 1) * tb];
+            for (out, v) in texel
+                .chunks_exact_mut(sb)
+                .zip(rgb.into_iter().chain([alpha]))
+            {
+                if sb == 1 {
+                    out[0] = v as u8;
+                } else {
+                    out.copy_from_slice(&(v as u16).to_le_bytes());
+                }
+            }
         }
     }
 }

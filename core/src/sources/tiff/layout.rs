@@ -35,6 +35,7 @@ const SUB_IFDS: u16 = 330;
 const JPEG_TABLES: u16 = 347;
 const EXTRA_SAMPLES: u16 = 338;
 const SAMPLE_FORMAT: u16 = 339;
+const INK_SET: u16 = 332;
 const IMAGE_DEPTH: u16 = 32997;
 /// OIIO's private tags, as `maketx` writes them.
 const OIIO_TEXTURE_FORMAT: u16 = 33302;
@@ -78,6 +79,11 @@ pub enum StoredColour {
     /// 8-bit indices into the file's colour map (photometric 3): served as RGBA8, each
     /// 16-bit map entry divided by 257 (OpenImageIO's conversion), alpha 1.
     Palette,
+    /// Ink separations C, M, Y, K (photometric 5 with the CMYK ink set; 8/16-bit unsigned
+    /// integers, four samples, a fifth is alpha): served as RGB(A) of the same type, `R =
+    /// (1 − C)(1 − K)` (G from M, B from Y) rounded to the nearest, as OpenImageIO converts
+    /// them on read.
+    Cmyk,
 }
 
 /// The most samples per pixel read (the first four are served): a bound on a chunk's
@@ -121,10 +127,21 @@ impl SampleLayout {
     }
 
     /// The channels of a pixel that are served (before three are widened to four): the
-    /// first four samples, or a palette's three colours.
+    /// first four samples, a palette's three colours, or the RGB (and alpha) of CMYK.
     pub fn served_samples(&self) -> u32 {
         match self.colour {
             StoredColour::Palette => 3,
+            StoredColour::Cmyk => self.read_samples() - 1,
+            _ => self.samples.min(4),
+        }
+    }
+
+    /// The samples of a pixel that are read from the file (the planes read, where they are
+    /// separate): the first four, a palette's index, or C, M, Y, K and an alpha.
+    pub fn read_samples(&self) -> u32 {
+        match self.colour {
+            StoredColour::Palette => 1,
+            StoredColour::Cmyk => self.samples.min(5),
             _ => self.samples.min(4),
         }
     }
@@ -385,10 +402,30 @@ fn sample_layout(r: &Reader<'_>, d: &Directory) -> Result<SampleLayout, String> 
                  convert to RGB)"
             ))
         }
+        // Separations: CMYK (the default ink set), and an alpha, as OpenImageIO reads them.
+        Some(5)
+            if integers
+                && code != 7
+                && (samples == 4 || samples == 5)
+                && r.uint(d, INK_SET)?.unwrap_or(1) == 1 =>
+        {
+            StoredColour::Cmyk
+        }
+        Some(5) => {
+            return Err(format!(
+                "separations of {samples} {bits}-bit {} sample(s) (CMYK of 8/16-bit unsigned \
+                 integers, four samples and an optional alpha, is served; convert to RGB)",
+                if float || signed {
+                    "float or signed"
+                } else {
+                    "integer"
+                }
+            ))
+        }
         Some(p) => {
             return Err(format!(
-                "photometric interpretation {p} (grey, RGB, white-is-zero grey and 8-bit \
-                 palettes are served)"
+                "photometric interpretation {p} (grey, RGB, white-is-zero grey, 8-bit \
+                 palettes and CMYK are served)"
             ))
         }
     };
@@ -431,7 +468,11 @@ fn sample_layout(r: &Reader<'_>, d: &Directory) -> Result<SampleLayout, String> 
     // ExtraSamples 2: unassociated alpha (1 is associated, 0 unspecified: both served as
     // stored, as OpenImageIO serves them).
     let extra = r.uints(d, EXTRA_SAMPLES)?.unwrap_or_default();
-    let unassociated_alpha = (samples == 2 || samples == 4) && extra.last() == Some(&2);
+    let alpha_last = match colour {
+        StoredColour::Cmyk => samples == 5,
+        _ => samples == 2 || samples == 4,
+    };
+    let unassociated_alpha = alpha_last && extra.last() == Some(&2);
     Ok(SampleLayout {
         unassociated_alpha,
         signed,

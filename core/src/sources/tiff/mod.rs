@@ -17,8 +17,8 @@
 //! with the horizontal or floating-point predictor, either byte order, classic TIFF or
 //! BigTIFF. Unassociated alpha (ExtraSamples 2) is associated as OpenImageIO associates it
 //! on read (`sources/associate.rs`). 8-bit palette images are served as RGBA8 from their
-//! colour map and white-is-zero grey inverted, as OpenImageIO reads both
-//! ([`StoredColour`]). The mip chain is read as `maketx` writes it
+//! colour map, white-is-zero grey inverted, and CMYK separations as RGB, as OpenImageIO
+//! reads them ([`StoredColour`]). The mip chain is read as `maketx` writes it
 //! (see [`layout`]); stored levels must have demandtex's sizes (rounded down, as
 //! `maketx`'s are); the levels after the last matching one — all but level 0 for a TIFF
 //! without mips, or with strips — are generated in memory from it when first read, as for
@@ -34,8 +34,8 @@
 //! files of one source share tiles ([`crate::sources::identity`]).
 //!
 //! Not served, with an error naming the file: 1/4/32-bit integer or 64-bit float samples
-//! (so 1- and 4-bit palettes), CMYK images, YCbCr other than in JPEG chunks, other compressions, volume
-//! textures.
+//! (so 1- and 4-bit palettes), separations other than 8/16-bit CMYK, YCbCr other than in
+//! JPEG chunks, other compressions, volume textures.
 //! A file changed on disk after it was opened fails its reads until the texture is
 //! invalidated, as for OpenEXR ([`crate::sources::exr`]).
 
@@ -217,12 +217,12 @@ impl TiffSource {
 
     fn warn_if_slow(&self, o: &Opened) {
         let s = &o.layout.samples;
-        if s.samples > s.served_samples() {
+        if s.samples > s.read_samples() {
             tracing::warn!(
                 "{}: {} samples per pixel: the first {} are served",
                 self.path().display(),
                 s.samples,
-                s.served_samples()
+                s.read_samples()
             );
         }
         if o.stored_levels >= o.info.num_levels || !self.options.warn_generated_levels {
@@ -286,9 +286,9 @@ impl TiffSource {
         let (across, down) = level.chunks();
         let (cw, ch) = (level.chunk_w as usize, level.chunk_h as usize);
         let per_plane = (across * down) as usize;
-        // Separate planes: only the served ones are read.
+        // Separate planes: only the ones served from are read.
         let n_planes = if s.separate {
-            s.served_samples() as usize
+            s.read_samples() as usize
         } else {
             1
         };

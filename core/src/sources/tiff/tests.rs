@@ -87,6 +87,80 @@ fn palette_and_white_is_zero_files_decode_as_oiio_reads_them() {
 }
 
 #[test]
+fn cmyk_files_are_served_as_rgb_as_oiio_converts_them() {
+    // ImageMagick's CMYK (four 8-bit inks, ZIP), and libtiff's copy of it in separate
+    // planes: RGB as OIIO reads them, (1 − C)(1 − K) rounded.
+    for name in ["cmyk8.tif", "cmyk8_planes.tif"] {
+        let (src, info) = assert_matches_oiio(name, true);
+        assert_eq!(info.format, TexelFormat::RGBA8, "{name}");
+        assert_eq!(src.layout().unwrap().samples.colour, StoredColour::Cmyk);
+    }
+    // Four 16-bit inks and unassociated alpha (ImageMagick). OIIO 2.4 serves such a file's
+    // five samples as raw inks (its reference values here); demandtex converts the inks
+    // as for four and associates the alpha, as for any unassociated alpha.
+    let file = fixture("cmyka16.tif");
+    let src = TiffSource::new(&file);
+    let info = src.open().unwrap();
+    assert_eq!(info.format, TexelFormat::new(TexelType::U16, 4).unwrap());
+    let data = levels(&src, &info);
+    let tb = info.format.texel_bytes();
+    let mut kept_colour = 0;
+    for (l, x, y, inks) in fixture_refs::reference(&file) {
+        assert_eq!((l, inks.len()), (0, 5));
+        let at = ((y * info.width + x) as usize) * tb;
+        let got: Vec<u16> = data[0][at..at + tb]
+            .chunks_exact(2)
+            .map(|b| u16::from_le_bytes([b[0], b[1]]))
+            .collect();
+        let stored = |v: f32| (v * 65535.0).round() as u32;
+        let ink = |c: usize| stored(inks[c]) as f32 * (1.0 / 65535.0);
+        let alpha = stored(inks[4]);
+        let want: Vec<u16> = (0..3)
+            .map(|c| {
+                let rgb = ((1.0 - ink(c)) * (1.0 - ink(3)) * 65535.0 + 0.5) as u32;
+                ((rgb * alpha + 32767) / 65535) as u16
+            })
+            .chain([alpha as u16])
+            .collect();
+        assert_eq!(got, want, "({x}, {y}): inks {inks:?}");
+        kept_colour += usize::from(want[..3].iter().any(|&v| v > 0) && alpha < 65535);
+    }
+    assert!(
+        kept_colour > 10,
+        "the fixture mixes colour and partial alpha"
+    );
+    // Other separations are refused, by name.
+    let path = temp("separations_not_cmyk.tif");
+    let tags = |ink_set: u32| {
+        vec![
+            (256, 3, vec![2]),
+            (257, 3, vec![2]),
+            (258, 3, vec![8; 4]),
+            (259, 3, vec![1]),
+            (262, 3, vec![5]),
+            (273, 4, vec![8]),
+            (277, 3, vec![4]),
+            (278, 3, vec![2]),
+            (279, 4, vec![16]),
+            (332, 3, vec![ink_set]),
+        ]
+    };
+    let inks = [255u8, 0, 0, 0, 0, 255, 0, 0, 0, 0, 255, 0, 0, 0, 0, 255];
+    write_tiff(&path, &tags(2), &inks);
+    let e = TiffSource::new(&path).open().unwrap_err().0;
+    assert!(e.contains("separations"), "{e}");
+    // The CMYK ink set: cyan, magenta, yellow, black.
+    write_tiff(&path, &tags(1), &inks);
+    let src = TiffSource::new(&path);
+    let info = src.open().unwrap();
+    let rgba: [u8; 16] = [
+        0, 255, 255, 255, 255, 0, 255, 255, 255, 255, 0, 255, 0, 0, 0, 255,
+    ];
+    assert_eq!(levels(&src, &info)[0], rgba);
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
 fn every_page_and_the_mip_tail_pass_the_whole_file_check() {
     for name in [
         "rgb8_zip.tx",

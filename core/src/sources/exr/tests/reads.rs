@@ -237,7 +237,14 @@ fn channels_are_selected_by_name_and_layer() {
     );
     // Luminance beside alpha and depth: Y and A (Z named as not served); Y alone when
     // chosen.
-    round_trip("ya", &spec, ChannelSelection::Auto, &["Y", "A"], half(2), 99);
+    round_trip(
+        "ya",
+        &spec,
+        ChannelSelection::Auto,
+        &["Y", "A"],
+        half(2),
+        99,
+    );
     round_trip("y", &spec, ChannelSelection::Y, &["Y"], half(1), 99);
     round_trip(
         "z",
