@@ -1,6 +1,6 @@
 //! One TIFF chunk from its compressed bytes to samples, and from samples to texels:
-//! decompression (none, ZIP, LZW, PackBits, JPEG), the predictors (horizontal differencing,
-//! floating-point byte planes), byte order, and the copy of a rectangle into a
+//! decompression (none, ZIP, LZW, PackBits, JPEG), samples of fewer than 8 bits unpacked,
+//! the predictors (horizontal differencing, floating-point byte planes), byte order, and the copy of a rectangle into a
 //! destination of the served format (three samples widened to four, planes interleaved,
 //! unassociated alpha associated).
 
@@ -288,6 +288,33 @@ fn signed_to_float(sample: &[u8]) -> [u8; 4] {
         _ => (0.0, 1.0),
     };
     (v * (1.0 / max) as f32).to_le_bytes()
+}
+
+/// Unpack rows of `per_row` samples of fewer than 8 bits (`packed`: each row ending on a
+/// byte boundary, filled from the most significant bit) into a byte each in `out`: palette indices as they are, grey scaled to 0–255 as OpenImageIO's
+/// `bit_range_convert` scales it (`v · 255 / (2^bits − 1)`).
+pub(crate) fn unpack(s: &SampleLayout, packed: &[u8], per_row: usize, out: &mut [u8]) {
+    let bits = s.bits as usize;
+    let row_bytes = s.stored_row_bytes(per_row, 1);
+    if per_row == 0 || row_bytes == 0 {
+        return;
+    }
+    let max = (1u32 << bits) - 1;
+    let scale = s.colour != StoredColour::Palette;
+    for (src, dst) in packed
+        .chunks_exact(row_bytes)
+        .zip(out.chunks_exact_mut(per_row))
+    {
+        for (k, o) in dst.iter_mut().enumerate() {
+            let (at, shift) = (k * bits / 8, k * bits % 8);
+            let v = u32::from(src[at] >> (8 - bits - shift)) & max;
+            *o = if scale {
+                (v * 255 / max) as u8
+            } else {
+                v as u8
+            };
+        }
+    }
 }
 
 /// Where a copy goes: a rectangle of a chunk into the destination.

@@ -19,6 +19,7 @@ const IMAGE_LENGTH: u16 = 257;
 const BITS_PER_SAMPLE: u16 = 258;
 const COMPRESSION: u16 = 259;
 const PHOTOMETRIC: u16 = 262;
+const FILL_ORDER: u16 = 266;
 const IMAGE_DESCRIPTION: u16 = 270;
 const STRIP_OFFSETS: u16 = 273;
 const SAMPLES_PER_PIXEL: u16 = 277;
@@ -97,8 +98,14 @@ pub struct SampleLayout {
     /// Samples per pixel in the file, 1 to [`MAX_SAMPLES`]; the first four are served
     /// ([`served_samples`](Self::served_samples)).
     pub samples: u32,
-    /// Bits per sample: 8 or 16 (integers), 16 or 32 (float).
+    /// Bits per sample: 1, 2, 4, 8 or 16 (unsigned integers), 8 or 16 (signed), 16 or 32
+    /// (float). Samples of fewer than 8 bits are unpacked to a byte each when decoded: grey
+    /// scaled to 0–255 (`v · 255 / (2^bits − 1)`, OpenImageIO's conversion), palette
+    /// indices as they are.
     pub bits: u32,
+    /// The bits of each byte of a chunk are stored in reverse order (FillOrder 2): a chunk's
+    /// bytes are reversed before they are decompressed, as libtiff does.
+    pub lsb_first: bool,
     /// Float samples rather than integers.
     pub float: bool,
     /// Signed integers (SampleFormat 2, as `maketx --prman -d uint16` writes them), served
@@ -121,9 +128,15 @@ pub struct SampleLayout {
 }
 
 impl SampleLayout {
-    /// Bytes of one sample.
+    /// Bytes of one decoded sample (a sample of fewer than 8 bits is unpacked to a byte).
     pub fn sample_bytes(&self) -> usize {
-        self.bits as usize / 8
+        (self.bits as usize / 8).max(1)
+    }
+
+    /// Bytes of one stored row of `width` pixels of `per_pixel` samples (rows of samples of
+    /// fewer than 8 bits end on a byte boundary).
+    pub fn stored_row_bytes(&self, width: usize, per_pixel: usize) -> usize {
+        (width * per_pixel * self.bits as usize).div_ceil(8)
     }
 
     /// The channels of a pixel that are served (before three are widened to four): the
@@ -153,7 +166,7 @@ impl SampleLayout {
             return TexelFormat::RGBA8;
         }
         let texel_type = match (self.float, self.signed, self.bits) {
-            (false, false, 8) => TexelType::U8,
+            (false, false, ..=8) => TexelType::U8,
             (false, false, _) => TexelType::U16,
             (false, true, _) => TexelType::F32,
             (true, _, 16) => TexelType::F16,
@@ -326,7 +339,7 @@ impl TiffLayout {
                 .and_then(maketx_fingerprint),
         };
         let palette = match samples.colour {
-            StoredColour::Palette => colour_map(r, first)?,
+            StoredColour::Palette => colour_map(r, first, samples.bits)?,
             _ => Vec::new(),
         };
         Ok(TiffLayout {
@@ -367,10 +380,10 @@ fn sample_layout(r: &Reader<'_>, d: &Directory) -> Result<SampleLayout, String> 
         f => return Err(format!("sample format {f} (integer and float are served)")),
     };
     let bits = u32::try_from(bits[0]).unwrap_or(u32::MAX);
-    let ok = if float {
-        bits == 16 || bits == 32
-    } else {
-        bits == 8 || bits == 16
+    let ok = match (float, signed) {
+        (true, _) => bits == 16 || bits == 32,
+        (false, true) => bits == 8 || bits == 16,
+        (false, false) => matches!(bits, 1 | 2 | 4 | 8 | 16),
     };
     if !ok {
         let kind = match (float, signed) {
@@ -379,7 +392,8 @@ fn sample_layout(r: &Reader<'_>, d: &Directory) -> Result<SampleLayout, String> 
             (false, false) => "unsigned",
         };
         return Err(format!(
-            "{bits}-bit {kind} samples (8/16-bit integer, 16/32-bit float are served)"
+            "{bits}-bit {kind} samples (1/2/4/8/16-bit unsigned, 8/16-bit signed and 16/32-bit \
+             float are served)"
         ));
     }
     let code = r.uint(d, COMPRESSION)?.unwrap_or(1);
@@ -395,16 +409,17 @@ fn sample_layout(r: &Reader<'_>, d: &Directory) -> Result<SampleLayout, String> 
                  (of unsigned integers it is served)"
                 .into())
         }
-        Some(3) if integers && bits == 8 && samples == 1 && code != 7 => StoredColour::Palette,
+        Some(3) if integers && bits <= 8 && samples == 1 && code != 7 => StoredColour::Palette,
         Some(3) => {
             return Err(format!(
-                "palette colour of {samples} {bits}-bit sample(s) (8-bit indices are served; \
-                 convert to RGB)"
+                "palette colour of {samples} {bits}-bit sample(s) (one index of 1 to 8 bits is \
+                 served; convert to RGB)"
             ))
         }
         // Separations: CMYK (the default ink set), and an alpha, as OpenImageIO reads them.
         Some(5)
             if integers
+                && bits >= 8
                 && code != 7
                 && (samples == 4 || samples == 5)
                 && r.uint(d, INK_SET)?.unwrap_or(1) == 1 =>
@@ -457,6 +472,14 @@ fn sample_layout(r: &Reader<'_>, d: &Directory) -> Result<SampleLayout, String> 
         3 if float => TiffPredictor::FloatingPoint,
         p => return Err(format!("predictor {p} for these samples")),
     };
+    if bits < 8 && predictor != TiffPredictor::None {
+        return Err(format!("a predictor on {bits}-bit samples"));
+    }
+    let lsb_first = match r.uint(d, FILL_ORDER)?.unwrap_or(1) {
+        1 => false,
+        2 => true,
+        f => return Err(format!("fill order {f} (1 and 2 are served)")),
+    };
     let separate = match r.uint(d, PLANAR_CONFIG)?.unwrap_or(1) {
         1 => false,
         2 => samples > 1,
@@ -478,6 +501,7 @@ fn sample_layout(r: &Reader<'_>, d: &Directory) -> Result<SampleLayout, String> 
         signed,
         samples: samples as u32,
         bits,
+        lsb_first,
         float,
         separate,
         compression,
@@ -487,21 +511,22 @@ fn sample_layout(r: &Reader<'_>, d: &Directory) -> Result<SampleLayout, String> 
     })
 }
 
-/// A palette file's colour map: 256 red, then green, then blue 16-bit entries, served as
-/// 8-bit colours (`entry / 257`, OpenImageIO's conversion).
-fn colour_map(r: &Reader<'_>, d: &Directory) -> Result<Vec<[u8; 3]>, String> {
+/// A palette file's colour map: `2^bits` red, then green, then blue 16-bit entries, served
+/// as 8-bit colours (`entry / 257`, OpenImageIO's conversion).
+fn colour_map(r: &Reader<'_>, d: &Directory, bits: u32) -> Result<Vec<[u8; 3]>, String> {
     let map = r
         .uints(d, COLOR_MAP)?
         .ok_or("palette colour without a ColorMap tag")?;
-    if map.len() != 3 * 256 {
+    let n = 1usize << bits;
+    if map.len() != 3 * n {
         return Err(format!(
-            "a ColorMap of {} entries (3 × 256 for 8-bit indices)",
+            "a ColorMap of {} entries (3 × {n} for {bits}-bit indices)",
             map.len()
         ));
     }
     let to8 = |v: u64| (v.min(65535) / 257) as u8;
-    Ok((0..256)
-        .map(|i| [to8(map[i]), to8(map[256 + i]), to8(map[512 + i])])
+    Ok((0..n)
+        .map(|i| [to8(map[i]), to8(map[n + i]), to8(map[2 * n + i])])
         .collect())
 }
 

@@ -342,11 +342,19 @@ impl TiffSource {
                 k = last + 1;
             }
             let chunk_bytes = cw * rows * per_pixel * s.sample_bytes();
+            // Samples of fewer than 8 bits: decompressed here, then unpacked into `buf`.
+            let mut packed = Vec::new();
             for (i, cx) in (cx0..=cx1).enumerate() {
                 for (p, buf) in planes.iter_mut().enumerate() {
                     let slot = p * (cx1 - cx0 + 1) + i;
                     let id = ids[slot];
-                    let input = &raw[starts[slot]..starts[slot] + level.byte_counts[id] as usize];
+                    let mut input =
+                        &raw[starts[slot]..starts[slot] + level.byte_counts[id] as usize];
+                    let reversed: Vec<u8>;
+                    if s.lsb_first {
+                        reversed = input.iter().map(|b| b.reverse_bits()).collect();
+                        input = &reversed;
+                    }
                     buf.resize(chunk_bytes, 0);
                     let shape = decode::ChunkShape {
                         width: cw,
@@ -354,12 +362,21 @@ impl TiffSource {
                         samples: per_pixel,
                         jpeg_tables: &level.jpeg_tables,
                     };
-                    decode::decompress(s.compression, input, shape, buf).map_err(|e| {
+                    let out = if s.bits < 8 {
+                        packed.resize(rows * s.stored_row_bytes(cw, per_pixel), 0);
+                        &mut packed[..]
+                    } else {
+                        &mut buf[..]
+                    };
+                    decode::decompress(s.compression, input, shape, out).map_err(|e| {
                         self.file.error(format_args!(
                             "level {} chunk ({cx}, {cy}) plane {p}: {e}",
                             region.level
                         ))
                     })?;
+                    if s.bits < 8 {
+                        decode::unpack(s, &packed, cw * per_pixel, buf);
+                    }
                     decode::unpredict(s, buf, cw, per_pixel);
                     self.chunks_decoded.fetch_add(1, Ordering::Relaxed);
                 }

@@ -78,12 +78,47 @@ fn palette_and_white_is_zero_files_decode_as_oiio_reads_them() {
     let info = first.open().unwrap();
     let level0 = &levels(&first, &info)[0];
     assert_eq!(level0[0], 255, "a stored 0 is white");
-    // A 4-bit palette is still refused, by name.
-    let e = TiffSource::new(fixture("palette4.tif"))
-        .open()
-        .unwrap_err()
-        .0;
-    assert!(e.contains("4-bit"), "{e}");
+}
+
+#[test]
+fn samples_of_fewer_than_8_bits_decode_as_oiio_reads_them() {
+    // ImageMagick's 4-bit palette (served as RGBA8), 1-bit bilevel (LZW), 2-bit grey
+    // (ZIP); libtiff's copies of the bilevel file with its bits reversed (FillOrder 2,
+    // `tiffcp -f lsb2msb`) and of a 4-bit grey file in 16×16 tiles; and `tiffset`'s
+    // white-is-zero bilevel file: every texel as OIIO reads it (grey `v · 255 / max`).
+    let cases = [
+        ("palette4.tif", TexelFormat::RGBA8),
+        ("mono1.tif", TexelFormat::new(TexelType::U8, 1).unwrap()),
+        ("mono1_lsb.tif", TexelFormat::new(TexelType::U8, 1).unwrap()),
+        (
+            "mono1_white.tif",
+            TexelFormat::new(TexelType::U8, 1).unwrap(),
+        ),
+        ("grey2.tif", TexelFormat::new(TexelType::U8, 1).unwrap()),
+        (
+            "grey4_tiled.tif",
+            TexelFormat::new(TexelType::U8, 1).unwrap(),
+        ),
+    ];
+    for (name, format) in cases {
+        let (src, info) = assert_matches_oiio(name, true);
+        assert_eq!(info.format, format, "{name}");
+        assert!(src.layout().unwrap().samples.bits < 8, "{name}");
+    }
+    let lsb = TiffSource::new(fixture("mono1_lsb.tif"));
+    assert!(lsb.layout().unwrap().samples.lsb_first);
+    // Both polarities and both bit orders hold the same image.
+    let level0 = |name: &str| {
+        let src = TiffSource::new(fixture(name));
+        let info = src.open().unwrap();
+        levels(&src, &info).swap_remove(0)
+    };
+    let mono = level0("mono1.tif");
+    assert!(mono.iter().all(|&v| v == 0 || v == 255));
+    assert!(mono.contains(&0) && mono.contains(&255));
+    assert_eq!(level0("mono1_lsb.tif"), mono);
+    let inverted: Vec<u8> = mono.iter().map(|v| 255 - v).collect();
+    assert_eq!(level0("mono1_white.tif"), inverted);
 }
 
 #[test]

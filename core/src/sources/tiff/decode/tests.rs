@@ -12,6 +12,7 @@ fn the_horizontal_predictor_is_undone_as_the_plain_definition_says() {
         for samples in 1..=5u32 {
             for little in [true, false] {
                 let s = SampleLayout {
+                    lsb_first: false,
                     samples,
                     bits,
                     float,
@@ -87,6 +88,7 @@ fn packbits_runs_and_literals_decode_and_short_input_is_an_error() {
 #[test]
 fn horizontal_predictor_on_big_endian_16_bit_samples() {
     let s = SampleLayout {
+        lsb_first: false,
         samples: 1,
         bits: 16,
         float: false,
@@ -132,6 +134,7 @@ fn libtiff_float_predicted(be_values: &[Vec<u8>], samples: usize) -> Vec<u8> {
 #[test]
 fn floating_point_predictor_restores_float_samples() {
     let s = SampleLayout {
+        lsb_first: false,
         samples: 1,
         bits: 32,
         float: true,
@@ -153,6 +156,7 @@ fn floating_point_predictor_restores_float_samples() {
     assert_eq!(got, values);
     // Half samples, two to a pixel: planes of 2 bytes, differences across the row.
     let s = SampleLayout {
+        lsb_first: false,
         samples: 2,
         bits: 16,
         ..s
@@ -174,6 +178,7 @@ fn floating_point_predictor_restores_float_samples() {
 #[test]
 fn white_is_zero_is_inverted_and_palette_indices_are_looked_up() {
     let grey16 = SampleLayout {
+        lsb_first: false,
         samples: 1,
         bits: 16,
         float: false,
@@ -211,4 +216,46 @@ fn white_is_zero_is_inverted_and_palette_indices_are_looked_up() {
     let mut dest = [0u8; 8];
     copy(&palette8, &palette, &[&[255, 2]], rect(2), &mut dest);
     assert_eq!(dest, [1, 2, 3, 255, 10, 20, 30, 255]);
+}
+
+#[test]
+fn samples_of_fewer_than_8_bits_unpack_to_a_byte_each() {
+    let grey = |bits: u32, colour: StoredColour| SampleLayout {
+        lsb_first: false,
+        samples: 1,
+        bits,
+        float: false,
+        separate: false,
+        compression: TiffCompression::None,
+        predictor: TiffPredictor::None,
+        little: true,
+        signed: false,
+        unassociated_alpha: false,
+        colour,
+    };
+    let as_stored = StoredColour::AsStored;
+    // 1-bit, rows of 10 samples padded to 2 bytes: 0 → 0, 1 → 255.
+    let packed = [0b1011_0000, 0b0100_0000, 0b0000_0001, 0b1100_0000];
+    let mut out = [0u8; 20];
+    unpack(&grey(1, as_stored), &packed, 10, &mut out);
+    let row0 = [255, 0, 255, 255, 0, 0, 0, 0, 0, 255];
+    let row1 = [0, 0, 0, 0, 0, 0, 0, 255, 255, 255];
+    assert_eq!(out[..10], row0);
+    assert_eq!(out[10..], row1);
+    // 2-bit: v · 85; 4-bit: v · 17 (OpenImageIO's v · 255 / max).
+    let mut two = [0u8; 5];
+    unpack(
+        &grey(2, as_stored),
+        &[0b00_01_10_11, 0b1100_0000],
+        5,
+        &mut two,
+    );
+    assert_eq!(two, [0, 85, 170, 255, 255]);
+    let mut four = [0u8; 3];
+    unpack(&grey(4, as_stored), &[0x0F, 0x70], 3, &mut four);
+    assert_eq!(four, [0, 255, 7 * 17]);
+    // Palette indices are not scaled.
+    let mut idx = [0u8; 3];
+    unpack(&grey(4, StoredColour::Palette), &[0x0F, 0x70], 3, &mut idx);
+    assert_eq!(idx, [0, 15, 7]);
 }
