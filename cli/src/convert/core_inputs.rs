@@ -3,8 +3,8 @@
 //! through core's TIFF source ([`load_tiff`]). Level 0 is what the engine serves — signed
 //! samples as float, JPEG chunks decoded, unassociated alpha associated, the first four of
 //! more samples — so that `convert` and a texture of the same file agree (one home for the
-//! rules: `demandtex::sources::tiff`). A TIFF the source does not serve (4-bit palette, 1-bit,
-//! …) falls back to the `image` crate's decoder.
+//! rules: `demandtex::sources::tiff`). A TIFF the source does not serve (CCITT fax compression,
+//! 32-bit integers, …) falls back to the `image` crate's decoder.
 
 use super::load::{finish, LoadOptions, Loaded};
 use crate::error::CliError;

@@ -144,7 +144,7 @@ pub fn load(path: &Path, options: &LoadOptions) -> Result<Loaded, CliError> {
         InputFormat::Image(image::ImageFormat::Tiff) => {
             match super::core_inputs::load_tiff(path, options)? {
                 Ok(loaded) => Ok(loaded),
-                // Not served by core (4-bit palette, 1-bit, …): the image crate's decoder, and
+                // Not served by core (CCITT fax compression, 32-bit integers, …): the image crate's decoder, and
                 // both reasons if it fails too.
                 Err(core) => load_image(path, image::ImageFormat::Tiff, options)
                     .map_err(|e| CliError::Io(format!("{e} (the engine's reader: {core})"))),

@@ -9,16 +9,18 @@
 //! file tiles it covers and nothing else. Open files come from a bounded [`FileHandles`]
 //! set, shared with the OpenEXR sources.
 //!
-//! Served: 8/16-bit unsigned and 16/32-bit float samples, 8/16-bit signed ones as float
+//! Served: 8/16-bit unsigned and 16/32-bit float samples, 1/2/4-bit unsigned ones unpacked
+//! to 8 bits (grey scaled `v · 255 / max`, as OpenImageIO does; palette indices as they
+//! are; a chunk of FillOrder 2 has its bits reversed first), 8/16-bit signed ones as float
 //! (`v / max`, as OpenImageIO converts them: `maketx --prman` writes 16-bit textures
 //! signed), 1–4 channels (three widened to four with an alpha of 1; of more, the first
 //! four, with a warning), interleaved or separate planes, no compression, ZIP, LZW,
 //! PackBits or JPEG (8-bit grey, RGB or YCbCr, as `maketx --compression jpeg` writes),
 //! with the horizontal or floating-point predictor, either byte order, classic TIFF or
 //! BigTIFF. Unassociated alpha (ExtraSamples 2) is associated as OpenImageIO associates it
-//! on read (`sources/associate.rs`). 8-bit palette images are served as RGBA8 from their
-//! colour map, white-is-zero grey inverted, and CMYK separations as RGB, as OpenImageIO
-//! reads them ([`StoredColour`]). The mip chain is read as `maketx` writes it
+//! on read (`sources/associate.rs`). Palette images (1 to 8-bit indices) are served as
+//! RGBA8 from their colour map, white-is-zero grey inverted, and CMYK separations as RGB,
+//! as OpenImageIO reads them ([`StoredColour`]). The mip chain is read as `maketx` writes it
 //! (see [`layout`]); stored levels must have demandtex's sizes (rounded down, as
 //! `maketx`'s are); the levels after the last matching one — all but level 0 for a TIFF
 //! without mips, or with strips — are generated in memory from it when first read, as for
@@ -33,8 +35,8 @@
 //! part of the source's [`ContentIdentity`](crate::sources::ContentIdentity), so that
 //! files of one source share tiles ([`crate::sources::identity`]).
 //!
-//! Not served, with an error naming the file: 1/4/32-bit integer or 64-bit float samples
-//! (so 1- and 4-bit palettes), separations other than 8/16-bit CMYK, YCbCr other than in
+//! Not served, with an error naming the file: 32-bit integer or 64-bit float samples,
+//! sub-byte samples with a predictor, separations other than 8/16-bit CMYK, YCbCr other than in
 //! JPEG chunks, other compressions, volume textures.
 //! A file changed on disk after it was opened fails its reads until the texture is
 //! invalidated, as for OpenEXR ([`crate::sources::exr`]).
