@@ -440,3 +440,62 @@ fn stats_serialise_with_the_documented_keys() {
         assert!(v.get(k).is_some(), "{k}");
     }
 }
+
+/// Textures first sampled when the budget is full of another texture's stale tiles open
+/// (their mip tails take the room of evicted tiles) and converge: reservations take free
+/// memory only, so staged tiles are freed for them.
+#[test]
+fn textures_opened_when_the_budget_is_full_of_stale_tiles_converge() {
+    let loader = Loader::new(options(64 * TILE)).unwrap();
+    let filler = loader
+        .create_texture(
+            Arc::new(PatternSource::new(1024, 1024, TexelFormat::RGBA8, 7)),
+            TextureDesc::default(),
+        )
+        .unwrap();
+    let o = SampleOptions::default();
+    for _ in 0..4 {
+        let launch = loader.launch_prepare();
+        for y in 0..8 {
+            for x in 0..8 {
+                let (s, t) = ((x as f32 + 0.5) / 8.0, (y as f32 + 0.5) / 8.0);
+                launch.tex2d_lod(filler, s, t, 0.0, &o);
+            }
+        }
+        loader.process_requests(launch).wait();
+    }
+    let stats = loader.engine().stats();
+    assert!(
+        stats.budget_bytes - stats.resident_bytes < TILE,
+        "{stats:?}"
+    );
+    // Four mip tails of about 21 KiB each: more than the budget has left.
+    let late: Vec<TextureId> = (0..4)
+        .map(|i| {
+            let src = PatternSource::new(512, 512, TexelFormat::RGBA8, 9 + i);
+            loader
+                .create_texture(Arc::new(src), TextureDesc::default())
+                .unwrap()
+        })
+        .collect();
+    let mut passes = 0;
+    loop {
+        let launch = loader.launch_prepare();
+        let resident = late
+            .iter()
+            .filter(|&&t| launch.tex2d_lod(t, 0.3, 0.6, 0.0, &o).resident)
+            .count();
+        loader.process_requests(launch).wait();
+        passes += 1;
+        if resident == late.len() {
+            break;
+        }
+        let stats = loader.engine().stats();
+        assert!(
+            passes < 12,
+            "{resident} of 4 resident after {passes} passes: {stats:?}"
+        );
+    }
+    let stats = loader.engine().stats();
+    assert!(stats.peak_resident_bytes <= stats.budget_bytes, "{stats:?}");
+}

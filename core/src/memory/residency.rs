@@ -515,6 +515,14 @@ impl Residency {
         while self.pool.excess_bytes() > 0 && self.free_oldest_staged(epochs) {}
     }
 
+    /// Free staged tiles no reader can see (oldest first) until `bytes` are available
+    /// without evicting anything, or none is left: room for reservations (mip tails, the
+    /// Ptex decode cache), which take free memory only, when multi-pass eviction has
+    /// staged tiles for them.
+    pub fn free_staged_for(&mut self, epochs: &Epochs, bytes: u64) {
+        while self.pool.available_bytes() < bytes && self.free_oldest_staged(epochs) {}
+    }
+
     /// Evict the oldest staged tile no reader can see and free its slot's bytes (its
     /// buffer, if any, dropped). Whether there was one.
     fn free_oldest_staged(&mut self, epochs: &Epochs) -> bool {

@@ -78,6 +78,13 @@ pub(crate) fn fill_page(engine: &Engine, page: PageId) -> bool {
         publish_now(engine, &mut host);
         return true;
     }
+    if host.ptex_decode_short > 0 {
+        // The Ptex decode cache was made when the budget was full: make its room now, as
+        // for a tile (least recently used tiles first).
+        let short = host.ptex_decode_short;
+        free_bytes(engine, &mut host, short);
+        engine.grow_ptex_decode_cache(&mut host);
+    }
     match host.resources.route(&engine.layout, page) {
         Route::InitTexture {
             texture,

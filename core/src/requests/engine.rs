@@ -126,24 +126,45 @@ impl Engine {
     /// ([`decode_cache_bytes`], 64 MiB by default) but at most an eighth of the budget
     /// (`PTEX_DECODE_CACHE_BUDGET_SHARE`), and takes its bytes from the budget for the
     /// engine's life, non-evictable like a mip tail, so that Ptex lookups use no memory
-    /// beyond it. If the budget is taken by then, by resident tiles or mip tails, the cache
-    /// keeps nothing (reductions then read their sources again).
+    /// beyond it. It starts with what the budget has free then; the rest is taken as room
+    /// is made: a multi-pass engine evicts stale tiles for it as for a mip tail at its
+    /// next `process_requests`, a blocking one evicts the least recently used tiles at its
+    /// next fill ([`grow_ptex_decode_cache`](Self::grow_ptex_decode_cache)). Until then
+    /// reductions read their sources again.
     pub fn ptex_decode_cache(&self) -> Arc<DecodeCache> {
         self.ptex_decode_cache
             .get_or_init(|| {
                 let mut host = self.host.lock();
                 let share = host.residency.budget_bytes() / PTEX_DECODE_CACHE_BUDGET_SHARE;
                 let want = (decode_cache_bytes() as u64).min(share);
-                let bytes = if want > 0 && host.residency.reserve_tail(want) {
-                    // Published at once: held for good, as a published mip tail.
-                    host.residency.publish_tail(want);
-                    want
-                } else {
-                    0
-                };
-                Arc::new(DecodeCache::with_capacity(bytes as usize))
+                host.ptex_decode_short = want;
+                let cache = DecodeCache::with_capacity(0);
+                Self::take_ptex_decode_room(&mut host, &cache);
+                Arc::new(cache)
             })
             .clone()
+    }
+
+    /// Give the Ptex decode cache what it still wants of the budget ([`ptex_decode_cache`](
+    /// Self::ptex_decode_cache)), as far as the budget has room now. Called with the host
+    /// lock after room was made.
+    pub(crate) fn grow_ptex_decode_cache(&self, host: &mut HostState) {
+        if host.ptex_decode_short == 0 {
+            return;
+        }
+        if let Some(cache) = self.ptex_decode_cache.get() {
+            Self::take_ptex_decode_room(host, cache);
+        }
+    }
+
+    fn take_ptex_decode_room(host: &mut HostState, cache: &DecodeCache) {
+        let take = host.ptex_decode_short.min(host.residency.available_bytes());
+        if take > 0 && host.residency.reserve_tail(take) {
+            // Published at once: held for good, as a published mip tail.
+            host.residency.publish_tail(take);
+            host.ptex_decode_short -= take;
+            cache.grow(take as usize);
+        }
     }
 
     /// The options the engine was created with (the budget may have changed since; see

@@ -65,6 +65,9 @@ pub(crate) struct HostState {
     pub deferred: BTreeSet<PageId>,
     /// Mip-tail bytes that could not be reserved; the next `process_requests` frees room.
     pub wanted_bytes: u64,
+    /// Bytes the Ptex decode cache still wants from the budget (it was made when the
+    /// budget had less room): taken as room is made (`Engine::grow_ptex_decode_cache`).
+    pub ptex_decode_short: u64,
     pub launch_num: u32,
     /// Tile fills handed to the fill threads and not yet taken up or ended.
     pub queued_fills: usize,
@@ -95,6 +98,7 @@ impl HostState {
             in_flight: HashSet::new(),
             deferred: BTreeSet::new(),
             wanted_bytes: 0,
+            ptex_decode_short: 0,
             launch_num: 0,
             queued_fills: 0,
             queued_wanted: HashMap::new(),

@@ -228,8 +228,11 @@ fn process_pulled(engine: &Arc<Engine>, launch_num: u32, pulled: Option<PullResu
             .chain(&prefetch)
             .map(|j| u64::from(j.tile_bytes))
             .sum();
-        let needed =
-            tile_bytes + decodes.bytes_to_charge() + wanted_bytes + host.residency.excess_bytes();
+        let needed = tile_bytes
+            + decodes.bytes_to_charge()
+            + wanted_bytes
+            + host.ptex_decode_short
+            + host.residency.excess_bytes();
         host.residency.make_room(
             &engine.pages,
             &engine.epochs,
@@ -260,6 +263,13 @@ fn process_pulled(engine: &Arc<Engine>, launch_num: u32, pulled: Option<PullResu
     }
     // Prefetched pages take memory that is free now, or nothing: never a deferral.
     jobs.extend(whole_decodes::take_slots(engine, &mut host, prefetch));
+    // Reservations take free memory only: the mip tails of opens deferred for memory (each
+    // open retries below) and the Ptex decode cache get the room of staged tiles.
+    if engine.options.eviction {
+        let reserving = wanted_bytes + host.ptex_decode_short;
+        host.residency.free_staged_for(&engine.epochs, reserving);
+    }
+    engine.grow_ptex_decode_cache(&mut host);
     host.pull = pull;
     let ticket = Ticket::new(inits.len() + jobs.len() + resources.len());
     let tile_tasks: Vec<_> = jobs

@@ -53,8 +53,9 @@ struct Entries {
 /// A cache of decoded face data (see the module documentation).
 pub struct DecodeCache {
     entries: Mutex<Entries>,
-    /// `None`: the process-wide setting ([`decode_cache_bytes`]).
-    capacity: Option<usize>,
+    /// `None`: the process-wide setting ([`decode_cache_bytes`]); else its own, which an
+    /// engine raises as it takes more of its budget ([`grow`](Self::grow)).
+    capacity: Option<AtomicUsize>,
 }
 
 impl std::fmt::Debug for DecodeCache {
@@ -91,13 +92,23 @@ impl DecodeCache {
     pub fn with_capacity(bytes: usize) -> DecodeCache {
         DecodeCache {
             entries: Mutex::new(Entries::default()),
-            capacity: Some(bytes),
+            capacity: Some(AtomicUsize::new(bytes)),
         }
     }
 
     /// The most bytes it holds.
     pub fn capacity(&self) -> usize {
-        self.capacity.unwrap_or_else(decode_cache_bytes)
+        self.capacity
+            .as_ref()
+            .map_or_else(decode_cache_bytes, |c| c.load(Ordering::Relaxed))
+    }
+
+    /// Hold up to `bytes` more (a cache of its own; the process-wide one follows its
+    /// setting).
+    pub(crate) fn grow(&self, bytes: usize) {
+        if let Some(c) = &self.capacity {
+            c.fetch_add(bytes, Ordering::Relaxed);
+        }
     }
 
     /// Bytes held now.
