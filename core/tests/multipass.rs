@@ -5,7 +5,7 @@ mod common;
 
 use common::{render, Fault, FaultySource, PatternSource, Query};
 use demandtex::textures::{AddressMode, TexelFormat, TexelType, TextureDesc};
-use demandtex::{Loader, LoaderOptions, SampleOptions, TextureId, TILE_BYTES};
+use demandtex::{Loader, LoaderOptions, SampleOptions, StreamingMode, TextureId, TILE_BYTES};
 use proptest::prelude::*;
 use std::sync::Arc;
 
@@ -446,7 +446,17 @@ fn stats_serialise_with_the_documented_keys() {
 /// memory only, so staged tiles are freed for them.
 #[test]
 fn textures_opened_when_the_budget_is_full_of_stale_tiles_converge() {
-    let loader = Loader::new(options(64 * TILE)).unwrap();
+    for mode in [StreamingMode::Final, StreamingMode::Interactive] {
+        opened_when_the_budget_is_full(mode);
+    }
+}
+
+fn opened_when_the_budget_is_full(mode: StreamingMode) {
+    let loader = Loader::new(LoaderOptions {
+        mode,
+        ..options(64 * TILE)
+    })
+    .unwrap();
     let filler = loader
         .create_texture(
             Arc::new(PatternSource::new(1024, 1024, TexelFormat::RGBA8, 7)),
@@ -454,7 +464,8 @@ fn textures_opened_when_the_budget_is_full_of_stale_tiles_converge() {
         )
         .unwrap();
     let o = SampleOptions::default();
-    for _ in 0..4 {
+    // Interactive fills run behind the launches: launch until the budget is full.
+    for _ in 0..400 {
         let launch = loader.launch_prepare();
         for y in 0..8 {
             for x in 0..8 {
@@ -463,6 +474,11 @@ fn textures_opened_when_the_budget_is_full_of_stale_tiles_converge() {
             }
         }
         loader.process_requests(launch).wait();
+        let stats = loader.engine().stats();
+        if stats.budget_bytes - stats.resident_bytes < TILE {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
     }
     let stats = loader.engine().stats();
     assert!(
@@ -479,6 +495,11 @@ fn textures_opened_when_the_budget_is_full_of_stale_tiles_converge() {
         })
         .collect();
     let mut passes = 0;
+    let limit = if mode == StreamingMode::Final {
+        12
+    } else {
+        400
+    };
     loop {
         let launch = loader.launch_prepare();
         let resident = late
@@ -490,9 +511,12 @@ fn textures_opened_when_the_budget_is_full_of_stale_tiles_converge() {
         if resident == late.len() {
             break;
         }
+        if mode == StreamingMode::Interactive {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
         let stats = loader.engine().stats();
         assert!(
-            passes < 12,
+            passes < limit,
             "{resident} of 4 resident after {passes} passes: {stats:?}"
         );
     }
