@@ -6,7 +6,9 @@
 # check: convergence, texel-for-texel equality with an unlimited-budget render, the budget
 # never exceeded (and tiles evicted when it is small), UDIM tiles across tile boundaries,
 # UDIM sets beyond tile 1100 (starting at 1101, <UVTILE> past u10/v10) found by demandtex's
-# own rule, missing and unreadable textures rendering their fallback colours with warnings.
+# own rule, missing and unreadable textures rendering their fallback colours with warnings,
+# grey-and-alpha textures read as UsdUVTexture reads them, and the id AOVs picking reads
+# (instanceId, elementId).
 #
 # OpenUSD (24.08 or newer, built with imaging; no GL or Python needed) is found from
 #   DEMANDTEX_USD_ROOT=<OpenUSD install prefix>   (the directory holding pxrConfig.cmake)
@@ -107,12 +109,19 @@ def png(path, width, height, channels, texel, bits=8):
     sample = (lambda v: bytes((v,))) if bits == 8 else (lambda v: struct.pack(">H", v))
     rows = b"".join(b"\0" + b"".join(sample(v) for x in range(width) for v in texel(x, y)) for y in range(height))
     chunk = lambda kind, data: struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-    colour = {1: 0, 3: 2}[channels]
+    colour = {1: 0, 2: 4, 3: 2}[channels]
     ihdr = struct.pack(">IIBBBBB", width, height, bits, colour, 0, 0, 0)
     with open(path, "wb") as f:
         f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
 png(sys.argv[1] + "/color8.png", 64, 64, 3, lambda x, y: (4 * x, 4 * y, 128))
 png(sys.argv[1] + "/grey8.png", 64, 64, 1, lambda x, y: (2 * (x + y),))
+# Grey and alpha (two channels), and its associated grey (c · a / 255, PNG alpha as demandtex
+# serves it) and its alpha as one-channel PNGs, for grey_alpha(_baked).usda.
+grey = lambda x, y: 2 * (x + y)
+alpha = lambda x, y: 255 - 3 * x
+png(sys.argv[1] + "/greyalpha8.png", 64, 64, 2, lambda x, y: (grey(x, y), alpha(x, y)))
+png(sys.argv[1] + "/greyalpha_grey8.png", 64, 64, 1, lambda x, y: (grey(x, y) * alpha(x, y) // 255,))
+png(sys.argv[1] + "/greyalpha_alpha8.png", 64, 64, 1, lambda x, y: (alpha(x, y),))
 # A UDIM set of two formats: tile 1001 8-bit colour (sRGB under auto), 1002 16-bit (as stored).
 png(sys.argv[1] + "/mixed.1001.png", 64, 64, 3, lambda x, y: (200, 4 * x, 4 * y))
 png(sys.argv[1] + "/mixed.1002.png", 64, 64, 3, lambda x, y: (1000 * x, 50000, 1000 * y), bits=16)
@@ -143,18 +152,26 @@ run transform2d-hydra1 "$WORK/transform2d.usda" "$WORK/xf-h1.ppm" --budget-mib 8
   --compare-scene "$WORK/transform2d_baked.usda"
 run transform2d-hydra2 "$WORK/transform2d.usda" "$WORK/xf-h2.ppm" --budget-mib 8 --hydra2 \
   --compare-scene "$WORK/transform2d_baked.usda"
-run instanced-hydra1 "$WORK/instanced.usda" "$WORK/inst-h1.ppm" --budget-mib 8 \
+# Picking's id AOVs: the five cards (three point instances, two native instances) apart by
+# (primId, instanceId); a two-face mesh's faces apart by elementId; plain meshes no instances.
+run instanced-hydra1 "$WORK/instanced.usda" "$WORK/inst-h1.ppm" --budget-mib 8 --expect-instanced 5 \
   --compare-scene "$WORK/instanced_baked.usda"
-run instanced-hydra2 "$WORK/instanced.usda" "$WORK/inst-h2.ppm" --budget-mib 8 --hydra2 \
+run instanced-hydra2 "$WORK/instanced.usda" "$WORK/inst-h2.ppm" --budget-mib 8 --hydra2 --expect-instanced 5 \
   --compare-scene "$WORK/instanced_baked.usda"
 # (Hydra 2.0 leaves the relative UDIM path unresolved: anchored on the search path.)
 run srgb-auto-hydra1 "$WORK/srgb_auto.usda" "$WORK/srgb-h1.ppm" --budget-mib 8 \
   --compare-scene "$WORK/srgb_explicit.usda"
 run srgb-auto-hydra2 "$WORK/srgb_auto.usda" "$WORK/srgb-h2.ppm" --budget-mib 8 --hydra2 \
   --search-path "$WORK" --compare-scene "$WORK/srgb_explicit.usda"
+run grey-alpha-hydra1 "$WORK/grey_alpha.usda" "$WORK/ga-h1.ppm" --budget-mib 8 \
+  --compare-scene "$WORK/grey_alpha_baked.usda"
+run grey-alpha-hydra2 "$WORK/grey_alpha.usda" "$WORK/ga-h2.ppm" --budget-mib 8 --hydra2 \
+  --compare-scene "$WORK/grey_alpha_baked.usda"
 run display-color-hydra1 "$WORK/display_color.usda" "$WORK/dc-h1.ppm" --budget-mib 8 \
+  --expect-instanced 0 --expect-elements /World/Pair 2 \
   --compare-scene "$WORK/display_color_materials.usda"
 run display-color-hydra2 "$WORK/display_color.usda" "$WORK/dc-h2.ppm" --budget-mib 8 --hydra2 \
+  --expect-instanced 0 --expect-elements /World/Pair 2 \
   --compare-scene "$WORK/display_color_materials.usda"
 
 run udim-hydra1 "$WORK/udim_plane.usda" "$WORK/udim-h1.ppm" --expect-distinct-blue 6 \

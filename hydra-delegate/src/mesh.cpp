@@ -190,6 +190,14 @@ void HdDemandTexMesh::Sync(HdSceneDelegate* sceneDelegate, HdRenderParam* render
         return;
     }
     const int pointCount = int(_points.size());
+    mesh->instanced = !GetInstancerId().IsEmpty();
+    mesh->faces.reserve(triangles.size());
+    for (size_t t = 0; t < triangles.size(); ++t) {
+        const int face = t < primitiveParams.size()
+                             ? HdMeshUtil::DecodeFaceIndexFromCoarseFaceParam(primitiveParams[t])
+                             : int(t);
+        mesh->faces.push_back(face);
+    }
     mesh->triangles.reserve(triangles.size() * placements.size());
     for (size_t k = 0; k < placements.size(); ++k) {
         const GfVec3i offset(int(k) * pointCount);

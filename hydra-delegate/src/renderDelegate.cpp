@@ -169,7 +169,9 @@ VtDictionary HdDemandTexRenderDelegate::GetRenderStats() const {
 HdAovDescriptor HdDemandTexRenderDelegate::GetDefaultAovDescriptor(TfToken const& name) const {
     if (name == HdAovTokens->color) return HdAovDescriptor(HdFormatFloat32Vec4, false, VtValue(GfVec4f(0.0f)));
     if (name == HdAovTokens->depth) return HdAovDescriptor(HdFormatFloat32, false, VtValue(1.0f));
-    if (name == HdAovTokens->primId) return HdAovDescriptor(HdFormatInt32, false, VtValue(-1));
+    if (name == HdAovTokens->primId || name == HdAovTokens->instanceId || name == HdAovTokens->elementId) {
+        return HdAovDescriptor(HdFormatInt32, false, VtValue(-1));
+    }
     return HdAovDescriptor();
 }
 

@@ -164,6 +164,14 @@ HdDemandTexIterationStats HdDemandTexRenderer::Iterate(const demandtex::Launch& 
                 // Depth and id do not wait for texels.
                 pixel.depth = covered ? _Depth(hit) : 1.0f;
                 pixel.primId = covered ? hit.mesh->primId : -1;
+                pixel.instanceId = -1;
+                pixel.elementId = -1;
+                if (covered && !hit.mesh->faces.empty()) {
+                    const size_t perInstance = hit.mesh->faces.size();
+                    const size_t triangle = size_t(hit.triangle);
+                    if (hit.mesh->instanced) pixel.instanceId = int(triangle / perInstance);
+                    pixel.elementId = hit.mesh->faces[triangle % perInstance];
+                }
             }
             if (!found.fullDetail) {
                 ++counts[2];
@@ -357,10 +365,18 @@ GfVec3f HdDemandTexRenderer::_EvalColor(const HdDemandTexColorInput& input, cons
         if (!sample.fullDetail()) found->fullDetail = false;
         if (!sample.resident) found->shown = false;
         rgba = GfVec4f(sample.value[0], sample.value[1], sample.value[2], sample.value[3]);
+        // The file the lookup read (a UDIM set's tile) decides how its channels and colour
+        // space are read.
+        const HdDemandTexTextureFile* file = tex.texture->FileAt(st[0], st[1]);
+        // Grey and alpha: demandtex serves (g, a, 0, 1); UsdUVTexture reads (g, g, g, a), as
+        // Storm swizzles a two-channel texture. One channel is already (g, g, g, 1).
+        if (file && file->channels.load(std::memory_order_relaxed) == 2) {
+            rgba = GfVec4f(rgba[0], rgba[0], rgba[0], rgba[1]);
+        }
         // `auto`: 8-bit colour files are sRGB-encoded (Storm's rule); the rest are linear.
-        // A UDIM set decides per tile (the file the lookup read).
-        const HdDemandTexTextureFile* file = tex.autoColorSpace ? tex.texture->FileAt(st[0], st[1]) : nullptr;
-        if (tex.srgb || (file && file->eightBitColor.load(std::memory_order_relaxed) == 1)) {
+        const bool autoSrgb =
+            tex.autoColorSpace && file && file->eightBitColor.load(std::memory_order_relaxed) == 1;
+        if (tex.srgb || autoSrgb) {
             for (int k = 0; k < 3; ++k) rgba[k] = _SrgbToLinear(rgba[k]);
         }
         for (int k = 0; k < 4; ++k) rgba[k] = rgba[k] * tex.scale[k] + tex.bias[k];
@@ -415,10 +431,14 @@ void HdDemandTexRenderer::WriteAovs(const HdRenderPassAovBindingVector& bindings
             for (unsigned y = 0; y < height; ++y)
                 for (unsigned x = 0; x < width; ++x)
                     buffer->WriteFloat(unsigned(x0) + x, unsigned(y0 + int(y)), _pixels[y * width + x].depth);
-        } else if (binding.aovName == HdAovTokens->primId) {
+        } else if (binding.aovName == HdAovTokens->primId || binding.aovName == HdAovTokens->instanceId ||
+                   binding.aovName == HdAovTokens->elementId) {
+            int Pixel::*field = binding.aovName == HdAovTokens->primId       ? &Pixel::primId
+                                : binding.aovName == HdAovTokens->instanceId ? &Pixel::instanceId
+                                                                             : &Pixel::elementId;
             for (unsigned y = 0; y < height; ++y)
                 for (unsigned x = 0; x < width; ++x)
-                    buffer->WriteInt(unsigned(x0) + x, unsigned(y0 + int(y)), _pixels[y * width + x].primId);
+                    buffer->WriteInt(unsigned(x0) + x, unsigned(y0 + int(y)), _pixels[y * width + x].*field);
         } else {
             buffer->Clear(binding.clearValue);
         }

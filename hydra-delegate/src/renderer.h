@@ -51,8 +51,8 @@ public:
     /// lookups (`SampleOptions::fallbackToCoarser`, `Sample::fullDetail`).
     HdDemandTexIterationStats Iterate(const demandtex::Launch& launch, bool preview);
 
-    /// Write the image into the bindings' buffers (color, depth, primId; others are
-    /// cleared) and mark them converged when `converged`.
+    /// Write the image into the bindings' buffers (color, depth, primId, instanceId,
+    /// elementId; others are cleared) and mark them converged when `converged`.
     void WriteAovs(const HdRenderPassAovBindingVector& bindings, bool converged) const;
 
     /// Whether every pixel has all its samples.
@@ -66,6 +66,8 @@ private:
         GfVec4f preview{0.0f};   ///< Coarser-level preview of the next sample.
         float depth = 1.0f;      ///< Of the first sample.
         int primId = -1;         ///< Of the first sample.
+        int instanceId = -1;     ///< Of the first sample: its instance, -1 if not instanced.
+        int elementId = -1;      ///< Of the first sample: the authored face.
         std::uint32_t samples = 0;
         bool hasPreview = false;
     };

@@ -25,6 +25,10 @@ struct HdDemandTexMeshData {
     int primId = -1;
     std::vector<GfVec3f> points;     ///< World-space positions.
     std::vector<GfVec3i> triangles;  ///< Indices into `points`.
+    /// The authored face of each triangle of one instance (its `elementId`); the triangles
+    /// of instance k follow those of instance k - 1, `faces.size()` of them each.
+    std::vector<int> faces;
+    bool instanced = false;  ///< Drawn by an instancer: the `instanceId` AOV is k, else -1.
     /// Float2 primvars (texture coordinates), three values per triangle (its corners).
     std::map<TfToken, std::vector<GfVec2f>> texcoords;
     /// `displayColor` at every triangle corner (three per triangle), when the mesh has one:

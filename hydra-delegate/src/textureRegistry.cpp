@@ -203,6 +203,7 @@ void HdDemandTexTextureRegistry::ResolveColorFormats() {
             try {
                 if (std::optional<demandtex::ImageInfo> info = _loader->imageInfo(file.id)) {
                     const bool color8 = info->texelType == demandtex::TexelType::U8 && info->channels == 4;
+                    file.channels.store(int(info->channels));
                     file.eightBitColor.store(color8 ? 1 : 0);
                 }
             } catch (const demandtex::Error&) {

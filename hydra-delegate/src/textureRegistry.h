@@ -35,13 +35,15 @@ struct HdDemandTexTextureKey {
     }
 };
 
-/// One file a registered texture reads: its demandtex texture id, and whether its texels
-/// are 8-bit colour (RGB or RGBA), which UsdUVTexture's `auto` colour space decodes as sRGB,
-/// as Storm does: -1 until the texture has opened
-/// (`HdDemandTexTextureRegistry::ResolveColorFormats`), then 0 or 1.
+/// One file a registered texture reads: its demandtex texture id, whether its texels are
+/// 8-bit colour (RGB or RGBA), which UsdUVTexture's `auto` colour space decodes as sRGB, as
+/// Storm does (-1 until the texture has opened, then 0 or 1), and the channels it serves
+/// (0 until it has opened; 2 is grey and alpha, which UsdUVTexture reads as (g, g, g, a)).
+/// Both are set by `HdDemandTexTextureRegistry::ResolveColorFormats`.
 struct HdDemandTexTextureFile {
     std::uint32_t id = demandtex::kNoTexture;
     mutable std::atomic<int> eightBitColor{-1};
+    mutable std::atomic<int> channels{0};
 };
 
 /// A texture registered with the loader. `id` is a `demandtex::TextureId`, or a `demandtex::UdimId`

@@ -104,11 +104,14 @@ struct Options {
     std::string camera = "/Cam", searchPath;
     std::string compareScene;  ///< Another scene that must render (almost) the same image.
     std::vector<std::pair<std::string, GfVec3f>> primColors;
+    int expectInstanced = -1;  ///< Distinct (primId, instanceId >= 0) pairs expected on screen.
+    std::vector<std::pair<std::string, int>> primElements;  ///< Prim, distinct elementIds expected.
 };
 
 struct Render {
     std::vector<GfVec4f> color;  // row 0 at the bottom
     std::vector<int> primId;
+    std::vector<int> instanceId, elementId;
     std::map<std::string, int> primIdPaths;  // prim path -> primId, from the render index
     VtDictionary stats;
     int launches = 0;
@@ -189,16 +192,23 @@ std::optional<Render> RenderStage(const Options& o, long long budgetMiB, bool in
         index.get(), HdRprimCollection(HdTokens->geometry, HdReprSelector(HdReprTokens->smoothHull)));
     HdRenderPassStateSharedPtr state = delegate->CreateRenderPassState();
     const SdfPath colorId("/__aov/color"), primIdId("/__aov/primId");
+    const SdfPath instanceIdId("/__aov/instanceId"), elementIdId("/__aov/elementId");
     std::unique_ptr<HdRenderBuffer> color(
         static_cast<HdRenderBuffer*>(delegate->CreateBprim(HdPrimTypeTokens->renderBuffer, colorId)));
     std::unique_ptr<HdRenderBuffer> prim(
         static_cast<HdRenderBuffer*>(delegate->CreateBprim(HdPrimTypeTokens->renderBuffer, primIdId)));
+    std::unique_ptr<HdRenderBuffer> instance(
+        static_cast<HdRenderBuffer*>(delegate->CreateBprim(HdPrimTypeTokens->renderBuffer, instanceIdId)));
+    std::unique_ptr<HdRenderBuffer> element(
+        static_cast<HdRenderBuffer*>(delegate->CreateBprim(HdPrimTypeTokens->renderBuffer, elementIdId)));
     if (!color->Allocate(GfVec3i(o.width, o.height, 1), colorFormat, false)) {
         std::cerr << "the delegate refused a colour buffer of format " << int(colorFormat) << "\n";
         return std::nullopt;
     }
     prim->Allocate(GfVec3i(o.width, o.height, 1), HdFormatInt32, false);
-    HdRenderPassAovBinding colorBinding, primBinding;
+    instance->Allocate(GfVec3i(o.width, o.height, 1), HdFormatInt32, false);
+    element->Allocate(GfVec3i(o.width, o.height, 1), HdFormatInt32, false);
+    HdRenderPassAovBinding colorBinding, primBinding, instanceBinding, elementBinding;
     colorBinding.aovName = HdAovTokens->color;
     colorBinding.renderBuffer = color.get();
     colorBinding.renderBufferId = colorId;
@@ -207,7 +217,15 @@ std::optional<Render> RenderStage(const Options& o, long long budgetMiB, bool in
     primBinding.renderBuffer = prim.get();
     primBinding.renderBufferId = primIdId;
     primBinding.clearValue = VtValue(-1);
-    state->SetAovBindings({colorBinding, primBinding});
+    instanceBinding.aovName = HdAovTokens->instanceId;
+    instanceBinding.renderBuffer = instance.get();
+    instanceBinding.renderBufferId = instanceIdId;
+    instanceBinding.clearValue = VtValue(-1);
+    elementBinding.aovName = HdAovTokens->elementId;
+    elementBinding.renderBuffer = element.get();
+    elementBinding.renderBufferId = elementIdId;
+    elementBinding.clearValue = VtValue(-1);
+    state->SetAovBindings({colorBinding, primBinding, instanceBinding, elementBinding});
 
     const SdfPath cameraPath(o.camera);
     const auto* camera = static_cast<const HdCamera*>(index->GetSprim(HdPrimTypeTokens->camera, cameraPath));
@@ -260,6 +278,12 @@ std::optional<Render> RenderStage(const Options& o, long long budgetMiB, bool in
     const auto* ids = static_cast<const int*>(prim->Map());
     r.primId.assign(ids, ids + size_t(o.width) * o.height);
     prim->Unmap();
+    const auto* instances = static_cast<const int*>(instance->Map());
+    r.instanceId.assign(instances, instances + size_t(o.width) * o.height);
+    instance->Unmap();
+    const auto* elements = static_cast<const int*>(element->Map());
+    r.elementId.assign(elements, elements + size_t(o.width) * o.height);
+    element->Unmap();
     for (int id : std::set<int>(r.primId.begin(), r.primId.end())) {
         if (id >= 0) r.primIdPaths[index->GetRprimPathFromPrimId(id).GetString()] = id;
     }
@@ -267,6 +291,8 @@ std::optional<Render> RenderStage(const Options& o, long long budgetMiB, bool in
     // Render buffers belong to the delegate: destroy them before it.
     delegate->DestroyBprim(color.release());
     delegate->DestroyBprim(prim.release());
+    delegate->DestroyBprim(instance.release());
+    delegate->DestroyBprim(element.release());
     pass.reset();
     sceneDelegate.reset();
     index.reset();
@@ -380,6 +406,11 @@ int main(int argc, char** argv) {
             const std::string prim = next();
             const float r = std::stof(next()), g = std::stof(next()), b = std::stof(next());
             o.primColors.emplace_back(prim, GfVec3f(r, g, b));
+        } else if (a == "--expect-instanced") {
+            o.expectInstanced = std::stoi(next());
+        } else if (a == "--expect-elements") {
+            const std::string prim = next();
+            o.primElements.emplace_back(prim, std::stoi(next()));
         } else {
             std::cerr << "unknown option " << a << "\n";
             return 2;
@@ -469,6 +500,40 @@ int main(int argc, char** argv) {
             std::printf("%s: %zu interior pixels, %zu not the expected colour\n", primColor.first.c_str(), seen, wrong);
             if (wrong != 0 || seen == 0) failures += Fail(primColor.first + " does not show the expected colour");
         }
+    }
+
+    // The id AOVs a host's picking reads: an instanced prim's instances apart, a prim's
+    // authored faces apart; background pixels -1 in every id buffer.
+    if (o.expectInstanced >= 0) {
+        std::set<std::pair<int, int>> pairs;
+        size_t stray = 0;
+        for (size_t i = 0; i < r->primId.size(); ++i) {
+            if (r->primId[i] < 0) stray += r->instanceId[i] != -1 || r->elementId[i] != -1 ? 1 : 0;
+            else if (r->instanceId[i] >= 0) pairs.emplace(r->primId[i], r->instanceId[i]);
+        }
+        std::printf("instances: %zu distinct (primId, instanceId) pairs seen\n", pairs.size());
+        if (int(pairs.size()) != o.expectInstanced) {
+            failures += Fail("expected " + std::to_string(o.expectInstanced) + " instances, saw " +
+                             std::to_string(pairs.size()));
+        }
+        if (stray != 0) failures += Fail("background pixels with an instanceId or elementId");
+    }
+    for (const auto& primElements : o.primElements) {
+        auto it = r->primIdPaths.find(primElements.first);
+        if (it == r->primIdPaths.end()) {
+            failures += Fail("prim " + primElements.first + " not visible");
+            continue;
+        }
+        std::set<int> elements;
+        for (size_t i = 0; i < r->primId.size(); ++i) {
+            if (r->primId[i] == it->second) elements.insert(r->elementId[i]);
+        }
+        std::printf("%s: elementIds", primElements.first.c_str());
+        for (int e : elements) std::printf(" %d", e);
+        std::printf("\n");
+        std::set<int> want;
+        for (int e = 0; e < primElements.second; ++e) want.insert(e);
+        if (elements != want) failures += Fail(primElements.first + " does not show its faces as elementIds");
     }
 
     if (o.compareUnlimited) {

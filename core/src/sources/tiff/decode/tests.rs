@@ -175,12 +175,12 @@ fn floating_point_predictor_restores_float_samples() {
     assert_eq!(got, values);
 }
 
-#[test]
-fn white_is_zero_is_inverted_and_palette_indices_are_looked_up() {
-    let grey16 = SampleLayout {
+/// One unsigned little-endian sample a pixel of `bits`, uncompressed, meaning `colour`.
+fn grey(bits: u32, colour: StoredColour) -> SampleLayout {
+    SampleLayout {
         lsb_first: false,
         samples: 1,
-        bits: 16,
+        bits,
         float: false,
         separate: false,
         compression: TiffCompression::None,
@@ -188,8 +188,13 @@ fn white_is_zero_is_inverted_and_palette_indices_are_looked_up() {
         little: true,
         signed: false,
         unassociated_alpha: false,
-        colour: StoredColour::MinIsWhite,
-    };
+        colour,
+    }
+}
+
+#[test]
+fn white_is_zero_is_inverted_and_palette_indices_are_looked_up() {
+    let grey16 = grey(16, StoredColour::MinIsWhite);
     let rect = |w: usize| Rect {
         chunk_w: w,
         sx: 0,
@@ -220,19 +225,6 @@ fn white_is_zero_is_inverted_and_palette_indices_are_looked_up() {
 
 #[test]
 fn samples_of_fewer_than_8_bits_unpack_to_a_byte_each() {
-    let grey = |bits: u32, colour: StoredColour| SampleLayout {
-        lsb_first: false,
-        samples: 1,
-        bits,
-        float: false,
-        separate: false,
-        compression: TiffCompression::None,
-        predictor: TiffPredictor::None,
-        little: true,
-        signed: false,
-        unassociated_alpha: false,
-        colour,
-    };
     let as_stored = StoredColour::AsStored;
     // 1-bit, rows of 10 samples padded to 2 bytes: 0 → 0, 1 → 255.
     let packed = [0b1011_0000, 0b0100_0000, 0b0000_0001, 0b1100_0000];
