@@ -247,3 +247,59 @@ fn interactive_mode_converges_to_the_same_png_values_with_nothing_kept_decoded()
     assert!(!source.holds_decode());
     let _ = std::fs::remove_file(path);
 }
+
+/// A texture opened when the budget is full (a blocking cache: its mip tail waits for
+/// tiles to be evicted) decodes its image once: room for the tail is made before the tail
+/// (here the whole PNG) is read, not after.
+#[test]
+fn an_open_that_waits_for_room_decodes_its_image_once() {
+    use common::PatternSource;
+    use demandtex::textures::TexelFormat;
+    let path = png("waits.png");
+    let budget = 64 * TILE_BYTES as u64;
+    let cache = TextureCache::new(options(budget)).unwrap();
+    let filler = cache
+        .loader()
+        .create_texture(
+            Arc::new(PatternSource::new(1024, 1024, TexelFormat::RGBA8, 3)),
+            TextureDesc::default(),
+        )
+        .unwrap();
+    let o = SampleOptions::default();
+    for y in 0..8 {
+        for x in 0..8 {
+            let (s, t) = ((x as f32 + 0.5) / 8.0, (y as f32 + 0.5) / 8.0);
+            assert!(cache.tex2d_lod(filler, s, t, 0.0, &o).resident);
+        }
+    }
+    let full = cache.stats();
+    assert!(
+        full.budget_bytes - full.resident_bytes < TILE_BYTES as u64,
+        "{full:#?}"
+    );
+    // A second filler takes what room is left: the PNG's tail (about 21 KiB) cannot fit.
+    let second = cache
+        .loader()
+        .create_texture(
+            Arc::new(PatternSource::new(512, 512, TexelFormat::RGBA8, 4)),
+            TextureDesc::default(),
+        )
+        .unwrap();
+    assert!(cache.tex2d_lod(second, 0.5, 0.5, 0.0, &o).resident);
+    let source = Arc::new(DecodedImageSource::new(&path));
+    let tex = cache
+        .loader()
+        .create_texture(source.clone(), TextureDesc::default())
+        .unwrap();
+    let before = cache.stats();
+    let r = cache.tex2d_lod(tex, 0.5, 0.5, 9.0, &o);
+    assert!(r.resident);
+    let s = cache.stats();
+    assert!(
+        s.deferred_no_memory > before.deferred_no_memory,
+        "the open waited for room: {s:#?}"
+    );
+    assert_eq!(source.decodes(), 1, "{s:#?}");
+    assert!(s.peak_resident_bytes <= s.budget_bytes, "{s:#?}");
+    let _ = std::fs::remove_file(path);
+}

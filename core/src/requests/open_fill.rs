@@ -20,9 +20,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 /// Open a texture, read its mip tail and base colour, and publish its sampler — if the
-/// texture is still at `generation`. With duplicate sharing (`duplicates`), a texture
-/// whose source names its file reads its tail before reserving anything, so that a
-/// texture it duplicates can be found first: it then reserves no page range of its own.
+/// texture is still at `generation`. The tail's bytes are reserved before the tail is read,
+/// so that an open deferred for memory reads nothing it would read again. With duplicate
+/// sharing (`duplicates`), a texture whose source names its file reads its tail before its
+/// page range is reserved, so that a texture it duplicates can be found first: it then
+/// reserves no page range of its own.
 ///
 /// Returns the whole decode its tail was read from, kept and charged to the budget, if
 /// the texture has pages that decode also fills and the budget takes it: for
@@ -85,9 +87,19 @@ fn open_texture(
     } else {
         None
     };
+    // Room for the tail first: an open deferred for memory ends before its tail is read
+    // (which may decode the whole image), and reads it once, when it is retried.
+    if !reserve_tail_bytes(
+        engine,
+        &mut engine.host.lock(),
+        (texture, generation),
+        &layout,
+    ) {
+        return;
+    }
     let (tail, owner, start_page) = match identity {
         None => {
-            let Some(start_page) = reserve(
+            let Some(start_page) = reserve_range(
                 engine,
                 &mut engine.host.lock(),
                 (texture, generation),
@@ -109,6 +121,7 @@ fn open_texture(
             let tail = read_tail(&source, &layout);
             if !tail.ready() {
                 let mut host = engine.host.lock();
+                host.residency.release_tail(layout.non_evictable_bytes());
                 return tail_not_read(engine, &mut host, texture, generation, tail);
             }
             let key = DuplicateKey::new(&layout, &tail.bytes, tail.base_color());
@@ -124,7 +137,7 @@ fn open_texture(
                 owner = owner.filter(|o| host.owns_tiles(o, &key));
             }
             let own_range = owner.is_none();
-            let Some(own_start) = reserve(
+            let Some(own_start) = reserve_range(
                 engine,
                 &mut host,
                 (texture, generation),
@@ -274,45 +287,23 @@ fn tail_not_read(
     }
 }
 
-/// Reserve the texture's page range (if `own_range`) and its mip tail's bytes; the range's
-/// first page (0 without one). The texture's range is kept while the layout fits in it (a
-/// reopen after invalidation, or a replacement no larger); otherwise a new range is
-/// allocated. `None` when the open ends here: its contents were dropped since the fill
-/// started (nothing reserved), it is deferred for memory, or it failed (marked so).
-fn reserve(
+/// Reserve the texture's mip-tail bytes (its non-evictable bytes), if it is still at
+/// `generation` and unopened. False when the open ends here: its contents were dropped
+/// since the fill started (nothing reserved), it is deferred for memory, or it failed
+/// (marked so).
+fn reserve_tail_bytes(
     engine: &Engine,
     host: &mut HostState,
     (texture, generation): (TextureId, u32),
-    source: &Arc<dyn ImageSource>,
     layout: &TextureLayout,
-    own_range: bool,
-) -> Option<u32> {
-    let record = host.resources.get(texture)?;
+) -> bool {
     // Another open of the same contents that ended first makes this one stale too.
-    if record.generation != generation || !matches!(record.state, TextureState::Unopened) {
-        return None;
-    }
-    let start = match record.start_page {
-        // A texture sharing another's tiles needs no range (`duplicates`).
-        _ if !own_range => 0,
-        Some(p) if layout.num_pages <= record.range_pages => p,
-        _ => match host.space.allocate_tiles(layout.num_pages, &source.name()) {
-            Ok(p) => {
-                host.resources.add_tile_range(texture, p, layout.num_pages);
-                p
-            }
-            Err(e) => {
-                host.fail_texture(&engine.layout, texture, e.to_string());
-                return None;
-            }
-        },
-    };
-    if let Some(r) = host.resources.get_mut(texture) {
-        r.layout = Some(layout.clone());
+    if !host.is_current(texture, generation) || !host.is_unopened(texture) {
+        return false;
     }
     let bytes = layout.non_evictable_bytes();
     if host.residency.reserve_tail(bytes) {
-        return Some(start);
+        return true;
     }
     let budget = host.residency.budget_bytes();
     // Retired mip tails (textures invalidated while a launch could still see them) are
@@ -327,12 +318,56 @@ fn reserve(
         }
         .to_string();
         host.fail_texture(&engine.layout, texture, msg);
-        return None;
+        return false;
     }
     // Room can be made by evicting tiles: ask the next process_requests for it.
     host.wanted_bytes += bytes;
     host.defer_init(&engine.layout, texture, Deferral::NoMemory);
-    None
+    false
+}
+
+/// Reserve the texture's page range (if `own_range`), its tail's bytes reserved
+/// ([`reserve_tail_bytes`]); the range's first page (0 without one). The texture's range is
+/// kept while the layout fits in it (a reopen after invalidation, or a replacement no
+/// larger); otherwise a new range is allocated. `None` when the open ends here, its tail's
+/// bytes released: its contents were dropped since the bytes were reserved, or no range
+/// could be had (the texture marked failed).
+fn reserve_range(
+    engine: &Engine,
+    host: &mut HostState,
+    (texture, generation): (TextureId, u32),
+    source: &Arc<dyn ImageSource>,
+    layout: &TextureLayout,
+    own_range: bool,
+) -> Option<u32> {
+    let release = |host: &mut HostState| host.residency.release_tail(layout.non_evictable_bytes());
+    let record = match host.resources.get(texture) {
+        Some(r) if r.generation == generation && matches!(r.state, TextureState::Unopened) => r,
+        _ => {
+            release(host);
+            return None;
+        }
+    };
+    let start = match record.start_page {
+        // A texture sharing another's tiles needs no range (`duplicates`).
+        _ if !own_range => 0,
+        Some(p) if layout.num_pages <= record.range_pages => p,
+        _ => match host.space.allocate_tiles(layout.num_pages, &source.name()) {
+            Ok(p) => {
+                host.resources.add_tile_range(texture, p, layout.num_pages);
+                p
+            }
+            Err(e) => {
+                release(host);
+                host.fail_texture(&engine.layout, texture, e.to_string());
+                return None;
+            }
+        },
+    };
+    if let Some(r) = host.resources.get_mut(texture) {
+        r.layout = Some(layout.clone());
+    }
+    Some(start)
 }
 
 /// The base colour: the 1×1 level if the chain reaches it (it is then in the tail).
