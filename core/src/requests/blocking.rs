@@ -79,10 +79,15 @@ pub(crate) fn fill_page(engine: &Engine, page: PageId) -> bool {
         return true;
     }
     if host.ptex_decode_short > 0 {
-        // The Ptex decode cache was made when the budget was full: make its room now, as
-        // for a tile (least recently used tiles first).
+        // The Ptex decode cache was made when the budget was full: make its room from the
+        // least recently used tiles, without waiting for readers (tiles some thread can
+        // still see stay staged, for a later fill or a later try).
         let short = host.ptex_decode_short;
-        free_bytes(engine, &mut host, short);
+        if host.residency.available_bytes() < short {
+            let tiles = short.div_ceil(crate::TILE_BYTES as u64) as usize;
+            host.residency.sweep(&engine.pages, &engine.epochs, tiles);
+        }
+        host.residency.free_staged_for(&engine.epochs, short);
         engine.grow_ptex_decode_cache(&mut host);
     }
     match host.resources.route(&engine.layout, page) {
