@@ -144,8 +144,8 @@ pub fn load(path: &Path, options: &LoadOptions) -> Result<Loaded, CliError> {
         InputFormat::Image(image::ImageFormat::Tiff) => {
             match super::core_inputs::load_tiff(path, options)? {
                 Ok(loaded) => Ok(loaded),
-                // Not served by core (CCITT fax compression, 32-bit integers, …): the image crate's decoder, and
-                // both reasons if it fails too.
+                // Not served by core (CCITT fax compression, 32-bit integers, …): the image
+                // crate's decoder, and both reasons if it fails too.
                 Err(core) => load_image(path, image::ImageFormat::Tiff, options)
                     .map_err(|e| CliError::Io(format!("{e} (the engine's reader: {core})"))),
             }

@@ -21,10 +21,9 @@ use std::time::Instant;
 
 /// Open a texture, read its mip tail and base colour, and publish its sampler — if the
 /// texture is still at `generation`. The tail's bytes are reserved before the tail is read,
-/// so that an open deferred for memory reads nothing it would read again. With duplicate
-/// sharing (`duplicates`), a texture whose source names its file reads its tail before its
-/// page range is reserved, so that a texture it duplicates can be found first: it then
-/// reserves no page range of its own.
+/// so that an open deferred for memory reads nothing it would read again; its page range
+/// after, so that with duplicate sharing (`duplicates`) a texture whose source names its
+/// file can find a texture it duplicates first: it then reserves no page range of its own.
 ///
 /// Returns the whole decode its tail was read from, kept and charged to the budget, if
 /// the texture has pages that decode also fills and the budget takes it: for
@@ -97,7 +96,13 @@ fn open_texture(
     ) {
         return;
     }
-    let (tail, owner, start_page) = match identity {
+    let tail = read_tail(&source, &layout);
+    if !tail.ready() {
+        let mut host = engine.host.lock();
+        host.residency.release_tail(layout.non_evictable_bytes());
+        return tail_not_read(engine, &mut host, texture, generation, tail);
+    }
+    let (owner, start_page) = match identity {
         None => {
             let Some(start_page) = reserve_range(
                 engine,
@@ -109,21 +114,9 @@ fn open_texture(
             ) else {
                 return;
             };
-            let tail = read_tail(&source, &layout);
-            if !tail.ready() {
-                let mut host = engine.host.lock();
-                host.residency.release_tail(layout.non_evictable_bytes());
-                return tail_not_read(engine, &mut host, texture, generation, tail);
-            }
-            (tail, None, start_page)
+            (None, start_page)
         }
         Some(identity) => {
-            let tail = read_tail(&source, &layout);
-            if !tail.ready() {
-                let mut host = engine.host.lock();
-                host.residency.release_tail(layout.non_evictable_bytes());
-                return tail_not_read(engine, &mut host, texture, generation, tail);
-            }
             let key = DuplicateKey::new(&layout, &tail.bytes, tail.base_color());
             // Candidates are looked for, and the range reserved when there are none, under
             // one lock: of two copies opening at once, the second sees the first.
@@ -152,7 +145,7 @@ fn open_texture(
                 host.register_owner(texture, key);
             }
             drop(host);
-            (tail, owner, start_page)
+            (owner, start_page)
         }
     };
 
@@ -341,13 +334,11 @@ fn reserve_range(
     own_range: bool,
 ) -> Option<u32> {
     let release = |host: &mut HostState| host.residency.release_tail(layout.non_evictable_bytes());
-    let record = match host.resources.get(texture) {
-        Some(r) if r.generation == generation && matches!(r.state, TextureState::Unopened) => r,
-        _ => {
-            release(host);
-            return None;
-        }
-    };
+    if !host.is_current(texture, generation) || !host.is_unopened(texture) {
+        release(host);
+        return None;
+    }
+    let record = host.resources.get(texture)?;
     let start = match record.start_page {
         // A texture sharing another's tiles needs no range (`duplicates`).
         _ if !own_range => 0,

@@ -51,8 +51,9 @@ pub(crate) fn resolve(selection: &ChannelSelection, list: &ChannelList) -> Resul
         letters.iter().map(|l| format!("{prefix}{l}")).collect()
     };
     // RGBA, RGB (+1) or luminance (Y, with its alpha A if there is one) of one layer ("" or
-    // "name."), whichever is complete first. Y beside X is a vector's (X, Y, Z), not luminance; with RY and BY it is
-    // luminance-chroma, which is not served (its chroma would be lost).
+    // "name."), whichever is complete first. Y beside X is a vector's (X, Y, Z), not
+    // luminance; with RY and BY it is luminance-chroma, which is not served (its chroma
+    // would be lost).
     let standard = |prefix: &str| -> Result<Option<(Vec<String>, bool)>, String> {
         let rgba = in_layer(prefix, &["R", "G", "B", "A"]);
         if rgba.iter().all(|n| has(n)) {

@@ -16,8 +16,8 @@ pub enum ChannelSelection {
     /// channels, Y and A, if there is an A) — unless an X beside Y makes it a vector's;
     /// then the same within the file's one layer if every channel is `layer.X`; else the
     /// first (up to four) channels in name order (X, Y, Z, W is served as W, X, Y, Z, as
-    /// OpenImageIO orders it). A warning names the channels left out. Luminance-chroma files (Y, RY, BY) are an error: their chroma
-    /// would be lost.
+    /// OpenImageIO orders it). A warning names the channels left out. Luminance-chroma files
+    /// (Y, RY, BY) are an error: their chroma would be lost.
     #[default]
     Auto,
     /// R, G, B, A (all required).

@@ -1,8 +1,8 @@
 //! One TIFF chunk from its compressed bytes to samples, and from samples to texels:
 //! decompression (none, ZIP, LZW, PackBits, JPEG), samples of fewer than 8 bits unpacked,
-//! the predictors (horizontal differencing, floating-point byte planes), byte order, and the copy of a rectangle into a
-//! destination of the served format (three samples widened to four, planes interleaved,
-//! unassociated alpha associated).
+//! the predictors (horizontal differencing, floating-point byte planes), byte order, and
+//! the copy of a rectangle into a destination of the served format (three samples widened
+//! to four, planes interleaved, unassociated alpha associated, CMYK as RGB).
 
 use super::layout::{SampleLayout, StoredColour, TiffCompression, TiffPredictor};
 use crate::sources::associate;
@@ -291,8 +291,9 @@ fn signed_to_float(sample: &[u8]) -> [u8; 4] {
 }
 
 /// Unpack rows of `per_row` samples of fewer than 8 bits (`packed`: each row ending on a
-/// byte boundary, filled from the most significant bit) into a byte each in `out`: palette indices as they are, grey scaled to 0–255 as OpenImageIO's
-/// `bit_range_convert` scales it (`v · 255 / (2^bits − 1)`).
+/// byte boundary, filled from the most significant bit) into a byte each in `out`: palette
+/// indices as they are, grey scaled to 0–255 as OpenImageIO's `bit_range_convert` scales
+/// it (`v · 255 / (2^bits − 1)`).
 pub(crate) fn unpack(s: &SampleLayout, packed: &[u8], per_row: usize, out: &mut [u8]) {
     let bits = s.bits as usize;
     let row_bytes = s.stored_row_bytes(per_row, 1);
@@ -386,15 +387,10 @@ fn copy_palette(palette: &[[u8; 3]], indices: &[u8], rect: Rect, dest: &mut [u8]
 /// stored, else 1.
 fn copy_cmyk(s: &SampleLayout, planes: &[&[u8]], rect: Rect, dest: &mut [u8]) {
     let sb = s.sample_bytes();
-    let n = s.samples as usize;
     let read = s.read_samples() as usize;
     let max = if sb == 1 { 255.0f32 } else { 65535.0 };
     let sample = |px: usize, c: usize| -> u32 {
-        let at = if s.separate {
-            &planes[c][px * sb..px * sb + sb]
-        } else {
-            &planes[0][(px * n + c) * sb..(px * n + c) * sb + sb]
-        };
+        let at = stored_sample(s, planes, px, c);
         if sb == 1 {
             u32::from(at[0])
         } else {
@@ -422,6 +418,18 @@ fn copy_cmyk(s: &SampleLayout, planes: &[&[u8]], rect: Rect, dest: &mut [u8]) {
                 }
             }
         }
+    }
+}
+
+/// The bytes of sample `c` of pixel `px` of a decoded chunk (`planes`: one buffer for
+/// interleaved samples, one per sample for separate planes).
+fn stored_sample<'a>(s: &SampleLayout, planes: &[&'a [u8]], px: usize, c: usize) -> &'a [u8] {
+    let sb = s.sample_bytes();
+    if s.separate {
+        &planes[c][px * sb..px * sb + sb]
+    } else {
+        let at = (px * s.samples as usize + c) * sb;
+        &planes[0][at..at + sb]
     }
 }
 
@@ -472,11 +480,7 @@ fn copy_as_stored(s: &SampleLayout, planes: &[&[u8]], rect: Rect, dest: &mut [u8
             let px = (rect.sy + j) * rect.chunk_w + rect.sx + i;
             let d = d0 + i * tb;
             for c in 0..served {
-                let src = if s.separate {
-                    &planes[c][px * sb..px * sb + sb]
-                } else {
-                    &planes[0][(px * n + c) * sb..(px * n + c) * sb + sb]
-                };
+                let src = stored_sample(s, planes, px, c);
                 let out = &mut dest[d + c * ob..d + (c + 1) * ob];
                 if s.signed {
                     out.copy_from_slice(&signed_to_float(src));

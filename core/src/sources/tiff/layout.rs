@@ -439,7 +439,7 @@ fn sample_layout(r: &Reader<'_>, d: &Directory) -> Result<SampleLayout, String> 
         }
         Some(p) => {
             return Err(format!(
-                "photometric interpretation {p} (grey, RGB, white-is-zero grey, 8-bit \
+                "photometric interpretation {p} (grey, RGB, white-is-zero grey, 1 to 8-bit \
                  palettes and CMYK are served)"
             ))
         }
