@@ -191,41 +191,44 @@ std::optional<Render> RenderStage(const Options& o, long long budgetMiB, bool in
     HdRenderPassSharedPtr pass = delegate->CreateRenderPass(
         index.get(), HdRprimCollection(HdTokens->geometry, HdReprSelector(HdReprTokens->smoothHull)));
     HdRenderPassStateSharedPtr state = delegate->CreateRenderPassState();
-    const SdfPath colorId("/__aov/color"), primIdId("/__aov/primId");
-    const SdfPath instanceIdId("/__aov/instanceId"), elementIdId("/__aov/elementId");
-    std::unique_ptr<HdRenderBuffer> color(
-        static_cast<HdRenderBuffer*>(delegate->CreateBprim(HdPrimTypeTokens->renderBuffer, colorId)));
-    std::unique_ptr<HdRenderBuffer> prim(
-        static_cast<HdRenderBuffer*>(delegate->CreateBprim(HdPrimTypeTokens->renderBuffer, primIdId)));
-    std::unique_ptr<HdRenderBuffer> instance(
-        static_cast<HdRenderBuffer*>(delegate->CreateBprim(HdPrimTypeTokens->renderBuffer, instanceIdId)));
-    std::unique_ptr<HdRenderBuffer> element(
-        static_cast<HdRenderBuffer*>(delegate->CreateBprim(HdPrimTypeTokens->renderBuffer, elementIdId)));
+    auto newBuffer = [&](const SdfPath& id) {
+        return std::unique_ptr<HdRenderBuffer>(
+            static_cast<HdRenderBuffer*>(delegate->CreateBprim(HdPrimTypeTokens->renderBuffer, id)));
+    };
+    auto binding = [](const TfToken& aov, HdRenderBuffer* buffer, const SdfPath& id, const VtValue& clear) {
+        HdRenderPassAovBinding b;
+        b.aovName = aov;
+        b.renderBuffer = buffer;
+        b.renderBufferId = id;
+        b.clearValue = clear;
+        return b;
+    };
+    const SdfPath colorId("/__aov/color");
+    std::unique_ptr<HdRenderBuffer> color = newBuffer(colorId);
     if (!color->Allocate(GfVec3i(o.width, o.height, 1), colorFormat, false)) {
         std::cerr << "the delegate refused a colour buffer of format " << int(colorFormat) << "\n";
         return std::nullopt;
     }
-    prim->Allocate(GfVec3i(o.width, o.height, 1), HdFormatInt32, false);
-    instance->Allocate(GfVec3i(o.width, o.height, 1), HdFormatInt32, false);
-    element->Allocate(GfVec3i(o.width, o.height, 1), HdFormatInt32, false);
-    HdRenderPassAovBinding colorBinding, primBinding, instanceBinding, elementBinding;
-    colorBinding.aovName = HdAovTokens->color;
-    colorBinding.renderBuffer = color.get();
-    colorBinding.renderBufferId = colorId;
-    colorBinding.clearValue = VtValue(GfVec4f(0.0f, 0.0f, 0.0f, 1.0f));
-    primBinding.aovName = HdAovTokens->primId;
-    primBinding.renderBuffer = prim.get();
-    primBinding.renderBufferId = primIdId;
-    primBinding.clearValue = VtValue(-1);
-    instanceBinding.aovName = HdAovTokens->instanceId;
-    instanceBinding.renderBuffer = instance.get();
-    instanceBinding.renderBufferId = instanceIdId;
-    instanceBinding.clearValue = VtValue(-1);
-    elementBinding.aovName = HdAovTokens->elementId;
-    elementBinding.renderBuffer = element.get();
-    elementBinding.renderBufferId = elementIdId;
-    elementBinding.clearValue = VtValue(-1);
-    state->SetAovBindings({colorBinding, primBinding, instanceBinding, elementBinding});
+    HdRenderPassAovBindingVector bindings{
+        binding(HdAovTokens->color, color.get(), colorId, VtValue(GfVec4f(0.0f, 0.0f, 0.0f, 1.0f)))};
+    // The id AOVs (Int32, cleared to -1), and where each is read back to.
+    Render r;
+    struct IdAov {
+        TfToken aov;
+        std::vector<int>* out;
+        std::unique_ptr<HdRenderBuffer> buffer;
+    };
+    IdAov ids[] = {{HdAovTokens->primId, &r.primId, nullptr},
+                   {HdAovTokens->instanceId, &r.instanceId, nullptr},
+                   {HdAovTokens->elementId, &r.elementId, nullptr}};
+    for (IdAov& id : ids) {
+        const SdfPath path("/__aov/" + id.aov.GetString());
+        id.buffer = newBuffer(path);
+        id.buffer->Allocate(GfVec3i(o.width, o.height, 1), HdFormatInt32, false);
+        bindings.push_back(binding(id.aov, id.buffer.get(), path, VtValue(-1)));
+    }
+    HdRenderBuffer* prim = ids[0].buffer.get();
+    state->SetAovBindings(bindings);
 
     const SdfPath cameraPath(o.camera);
     const auto* camera = static_cast<const HdCamera*>(index->GetSprim(HdPrimTypeTokens->camera, cameraPath));
@@ -240,7 +243,6 @@ std::optional<Render> RenderStage(const Options& o, long long budgetMiB, bool in
     HdTaskSharedPtrVector tasks{
         std::make_shared<DrawTask>(pass, state, TfTokenVector{HdRenderTagTokens->geometry})};
     HdEngine engine;
-    Render r;
     for (r.launches = 1; r.launches <= o.maxLaunches; ++r.launches) {
         engine.Execute(index.get(), &tasks);
         if (pass->IsConverged()) {
@@ -275,24 +277,18 @@ std::optional<Render> RenderStage(const Options& o, long long budgetMiB, bool in
     color->Resolve();
     r.color = ReadColor(color->Map(), colorFormat, size_t(o.width) * o.height);
     color->Unmap();
-    const auto* ids = static_cast<const int*>(prim->Map());
-    r.primId.assign(ids, ids + size_t(o.width) * o.height);
-    prim->Unmap();
-    const auto* instances = static_cast<const int*>(instance->Map());
-    r.instanceId.assign(instances, instances + size_t(o.width) * o.height);
-    instance->Unmap();
-    const auto* elements = static_cast<const int*>(element->Map());
-    r.elementId.assign(elements, elements + size_t(o.width) * o.height);
-    element->Unmap();
+    for (IdAov& id : ids) {
+        const auto* values = static_cast<const int*>(id.buffer->Map());
+        id.out->assign(values, values + size_t(o.width) * o.height);
+        id.buffer->Unmap();
+    }
     for (int id : std::set<int>(r.primId.begin(), r.primId.end())) {
         if (id >= 0) r.primIdPaths[index->GetRprimPathFromPrimId(id).GetString()] = id;
     }
     r.stats = delegate->GetRenderStats();
     // Render buffers belong to the delegate: destroy them before it.
     delegate->DestroyBprim(color.release());
-    delegate->DestroyBprim(prim.release());
-    delegate->DestroyBprim(instance.release());
-    delegate->DestroyBprim(element.release());
+    for (IdAov& id : ids) delegate->DestroyBprim(id.buffer.release());
     pass.reset();
     sceneDelegate.reset();
     index.reset();
