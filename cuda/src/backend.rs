@@ -8,6 +8,8 @@
 //!   ([`HostCopy::Release`]): host memory holds only tiles being filled or waiting for
 //!   publication, whatever the device budget. The async copy to the array follows the map
 //!   in stream order at the next flush.
+//! - A tile whose texels all hold one value is mapped onto the one block of that value
+//!   (`shared_blocks`), uploaded once; the block is freed with the last page using it.
 //! - A staged tile keeps its block: its residence bit is cleared on the device, and a
 //!   restore (second chance) sets it again with no copy.
 //! - A released tile (evicted, or dropped with its texture) is unmapped; its block goes back
@@ -28,6 +30,7 @@ use crate::device_context::DeviceContextBuffers;
 use crate::gpu_texture::GpuTexture;
 use crate::kernels::PagingKernels;
 use crate::mapping::MapBatch;
+use crate::shared_blocks::{constant_tile_key, SharedBlocks};
 use crate::sparse::SparseRegion;
 use crate::staging::FenceQueue;
 use crate::staging::StagingRing;
@@ -38,7 +41,7 @@ use cudarc::driver::CudaStream;
 use demandtex::backend::{Backend, HostCopy, PublishError, TextureContents, Withdrawal};
 use demandtex::error::{Error, Result};
 use demandtex::ids::{PageId, TILE_BYTES};
-use demandtex::memory::TileBuffer;
+use demandtex::memory::{ConstantKey, TileBuffer};
 use demandtex::paging::{PageLayout, PageMapping, NON_EVICTABLE};
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
@@ -64,6 +67,11 @@ pub struct CudaStats {
     pub device_restores: u64,
     /// Tile blocks unmapped and freed.
     pub blocks_released: u64,
+    /// Tiles of one value mapped onto the block already holding that value, with no copy
+    /// (constant tiles: masks' black and white).
+    pub tiles_shared: u64,
+    /// Blocks holding a constant tile's value for every page of that value, now.
+    pub shared_blocks: u64,
     /// Textures built on the device.
     pub textures_built: u64,
     /// Textures on the device now.
@@ -93,6 +101,8 @@ pub struct CudaStats {
 struct DeviceTile {
     /// The pool block it is mapped onto (`None` in a dense array).
     block: Option<TileBlock>,
+    /// The value whose shared block it is mapped onto (constant tiles).
+    shared: Option<ConstantKey>,
     /// The texture it belongs to (keeps its array alive while mapped).
     texture: Arc<GpuTexture>,
 }
@@ -157,11 +167,17 @@ pub(crate) struct DeviceState {
     textures: HashMap<u32, Arc<GpuTexture>>,
     ranges: BTreeMap<u32, u32>,
     tiles: HashMap<u32, DeviceTile>,
+    /// The blocks of constant tiles.
+    shared: SharedBlocks,
+    /// Whether constant tiles share blocks (`LoaderOptions::coalesce_constant_tiles`).
+    share_constant_tiles: bool,
     // Queued for the next flush.
     residence: Vec<ResidenceChange>,
     maps: Vec<(Arc<GpuTexture>, SparseRegion, TileBlock)>,
     uploads: Vec<QueuedUpload>,
-    releases: Vec<(u32, DeviceTile)>,
+    /// Tiles to unmap, and the block each one frees (`None`: a shared block other pages
+    /// still use, or no block).
+    releases: Vec<(u32, DeviceTile, Option<TileBlock>)>,
     retiring: Vec<Arc<GpuTexture>>,
     // Waiting for fences.
     released_blocks: FenceQueue<TileBlock>,
@@ -190,7 +206,8 @@ pub(crate) struct CudaBackend {
 }
 
 impl CudaBackend {
-    /// A backend over `device` for an engine with page layout `layout`.
+    /// A backend over `device` for an engine with page layout `layout`; constant tiles
+    /// share one block per value if `share_constant_tiles`.
     pub fn new(
         device: CudaDevice,
         streams: LoaderStreams,
@@ -198,6 +215,7 @@ impl CudaBackend {
         buffers: DeviceContextBuffers,
         pool: Option<CudaTilePool>,
         staging: StagingRing,
+        share_constant_tiles: bool,
     ) -> CudaBackend {
         let layout = *buffers.layout();
         CudaBackend {
@@ -221,6 +239,8 @@ impl CudaBackend {
                 textures: HashMap::new(),
                 ranges: BTreeMap::new(),
                 tiles: HashMap::new(),
+                shared: SharedBlocks::default(),
+                share_constant_tiles,
                 residence: Vec::new(),
                 maps: Vec::new(),
                 uploads: Vec::new(),
@@ -255,6 +275,16 @@ impl DeviceState {
             }
             self.retiring.push(t);
         }
+    }
+
+    /// Queue `tile` (page `page`'s) for its unmap; its block is freed after it unless it is
+    /// a shared block other pages still use.
+    fn release_tile(&mut self, page: u32, tile: DeviceTile) {
+        let frees = match &tile.shared {
+            Some(key) => self.shared.release(key),
+            None => tile.block,
+        };
+        self.releases.push((page, tile, frees));
     }
 
     /// A pool block of `tiles` tiles, waiting for released blocks if the pool is full.
@@ -319,14 +349,14 @@ impl DeviceState {
         let mut blocks = Vec::new();
         {
             let mut batch = MapBatch::new(self.device.info().ordinal)?;
-            for (page, tile) in &released {
-                let (Some(block), Some(sparse)) = (tile.block, tile.texture.sparse()) else {
+            for (page, tile, frees) in &released {
+                let (Some(_), Some(sparse)) = (tile.block, tile.texture.sparse()) else {
                     continue;
                 };
                 if let Some(region) = sparse.page_region(page - tile.texture.start_page) {
                     batch.unmap(sparse, region)?;
                 }
-                blocks.push(block);
+                blocks.extend(*frees);
             }
             for t in &retiring {
                 if let (Some(block), Some(sparse)) = (t.tail_block, t.sparse()) {
@@ -451,6 +481,7 @@ impl DeviceState {
         self.buffers.push_mappings(&self.kernels, &push)?;
         self.stats.flushes += 1;
         self.stats.textures_on_device = self.textures.len() as u64;
+        self.stats.shared_blocks = self.shared.blocks() as u64;
         if let Some(pool) = &self.pool {
             let used = pool.accounting().used_tiles() * TILE_BYTES as u64;
             self.stats.pool_used_bytes = used;
@@ -474,9 +505,24 @@ impl DeviceState {
         }
         if let Some(old) = self.tiles.remove(&page) {
             tracing::warn!(page, "a tile published over one the device holds");
-            self.releases.push((page, old));
+            self.release_tile(page, old);
         }
-        let block = match texture.sparse().and_then(|s| s.page_region(offset)) {
+        let region = texture.sparse().and_then(|s| s.page_region(offset));
+        // Constant tiles share a block per value (sparse arrays only: a dense array holds
+        // every tile anyway).
+        let shared = region
+            .filter(|_| self.share_constant_tiles)
+            .and_then(|_| constant_tile_key(&texture.layout, data.as_slice()));
+        if let (Some(region), Some(key)) = (region, shared.as_ref()) {
+            if let Some(block) = self.shared.acquire(key) {
+                // Its value is on the device already: map, no copy.
+                self.maps.push((texture.clone(), region, block));
+                self.publish_resident(page, texture, Some(block), shared);
+                self.stats.tiles_shared += 1;
+                return Ok(HostCopy::Release);
+            }
+        }
+        let block = match region {
             Some(region) => match self.allocate(1) {
                 Ok(block) => {
                     self.maps.push((texture.clone(), region, block));
@@ -490,15 +536,37 @@ impl DeviceState {
             None => None,
         };
         self.stage_tile(&texture, offset, data.as_slice())?;
-        self.tiles.insert(page, DeviceTile { block, texture });
+        if let (Some(block), Some(key)) = (block, shared) {
+            self.shared.insert(key, block);
+        }
+        self.publish_resident(page, texture, block, shared);
+        self.stats.tiles_uploaded += 1;
+        self.stats.bytes_uploaded += TILE_BYTES as u64;
+        Ok(HostCopy::Release)
+    }
+
+    /// `page`'s tile is on the device (mapped onto `block`, or in a dense array): its
+    /// residence bit is pushed at the flush.
+    fn publish_resident(
+        &mut self,
+        page: u32,
+        texture: Arc<GpuTexture>,
+        block: Option<TileBlock>,
+        shared: Option<ConstantKey>,
+    ) {
+        self.tiles.insert(
+            page,
+            DeviceTile {
+                block,
+                shared,
+                texture,
+            },
+        );
         self.residence.push(ResidenceChange::Push(PageMapping {
             page,
             lru: 0,
             entry: 0,
         }));
-        self.stats.tiles_uploaded += 1;
-        self.stats.bytes_uploaded += TILE_BYTES as u64;
-        Ok(HostCopy::Release)
     }
 
     fn restore_tile(&mut self, page: u32) -> Result<(), PublishError> {
@@ -589,6 +657,13 @@ impl DeviceState {
 }
 
 impl Backend for CudaBackend {
+    /// Yes: a constant tile's one buffer may be published for many pages; each page is
+    /// mapped onto the one block of its value (see `shared_blocks`), or copied into a
+    /// dense array.
+    fn shares_tiles(&self) -> bool {
+        true
+    }
+
     fn withdraw(&self, withdrawal: Withdrawal) -> Result<()> {
         let mut st = self.state.lock();
         match withdrawal {
@@ -598,7 +673,7 @@ impl Backend for CudaBackend {
             Withdrawal::TileReleased(page) => {
                 st.residence.push(ResidenceChange::Invalidate(page.0));
                 if let Some(tile) = st.tiles.remove(&page.0) {
-                    st.releases.push((page.0, tile));
+                    st.release_tile(page.0, tile);
                 }
             }
             Withdrawal::Texture(texture) => st.retire_texture(texture.0),

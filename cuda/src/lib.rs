@@ -54,6 +54,7 @@ mod loader;
 pub mod mapping;
 mod ops;
 pub mod ptex;
+mod shared_blocks;
 pub mod sparse;
 pub mod staging;
 mod streams;

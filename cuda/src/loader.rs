@@ -194,7 +194,13 @@ impl CudaLoader {
             mapped: StreamOrder::new(&ctx)?,
         };
         let backend = Arc::new(CudaBackend::new(
-            device, streams, kernels, buffers, pool, staging,
+            device,
+            streams,
+            kernels,
+            buffers,
+            pool,
+            staging,
+            options.coalesce_constant_tiles,
         ));
         let publication = TilePublication::default_for(options.mode);
         let engine = Engine::new(options, backend.clone())?;

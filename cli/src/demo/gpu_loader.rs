@@ -6,7 +6,7 @@
 
 use super::cuda_kernel::{DemoCamera, DemoLayer, DemoQuad};
 use super::cuda_render::DemoRenderer;
-use demandtex::sources::Checkerboard;
+use demandtex::sources::{Checkerboard, FunctionImage};
 use demandtex::textures::{AddressMode, TexelFormat};
 use demandtex::{Loader, LoaderOptions, SampleOptions, TextureDesc, TextureId};
 use demandtex_cuda::device_pool_bytes;
@@ -213,6 +213,80 @@ fn tiles_published_during_a_launch_are_sampled_from_the_next_one() {
     );
     assert!(published.publications_during_launch > filled.publications_during_launch);
     assert!(render(&during, td, b) == ref_b, "view B differs");
+}
+
+/// A mask as painters make one: black left of x = 128, white right of it, detail inside a
+/// disc in level-0 tile (1, 1). View A (offset 0) sees three black tiles, five white ones
+/// and the disc's; view B (offset 0.5) only white ones.
+fn mask() -> Arc<FunctionImage<impl Fn(u32, u32, u32) -> [f32; 4] + Send + Sync>> {
+    Arc::new(FunctionImage::new(
+        "mask",
+        TEXTURE,
+        TEXTURE,
+        TexelFormat::RGBA8,
+        |level, x, y| {
+            let scale = (1u32 << level) as f32;
+            let (fx, fy) = ((x as f32 + 0.5) * scale, (y as f32 + 0.5) * scale);
+            let (dx, dy) = (fx - 200.0, fy - 200.0);
+            if dx * dx + dy * dy < 30.0 * 30.0 {
+                let v = ((x ^ y.wrapping_mul(7) ^ level) & 0xff) as f32 / 255.0;
+                return [v, 1.0 - v, 0.5, 1.0];
+            }
+            let v = if fx < 128.0 { 0.0 } else { 1.0 };
+            [v, v, v, 1.0]
+        },
+    ))
+}
+
+#[test]
+fn constant_tiles_share_one_device_block_per_value() {
+    if gpu("CUDA constant-tile sharing").is_none() {
+        return;
+    }
+    let run = |coalesce: bool| {
+        let loader = CudaLoader::new(
+            0,
+            LoaderOptions {
+                coalesce_constant_tiles: coalesce,
+                ..options(1 << 30)
+            },
+        )
+        .unwrap();
+        let t = loader
+            .create_texture(mask(), TextureDesc::default())
+            .unwrap();
+        let views = [
+            render(&loader, t, [0.0, 0.0]),
+            render(&loader, t, [0.5, 0.5]),
+        ];
+        (views, loader.stats(), loader.cuda_stats())
+    };
+    let (off, off_stats, off_cuda) = run(false);
+    let (on, on_stats, on_cuda) = run(true);
+    println!("constant tiles, sharing off: {off_stats:?}\n{off_cuda:?}");
+    println!("constant tiles, sharing on: {on_stats:?}\n{on_cuda:?}");
+    assert!(on == off, "sharing blocks changed the render");
+    assert_eq!(off_cuda.tiles_shared, 0);
+    assert_eq!(off_cuda.shared_blocks, 0);
+    assert_eq!(on_stats.tiles_filled, off_stats.tiles_filled);
+    if !on_cuda.sparse {
+        println!("dense arrays: nothing to share");
+        return;
+    }
+    // Black and white, at every level (one format, one tile shape): two blocks, and every
+    // other constant tile mapped onto one of them with no copy.
+    assert!(on_cuda.tiles_shared >= 4, "{on_cuda:?}");
+    assert!((1..=2).contains(&on_cuda.shared_blocks), "{on_cuda:?}");
+    assert_eq!(
+        on_cuda.tiles_uploaded + on_cuda.tiles_shared,
+        off_cuda.tiles_uploaded,
+        "every published tile is uploaded or shared"
+    );
+    assert!(on_cuda.pool_peak_bytes < off_cuda.pool_peak_bytes);
+    assert!(
+        on_stats.coalesced_pages > 0,
+        "the engine shared no host slot"
+    );
 }
 
 #[test]
