@@ -417,8 +417,9 @@ typedef struct DtexLoaderOptions {
   // Most tile publications one launch start makes; the rest wait for the next, coarse
   // pages first (`publications_capped`) (default 0: no limit).
   uint32_t max_publications_per_launch;
-  // Boolean (default 1): a CPU loader's or cache's tile whose texels all hold one value
-  // shares one slot of the budget with every other page of that value
+  // Boolean (default 1): a loader's or cache's tile whose texels all hold one value
+  // shares one slot of the budget (on CUDA, one physical tile) with every other page of
+  // that value
   // (`coalesced_pages`, `shared_constant_tiles`). Absent before struct size
   // `DTEX_LOADER_OPTIONS_SIZE_FILL_AGE`: callers built against that header get the
   // default.
@@ -428,7 +429,7 @@ typedef struct DtexLoaderOptions {
   // them, rather than whole pages (`tiles_published_unread`, `file_tiles_filled`). Absent
   // before `DTEX_LOADER_OPTIONS_SIZE_FILL_AGE`, as above.
   uint32_t fill_by_file_tile;
-  // Boolean (default 1): a CPU loader's or cache's texture whose file holds the same
+  // Boolean (default 1): a loader's or cache's texture whose file holds the same
   // texels as an open texture's (the same file under another path, or a copy: same
   // size, format and mip tail, then the whole files hashed once to make sure) samples
   // that texture's tiles instead of reading and holding its own
@@ -582,7 +583,7 @@ typedef struct DtexStats {
   // Shared constant slots held now (distinct values; each counts once in
   // `resident_bytes`).
   uint64_t shared_constant_tiles;
-  // CPU loader and cache: textures open now that sample another texture's tiles,
+  // Textures open now that sample another texture's tiles,
   // their files holding the same texels (`share_duplicate_textures`).
   uint64_t textures_sharing_tiles;
   // Bytes of files read to confirm that two textures' files hold the same bytes.

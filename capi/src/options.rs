@@ -68,8 +68,9 @@ pub struct DtexLoaderOptions {
     /// Most tile publications one launch start makes; the rest wait for the next, coarse
     /// pages first (`publications_capped`) (default 0: no limit).
     pub max_publications_per_launch: u32,
-    /// Boolean (default 1): a CPU loader's or cache's tile whose texels all hold one value
-    /// shares one slot of the budget with every other page of that value
+    /// Boolean (default 1): a loader's or cache's tile whose texels all hold one value
+    /// shares one slot of the budget (on CUDA, one physical tile) with every other page of
+    /// that value
     /// (`coalesced_pages`, `shared_constant_tiles`). Absent before struct size
     /// `DTEX_LOADER_OPTIONS_SIZE_FILL_AGE`: callers built against that header get the
     /// default.
@@ -79,7 +80,7 @@ pub struct DtexLoaderOptions {
     /// them, rather than whole pages (`tiles_published_unread`, `file_tiles_filled`). Absent
     /// before `DTEX_LOADER_OPTIONS_SIZE_FILL_AGE`, as above.
     pub fill_by_file_tile: u32,
-    /// Boolean (default 1): a CPU loader's or cache's texture whose file holds the same
+    /// Boolean (default 1): a loader's or cache's texture whose file holds the same
     /// texels as an open texture's (the same file under another path, or a copy: same
     /// size, format and mip tail, then the whole files hashed once to make sure) samples
     /// that texture's tiles instead of reading and holding its own

@@ -97,7 +97,7 @@ pub struct DtexStats {
     /// Shared constant slots held now (distinct values; each counts once in
     /// `resident_bytes`).
     pub shared_constant_tiles: u64,
-    /// CPU loader and cache: textures open now that sample another texture's tiles,
+    /// Textures open now that sample another texture's tiles,
     /// their files holding the same texels (`share_duplicate_textures`).
     pub textures_sharing_tiles: u64,
     /// Bytes of files read to confirm that two textures' files hold the same bytes.

@@ -100,15 +100,18 @@ pub struct LoaderOptions {
     /// A filled tile whose texels all hold one value is stored once per distinct value: its
     /// page points at one shared slot, counted against the budget once, and is not evicted
     /// while its texture's contents stay (`Stats::coalesced_pages`). Needs a backend that
-    /// samples host tiles (the CPU loader and cache); sources whose tiles are written after
-    /// publication (Ptex pages) never share (default true).
+    /// can publish one tile for many pages (`Backend::shares_tiles`: the CPU loader and
+    /// cache, and the CUDA loader, which maps one physical tile per value); sources whose
+    /// tiles are written after publication (Ptex pages) never share (default true).
     pub coalesce_constant_tiles: bool,
     /// Textures whose files hold the same texels share one set of tiles: a texture that
     /// opens with the size, format and mip tail of an open one, read the same way from
     /// the same file or from a file with the same bytes (hashed once to make sure:
     /// [`crate::sources::identity`]), samples that texture's pages, so its tiles are read
-    /// and held once (`Stats::textures_sharing_tiles`). Needs a backend that samples host
-    /// tiles (the CPU loader and cache) and sources that name their file
+    /// and held once (`Stats::textures_sharing_tiles`). Needs a backend that lets two
+    /// samplers address one range (`Backend::shares_texture_tiles`: the CPU loader and
+    /// cache, and the CUDA loader, where the copy is a texture object over its owner's
+    /// array) and sources that name their file
     /// ([`crate::sources::ImageSource::content_identity`]) (default true).
     pub share_duplicate_textures: bool,
     /// Bytes of whole decodes (PNG and JPEG images, mip levels generated in memory:

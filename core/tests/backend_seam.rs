@@ -33,6 +33,8 @@ struct Device {
     visible: HashSet<u32>,
     /// Textures built: their first page.
     textures: HashMap<u32, u32>,
+    /// Textures built over another's tile range: (sharer, owner).
+    sharers: Vec<(u32, u32)>,
     /// Protocol violations (checked by the test, not panicked under the engine's lock).
     violations: Vec<String>,
     publications: u64,
@@ -43,9 +45,18 @@ struct Device {
 #[derive(Default)]
 struct ModelDevice {
     device: Mutex<Device>,
+    /// Whether textures may share a tile range (as the CUDA backend's do).
+    shares_textures: bool,
+    /// Publications of textures with their own tiles to answer "not now" (a device out of
+    /// memory for a mip tail), counted down.
+    owners_not_now: std::sync::atomic::AtomicU32,
 }
 
 impl Backend for ModelDevice {
+    fn shares_texture_tiles(&self) -> bool {
+        self.shares_textures
+    }
+
     fn withdraw(&self, withdrawal: Withdrawal) -> Result<(), Error> {
         let mut d = self.device.lock();
         match withdrawal {
@@ -94,9 +105,31 @@ impl Backend for ModelDevice {
     }
 
     fn publish_texture(&self, c: &TextureContents<'_>) -> Result<(), PublishError> {
+        use std::sync::atomic::Ordering::Relaxed;
+        let not_now = |n: u32| n.checked_sub(1);
+        if c.tiles_of.is_none()
+            && self
+                .owners_not_now
+                .fetch_update(Relaxed, Relaxed, not_now)
+                .is_ok()
+        {
+            return Err(PublishError::NotNow(
+                "no memory for the mip tail yet".into(),
+            ));
+        }
         let mut d = self.device.lock();
         if c.mip_tail.len() as u64 != c.layout.mip_tail_bytes {
             d.violations.push("a mip tail of the wrong size".into());
+        }
+        if let Some(owner) = c.tiles_of {
+            // Built over the owner's range: the owner must be on the device already.
+            if d.textures.get(&owner.0) != Some(&c.sampler.start_page) {
+                d.violations.push(format!(
+                    "texture {} shares the range of {}, which the device does not hold",
+                    c.texture.0, owner.0
+                ));
+            }
+            d.sharers.push((c.texture.0, owner.0));
         }
         d.textures.insert(c.texture.0, c.sampler.start_page);
         d.visible.insert(c.texture.0);
@@ -263,4 +296,65 @@ fn the_cpu_backend_keeps_every_resident_tile_on_the_host() {
         "{stats:?}"
     );
     assert!(stats.peak_host_tile_bytes <= stats.peak_resident_bytes);
+}
+
+#[test]
+fn a_texture_sharing_tiles_is_published_after_its_owner_over_its_range() {
+    let dir = std::env::temp_dir().join(format!("dtex-seam-share-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (a, b) = (dir.join("a.exr"), dir.join("b.exr"));
+    let image = demandtex::sources::FloatImage::zeros(1024, 1024, 4);
+    let mut image = image;
+    for (i, v) in image.data.iter_mut().enumerate() {
+        *v = (i % 977) as f32 / 977.0;
+    }
+    demandtex::sources::exr::write_mip_exr(&a, &image, &Default::default(), None).unwrap();
+    std::fs::copy(&a, &b).unwrap();
+
+    // The owner's first publications are put off, so that its sharer, opened meanwhile,
+    // is ready first: it must still wait for the owner.
+    let device = Arc::new(ModelDevice {
+        shares_textures: true,
+        owners_not_now: 3.into(),
+        ..ModelDevice::default()
+    });
+    let engine = Engine::new(options(64 << 20), device.clone()).unwrap();
+    // The copy is created first: whichever opens first owns, the other shares.
+    let textures: Vec<TextureId> = [&b, &a]
+        .iter()
+        .map(|p| {
+            let source = demandtex::sources::file_source(p);
+            engine
+                .create_texture(source, TextureDesc::default())
+                .unwrap()
+        })
+        .collect();
+    for _ in 0..200 {
+        engine.publish_pending().unwrap();
+        let launch_num = engine.begin_launch().launch_num();
+        let table = engine.page_table();
+        let all = textures
+            .iter()
+            .fold(true, |all, t| table.request_and_test(t.0) & all);
+        if all {
+            break;
+        }
+        engine.process_requests(launch_num, None).wait();
+    }
+    let stats = engine.stats();
+    let d = device.device.lock();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(d.violations.is_empty(), "{:?}", d.violations);
+    assert_eq!(stats.textures_sharing_tiles, 1, "{stats:?}");
+    assert_eq!(
+        d.sharers.len(),
+        1,
+        "one texture built over the other's range"
+    );
+    let (sharer, owner) = d.sharers[0];
+    assert_eq!(d.textures.get(&sharer), d.textures.get(&owner));
+    assert_eq!(
+        engine.shares_tiles_of(TextureId(sharer)),
+        Some(TextureId(owner))
+    );
 }

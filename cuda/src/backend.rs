@@ -74,6 +74,9 @@ pub struct CudaStats {
     pub shared_blocks: u64,
     /// Textures built on the device.
     pub textures_built: u64,
+    /// Of those, textures built over another's array (duplicate textures sharing tiles:
+    /// a texture object and sampler, no array, map or upload).
+    pub textures_sharing_arrays: u64,
     /// Textures on the device now.
     pub textures_on_device: u64,
     /// Tile-pool bytes in use (tiles and mip tails).
@@ -589,6 +592,9 @@ impl DeviceState {
     }
 
     fn publish_texture(&mut self, c: &TextureContents<'_>) -> Result<(), PublishError> {
+        if let Some(owner) = c.tiles_of {
+            return self.publish_sharer(c, owner.0);
+        }
         // The tail's map and upload go through the staging ring: no slot may wait.
         self.submit_tiles()?;
         self.retire_texture(c.texture.0);
@@ -631,6 +637,45 @@ impl DeviceState {
         Ok(())
     }
 
+    /// A texture sharing texture `owner`'s tiles (duplicate textures): a texture object
+    /// over the owner's array and a sampler of its own; no range, map or upload (its tiles
+    /// are published for the owner's pages).
+    fn publish_sharer(&mut self, c: &TextureContents<'_>, owner: u32) -> Result<(), PublishError> {
+        self.retire_texture(c.texture.0);
+        let Some(owner_texture) = self.textures.get(&owner).cloned() else {
+            return Err(PublishError::Rejected(format!(
+                "it shares the tiles of texture {owner}, which is not on the CUDA device"
+            )));
+        };
+        let texture = GpuTexture::sharing(
+            &self.stream,
+            &owner_texture,
+            c.layout,
+            c.desc,
+            c.sampler,
+            c.sampler as *const _ as u64,
+        )
+        .map_err(|e| match e {
+            e @ (Error::NoCudaDevice(_) | Error::NoCudaDriver(_)) => PublishError::from(e),
+            e => PublishError::Rejected(format!("creating the texture on the CUDA device: {e}")),
+        })?;
+        self.stats.textures_built += 1;
+        self.stats.textures_sharing_arrays += 1;
+        let entry = texture.device_entry();
+        self.textures.insert(c.texture.0, Arc::new(texture));
+        for (page, entry) in [
+            (self.layout.sampler_page(c.texture).0, entry),
+            (self.layout.base_color_page(c.texture).0, c.base_color),
+        ] {
+            self.residence.push(ResidenceChange::Push(PageMapping {
+                page,
+                lru: NON_EVICTABLE as u32,
+                entry,
+            }));
+        }
+        Ok(())
+    }
+
     fn build(&mut self, c: &TextureContents<'_>) -> Result<GpuTexture> {
         let sparse = self.pool.is_some();
         let info = self.device.info();
@@ -661,6 +706,12 @@ impl Backend for CudaBackend {
     /// mapped onto the one block of its value (see `shared_blocks`), or copied into a
     /// dense array.
     fn shares_tiles(&self) -> bool {
+        true
+    }
+
+    /// Yes: a texture sharing another's tiles gets a texture object over the owner's
+    /// array (see `publish_sharer`).
+    fn shares_texture_tiles(&self) -> bool {
         true
     }
 

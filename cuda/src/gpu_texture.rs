@@ -38,6 +38,10 @@ pub enum TextureArray {
     Sparse(SparseTexture),
     /// A dense array (every level allocated at creation).
     Dense(DenseTexture),
+    /// Another texture's array (duplicate-texture sharing: the same texels, sampled
+    /// through this texture's own texture object and sampler). Holding the owner keeps
+    /// its array alive.
+    SharedWith(Arc<GpuTexture>),
 }
 
 impl TextureArray {
@@ -46,6 +50,7 @@ impl TextureArray {
         match self {
             TextureArray::Sparse(s) => s.array(),
             TextureArray::Dense(d) => d.array(),
+            TextureArray::SharedWith(owner) => owner.storage.array(),
         }
     }
 }
@@ -175,6 +180,47 @@ impl GpuTexture {
         })
     }
 
+    /// The device side of a texture that shares `owner`'s tiles (duplicate-texture
+    /// sharing: the same layout and texels, the same tile range): a texture object over
+    /// the owner's array with this texture's description, and its own sampler record.
+    /// Nothing is mapped or uploaded; the owner's tiles are this texture's.
+    ///
+    /// Errors: the driver's, or [`Error::Internal`] when the layouts differ.
+    pub fn sharing(
+        stream: &Arc<CudaStream>,
+        owner: &Arc<GpuTexture>,
+        layout: &TextureLayout,
+        desc: &TextureDesc,
+        host_sampler: &TextureSampler,
+        host_entry: u64,
+    ) -> Result<GpuTexture> {
+        if owner.layout != *layout || owner.start_page != host_sampler.start_page {
+            return Err(Error::Internal(format!(
+                "a texture sharing the tiles of one with another layout or range \
+                 (pages from {} against {})",
+                host_sampler.start_page, owner.start_page
+            )));
+        }
+        let object = TextureObject::new(owner.storage.array(), desc, layout.num_levels())?;
+        let record = DeviceSampler(TextureSampler {
+            texture_object: object.raw(),
+            mip_tail_data: 0,
+            ..*host_sampler
+        });
+        let sampler = safe("uploading a texture sampler", || {
+            stream.clone_htod(std::slice::from_ref(&record))
+        })?;
+        Ok(GpuTexture {
+            layout: layout.clone(),
+            start_page: host_sampler.start_page,
+            storage: TextureArray::SharedWith(owner.clone()),
+            object,
+            sampler,
+            tail_block: None,
+            host_entry,
+        })
+    }
+
     /// The device address of the sampler record: the sampler page's device entry.
     pub fn device_entry(&self) -> u64 {
         self.sampler.device_ptr(self.sampler.stream()).0
@@ -185,19 +231,20 @@ impl GpuTexture {
         self.layout.num_pages
     }
 
-    /// The sparse texture, if the array is sparse.
+    /// The sparse texture, if the array is sparse and this texture's own.
     pub fn sparse(&self) -> Option<&SparseTexture> {
         match &self.storage {
             TextureArray::Sparse(s) => Some(s),
-            TextureArray::Dense(_) => None,
+            TextureArray::Dense(_) | TextureArray::SharedWith(_) => None,
         }
     }
 
-    /// Bytes of device memory outside the tile pool (a dense array, the sampler).
+    /// Bytes of device memory outside the tile pool (a dense array of its own, the
+    /// sampler).
     pub fn dense_bytes(&self) -> u64 {
         let sampler = std::mem::size_of::<TextureSampler>() as u64;
         match &self.storage {
-            TextureArray::Sparse(_) => sampler,
+            TextureArray::Sparse(_) | TextureArray::SharedWith(_) => sampler,
             TextureArray::Dense(d) => d.bytes() + sampler,
         }
     }

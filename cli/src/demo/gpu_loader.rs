@@ -6,7 +6,8 @@
 
 use super::cuda_kernel::{DemoCamera, DemoLayer, DemoQuad};
 use super::cuda_render::DemoRenderer;
-use demandtex::sources::{Checkerboard, FunctionImage};
+use demandtex::sources::exr::{write_mip_exr, WriteOptions};
+use demandtex::sources::{file_source, Checkerboard, FloatImage, FunctionImage};
 use demandtex::textures::{AddressMode, TexelFormat};
 use demandtex::{Loader, LoaderOptions, SampleOptions, TextureDesc, TextureId};
 use demandtex_cuda::device_pool_bytes;
@@ -287,6 +288,59 @@ fn constant_tiles_share_one_device_block_per_value() {
         on_stats.coalesced_pages > 0,
         "the engine shared no host slot"
     );
+}
+
+#[test]
+fn a_copy_of_a_texture_samples_its_owners_array() {
+    if gpu("CUDA duplicate-texture sharing").is_none() {
+        return;
+    }
+    // A 1024² half RGBA OpenEXR file and a byte copy of it.
+    let dir = std::env::temp_dir().join(format!("dtex-gpu-dup-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (a, b) = (dir.join("a.exr"), dir.join("b.exr"));
+    let mut image = FloatImage::zeros(1024, 1024, 4);
+    for (i, v) in image.data.iter_mut().enumerate() {
+        *v = ((i * 7919) % 1021) as f32 / 1021.0;
+    }
+    write_mip_exr(&a, &image, &WriteOptions::default(), None).unwrap();
+    std::fs::copy(&a, &b).unwrap();
+    let run = |share: bool| {
+        let loader = CudaLoader::new(
+            0,
+            LoaderOptions {
+                share_duplicate_textures: share,
+                ..options(1 << 30)
+            },
+        )
+        .unwrap();
+        let ta = loader
+            .create_texture(file_source(&a), TextureDesc::default())
+            .unwrap();
+        // The copy under another address mode: its own texture object over the array.
+        let desc = TextureDesc {
+            address: [AddressMode::Clamp, AddressMode::Mirror],
+            ..TextureDesc::default()
+        };
+        let tb = loader.create_texture(file_source(&b), desc).unwrap();
+        let views = [
+            render(&loader, ta, [0.1, 0.2]),
+            render(&loader, tb, [0.1, 0.2]),
+            render(&loader, tb, [0.6, 0.7]),
+        ];
+        (views, loader.stats(), loader.cuda_stats())
+    };
+    let (off, off_stats, off_cuda) = run(false);
+    let (on, on_stats, on_cuda) = run(true);
+    let _ = std::fs::remove_dir_all(&dir);
+    println!("duplicate textures, sharing off: {off_stats:?}\n{off_cuda:?}");
+    println!("duplicate textures, sharing on: {on_stats:?}\n{on_cuda:?}");
+    assert!(on == off, "sharing the array changed the render");
+    assert_eq!(on_stats.textures_sharing_tiles, 1, "{on_stats:?}");
+    assert_eq!(on_cuda.textures_sharing_arrays, 1, "{on_cuda:?}");
+    assert_eq!(off_cuda.textures_sharing_arrays, 0);
+    assert!(on_stats.tiles_filled < off_stats.tiles_filled);
+    assert!(on_cuda.tiles_uploaded < off_cuda.tiles_uploaded);
 }
 
 #[test]

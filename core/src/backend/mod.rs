@@ -119,6 +119,11 @@ pub struct TextureContents<'a> {
     /// The base-colour page's entry ([`crate::paging::encode_base_color`], or
     /// [`crate::paging::NO_BASE_COLOR`]).
     pub base_color: u64,
+    /// Duplicate-texture sharing ([`Backend::shares_texture_tiles`]): the texture whose
+    /// tile range this one samples (its sampler's `start_page` is that texture's, and its
+    /// texels and mip tail are the same), published before it; `None` for a texture that
+    /// holds its own tiles.
+    pub tiles_of: Option<TextureId>,
 }
 
 /// The publish seam: how the engine tells a backend what changed (see the module docs for
@@ -132,6 +137,16 @@ pub trait Backend: Send + Sync + 'static {
     /// no.
     fn samples_host_tiles(&self) -> bool {
         false
+    }
+
+    /// Whether a texture may sample another texture's tile range (duplicate-texture
+    /// sharing, `LoaderOptions::share_duplicate_textures`): `publish_texture` is then given
+    /// [`TextureContents::tiles_of`], after that texture's own publication, and tiles are
+    /// published for the owner's pages only. Default: what
+    /// [`samples_host_tiles`](Self::samples_host_tiles) says (samplers reading one page
+    /// directory can address one range).
+    fn shares_texture_tiles(&self) -> bool {
+        self.samples_host_tiles()
     }
 
     /// Whether one tile's data may be published for many pages at once (constant-tile

@@ -112,10 +112,10 @@ impl HostState {
 }
 
 impl Engine {
-    /// Whether textures with the same content share tiles (the option is on and samplers
-    /// read host tiles through one page directory, so two samplers can address one range).
+    /// Whether textures with the same content share tiles (the option is on and the
+    /// backend lets two samplers address one range: `Backend::shares_texture_tiles`).
     pub(crate) fn shares_duplicate_textures(&self) -> bool {
-        self.options.share_duplicate_textures && self.backend.samples_host_tiles()
+        self.options.share_duplicate_textures && self.backend.shares_texture_tiles()
     }
 
     /// The first of `candidates` whose source holds the same content as `identity`.

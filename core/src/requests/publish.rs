@@ -280,6 +280,21 @@ impl Engine {
         if record.generation != generation || record.state != TextureState::Ready {
             return Ok(Outcome::Gone);
         }
+        // A sharer is published after its owner (a backend builds it over the owner's),
+        // and fails with it.
+        if let Some(owner) = record.tiles_of {
+            if let Some(TextureState::Failed(e)) = host.resources.get(owner).map(|r| &r.state) {
+                let why = format!(
+                    "it shares the tiles of texture {}, which failed: {e}",
+                    owner.0
+                );
+                host.fail_texture(&self.layout, texture, why);
+                return Ok(Outcome::Gone);
+            }
+            if !self.pages.is_resident(self.layout.sampler_page(owner).0) {
+                return Ok(Outcome::Later(pending));
+            }
+        }
         // The address modes as opened (`AddressMode::FromFile` resolved into the sampler).
         let desc = TextureDesc {
             address: [
@@ -296,6 +311,7 @@ impl Engine {
             mip_tail: tail,
             texels_are_words: record.source.texels_are_words(),
             base_color,
+            tiles_of: record.tiles_of,
         };
         match self.backend.publish_texture(&contents) {
             Ok(()) => {
