@@ -31,6 +31,27 @@ struct DeviceSampler(TextureSampler);
 // both); the wrapper is transparent.
 unsafe impl DeviceRepr for DeviceSampler {}
 
+/// A texture object over `array` as `desc` says, and the device sampler record that names
+/// it (the host sampler's fields otherwise).
+fn object_and_sampler(
+    stream: &Arc<CudaStream>,
+    array: &Arc<crate::array::MipmappedArray>,
+    layout: &TextureLayout,
+    desc: &TextureDesc,
+    host_sampler: &TextureSampler,
+) -> Result<(TextureObject, CudaSlice<DeviceSampler>)> {
+    let object = TextureObject::new(array, desc, layout.num_levels())?;
+    let record = DeviceSampler(TextureSampler {
+        texture_object: object.raw(),
+        mip_tail_data: 0,
+        ..*host_sampler
+    });
+    let sampler = safe("uploading a texture sampler", || {
+        stream.clone_htod(std::slice::from_ref(&record))
+    })?;
+    Ok((object, sampler))
+}
+
 /// Where the texels live.
 #[derive(Debug)]
 pub enum TextureArray {
@@ -133,16 +154,7 @@ impl GpuTexture {
                 }
                 upload_page(staging, stream, storage.array(), layout, 0, tail)?;
             }
-            let object = TextureObject::new(storage.array(), desc, layout.num_levels())?;
-            let record = DeviceSampler(TextureSampler {
-                texture_object: object.raw(),
-                mip_tail_data: 0,
-                ..*host_sampler
-            });
-            let sampler = safe("uploading a texture sampler", || {
-                stream.clone_htod(std::slice::from_ref(&record))
-            })?;
-            Ok((object, sampler))
+            object_and_sampler(stream, storage.array(), layout, desc, host_sampler)
         })();
         let (object, sampler) = match finished {
             Ok(v) => v,
@@ -201,15 +213,8 @@ impl GpuTexture {
                 host_sampler.start_page, owner.start_page
             )));
         }
-        let object = TextureObject::new(owner.storage.array(), desc, layout.num_levels())?;
-        let record = DeviceSampler(TextureSampler {
-            texture_object: object.raw(),
-            mip_tail_data: 0,
-            ..*host_sampler
-        });
-        let sampler = safe("uploading a texture sampler", || {
-            stream.clone_htod(std::slice::from_ref(&record))
-        })?;
+        let (object, sampler) =
+            object_and_sampler(stream, owner.storage.array(), layout, desc, host_sampler)?;
         Ok(GpuTexture {
             layout: layout.clone(),
             start_page: host_sampler.start_page,
