@@ -407,3 +407,34 @@ fn maketx_exr_files_share_by_fingerprint_unless_lossy() {
     assert_eq!(on.textures_sharing_tiles, 1, "{on:?}");
     assert!(on.tiles_filled < off.tiles_filled, "{off:?}\n{on:?}");
 }
+
+/// Two threads open a file and its copy at once, in blocking lookups, many times: whichever
+/// owns, the other waits for the owner's publication and neither lookup hangs or misses.
+#[test]
+fn blocking_lookups_opening_a_file_and_its_copy_at_once_both_finish() {
+    let dir = TestDir::new("duplicates", "race");
+    let [a, b] = file_and_copy(&dir, 4);
+    let o = SampleOptions::default();
+    let mut shared = 0;
+    for _ in 0..40 {
+        let cache = TextureCache::new(options(true)).unwrap();
+        let ta = cache.texture_for_path(&a, desc(AddressMode::Wrap)).unwrap();
+        let tb = cache.texture_for_path(&b, desc(AddressMode::Wrap)).unwrap();
+        let start = std::sync::Barrier::new(2);
+        let [va, vb] = std::thread::scope(|s| {
+            let look = |t| {
+                let (cache, start, o) = (&cache, &start, &o);
+                s.spawn(move || {
+                    start.wait();
+                    cache.tex2d_lod(t, 0.3, 0.7, 0.0, o)
+                })
+            };
+            let (ha, hb) = (look(ta), look(tb));
+            [ha.join().unwrap(), hb.join().unwrap()]
+        });
+        assert!(va.resident && vb.resident);
+        assert_eq!(va.value, vb.value);
+        shared += cache.stats().textures_sharing_tiles;
+    }
+    assert!(shared > 0, "no run shared tiles");
+}

@@ -165,6 +165,20 @@ impl Engine {
             });
         }
         while !queue.is_empty() {
+            // Textures sharing another's tiles after the rest: their owners, published
+            // first in the same pass, let them through (`publish_texture`).
+            let shares = |p: &Pending| match p {
+                Pending::Texture { texture, .. } => host
+                    .resources
+                    .get(*texture)
+                    .is_some_and(|r| r.tiles_of.is_some()),
+                _ => false,
+            };
+            if queue.iter().any(shares) {
+                let (sharers, mut rest): (Vec<_>, Vec<_>) = queue.into_iter().partition(shares);
+                rest.extend(sharers);
+                queue = rest;
+            }
             for p in queue {
                 let is_tile = matches!(p, Pending::Tile(_));
                 if failure.is_some() {
