@@ -452,7 +452,7 @@ typedef struct DtexLoaderOptions {
   float fill_cpu_cores;
   // Reserved: must be 0.
   uint32_t reserved;
-  // Bytes of whole decodes (PNG and JPEG images, mip levels generated in memory) the
+  // Bytes of whole decodes (PNG, JPEG, Radiance HDR, Targa and BMP images, mip levels generated in memory) the
   // loader's unnamed temporary files in `spill_dir` may hold at once (default 8 GiB;
   // 0: never). A decode released while its texture will need it again (a budget with no
   // room to keep it for the pages, which would otherwise decode the whole image at
@@ -588,7 +588,7 @@ typedef struct DtexStats {
   uint64_t textures_sharing_tiles;
   // Bytes of files read to confirm that two textures' files hold the same bytes.
   uint64_t duplicate_bytes_hashed;
-  // Whole decodes made for fills: PNG and JPEG files decoded whole, mip levels
+  // Whole decodes made for fills: PNG, JPEG, HDR, Targa and BMP files decoded whole, mip levels
   // generated for files that lack them. Each fills every page of those levels that a
   // batch fills, charged to the budget while it is used, and is released after.
   uint64_t whole_decodes;
@@ -1271,8 +1271,9 @@ DtexStatus dtex_loader_get_stats(struct DtexLoader loader,
                                  struct DtexStats *out);
 
 // Create a texture from an OpenEXR file (best: tiled and mip-mapped, as
-// `demandtex convert` writes), a TIFF (`maketx`'s `.tx`), DDS, PNG or JPEG file (recognised
-// by its magic number). The file is checked to exist and be one of those now; its
+// `demandtex convert` writes), a TIFF (`maketx`'s `.tx`), DDS, PNG, JPEG, Radiance HDR,
+// Targa or BMP file (recognised by its magic number; Targa, which has none, by its `.tga`
+// extension). The file is checked to exist and be one of those now; its
 // header is read at the first launch that samples it; a file that turns out corrupt then
 // makes the texture sample its fallback colour (see `failed_textures` in the stats).
 // `desc` NULL means `dtex_texture_desc_default`.
@@ -2070,7 +2071,8 @@ DtexStatus dtex_cache_create(const struct DtexLoaderOptions *options,
 // library releases everything the cache held. Thread-safety: any thread.
 DtexStatus dtex_cache_destroy(struct DtexCache cache);
 
-// The texture of a file (OpenEXR, TIFF/`.tx`, DDS, PNG, JPEG, by its magic number):
+// The texture of a file (OpenEXR, TIFF/`.tx`, DDS, PNG, JPEG, Radiance HDR, Targa, BMP, by
+// its magic number; Targa by its extension):
 // registered at the first call for `path` (with `desc`; NULL = default), the same id for
 // later calls (which ignore `desc`). The file is opened at its first lookup; a missing or
 // bad file samples its fallback colour.

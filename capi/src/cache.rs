@@ -79,7 +79,8 @@ pub extern "C" fn dtex_cache_destroy(cache: DtexCache) -> DtexStatus {
     })
 }
 
-/// The texture of a file (OpenEXR, TIFF/`.tx`, DDS, PNG, JPEG, by its magic number):
+/// The texture of a file (OpenEXR, TIFF/`.tx`, DDS, PNG, JPEG, Radiance HDR, Targa, BMP, by
+/// its magic number; Targa by its extension):
 /// registered at the first call for `path` (with `desc`; NULL = default), the same id for
 /// later calls (which ignore `desc`). The file is opened at its first lookup; a missing or
 /// bad file samples its fallback colour.

@@ -103,7 +103,7 @@ pub struct DtexLoaderOptions {
     pub fill_cpu_cores: f32,
     /// Reserved: must be 0.
     pub reserved: u32,
-    /// Bytes of whole decodes (PNG and JPEG images, mip levels generated in memory) the
+    /// Bytes of whole decodes (PNG, JPEG, Radiance HDR, Targa and BMP images, mip levels generated in memory) the
     /// loader's unnamed temporary files in `spill_dir` may hold at once (default 8 GiB;
     /// 0: never). A decode released while its texture will need it again (a budget with no
     /// room to keep it for the pages, which would otherwise decode the whole image at

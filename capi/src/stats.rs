@@ -102,7 +102,7 @@ pub struct DtexStats {
     pub textures_sharing_tiles: u64,
     /// Bytes of files read to confirm that two textures' files hold the same bytes.
     pub duplicate_bytes_hashed: u64,
-    /// Whole decodes made for fills: PNG and JPEG files decoded whole, mip levels
+    /// Whole decodes made for fills: PNG, JPEG, HDR, Targa and BMP files decoded whole, mip levels
     /// generated for files that lack them. Each fills every page of those levels that a
     /// batch fills, charged to the budget while it is used, and is released after.
     pub whole_decodes: u64,

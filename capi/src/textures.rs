@@ -127,34 +127,31 @@ pub(crate) fn register(
 }
 
 /// The image source for `path` after checking that the file can be read and is a texture
-/// format core serves (OpenEXR, TIFF/`.tx`, DDS, PNG, JPEG: core's `sources::detect`).
+/// format core serves (OpenEXR, TIFF/`.tx`, DDS, PNG, JPEG, Radiance HDR, Targa, BMP: core's
+/// `sources::detect`).
 pub(crate) fn texture_file_source(path: &str) -> ApiResult<Arc<dyn ImageSource>> {
     use engine::sources::detect::{detect_format, file_source, FileFormat};
     let io = |e: std::io::Error| ApiError::new(DTEX_STATUS_IO_ERROR, format!("{path}: {e}"));
     match detect_format(std::path::Path::new(path)).map_err(io)? {
-        Some(
-            FileFormat::OpenExr
-            | FileFormat::Tiff
-            | FileFormat::Dds
-            | FileFormat::Png
-            | FileFormat::Jpeg,
-        ) => Ok(file_source(std::path::Path::new(path))),
-        Some(FileFormat::Ptex) => Err(ApiError::new(
+        Some(f) if f.is_image() => Ok(file_source(std::path::Path::new(path))),
+        Some(_) => Err(ApiError::new(
             DTEX_STATUS_UNSUPPORTED,
             format!("{path}: a Ptex file (create it with the Ptex entry points)"),
         )),
         None => Err(ApiError::new(
             DTEX_STATUS_UNSUPPORTED,
             format!(
-                "{path}: not a texture file demandtex reads (OpenEXR, TIFF/.tx, DDS, PNG, JPEG)"
+                "{path}: not a texture file demandtex reads ({})",
+                FileFormat::IMAGE_FORMATS
             ),
         )),
     }
 }
 
 /// Create a texture from an OpenEXR file (best: tiled and mip-mapped, as
-/// `demandtex convert` writes), a TIFF (`maketx`'s `.tx`), DDS, PNG or JPEG file (recognised
-/// by its magic number). The file is checked to exist and be one of those now; its
+/// `demandtex convert` writes), a TIFF (`maketx`'s `.tx`), DDS, PNG, JPEG, Radiance HDR,
+/// Targa or BMP file (recognised by its magic number; Targa, which has none, by its `.tga`
+/// extension). The file is checked to exist and be one of those now; its
 /// header is read at the first launch that samples it; a file that turns out corrupt then
 /// makes the texture sample its fallback colour (see `failed_textures` in the stats).
 /// `desc` NULL means `dtex_texture_desc_default`.

@@ -36,7 +36,7 @@ pub struct InfoArgs {
     pub json: bool,
     /// Read every tile (Ptex: face) of every level through the engine's reader: exit code
     /// 0 when the file is whole, 1 with the first error otherwise (OpenEXR, Ptex, DDS,
-    /// PNG, JPEG, TIFF).
+    /// PNG, JPEG, TIFF, Radiance HDR, Targa, BMP).
     #[arg(long)]
     pub check: bool,
     /// With --check (implied): min, max and mean per channel of level 0.

@@ -4,7 +4,7 @@
 //!   within a small memory budget, multi-pass until converged (`--verify` compares with a
 //!   fully resident render).
 //! - `demandtex bench`: lookup, request and fill throughput figures (CPU, or `--backend cuda`).
-//! - `demandtex convert IN -o OUT.exr`: any EXR, PNG, JPEG or TIFF to a tiled, mip-mapped
+//! - `demandtex convert IN -o OUT.exr`: any EXR, PNG, JPEG, TIFF, HDR, Targa or BMP to a tiled, mip-mapped
 //!   OpenEXR file (the maketx equivalent).
 //! - `demandtex info FILE`: what an OpenEXR file holds (levels, tiles, compression, bytes);
 //!   `--check` reads every tile of every level (exit code 1 on the first error), `--stats`
@@ -47,9 +47,11 @@ enum Command {
     Demo(demo::DemoArgs),
     /// Measure lookup, request and fill throughput, or the GPU with --backend cuda (figures only).
     Bench(bench::BenchArgs),
-    /// Convert an EXR, PNG, JPEG or TIFF image to a tiled, mip-mapped OpenEXR file.
+    /// Convert an EXR, PNG, JPEG, TIFF, Radiance HDR, Targa or BMP image to a tiled,
+    /// mip-mapped OpenEXR file.
     Convert(convert::ConvertArgs),
-    /// Describe a texture file (OpenEXR, TIFF / .tx, DDS, Ptex, PNG, JPEG) from its headers;
+    /// Describe a texture file (OpenEXR, TIFF / .tx, DDS, Ptex, PNG, JPEG, HDR, Targa, BMP)
+    /// from its headers;
     /// --check reads every tile (exit 1 if damaged or not served).
     Info(info::InfoArgs),
     /// Ptex tools: `ptex gen` writes synthetic Ptex sets.

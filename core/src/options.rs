@@ -114,7 +114,7 @@ pub struct LoaderOptions {
     /// array) and sources that name their file
     /// ([`crate::sources::ImageSource::content_identity`]) (default true).
     pub share_duplicate_textures: bool,
-    /// Bytes of whole decodes (PNG and JPEG images, mip levels generated in memory:
+    /// Bytes of whole decodes (PNG, JPEG, Radiance HDR, Targa and BMP images, mip levels generated in memory:
     /// [`crate::sources::ImageSource::whole_decode`]) the loader's unnamed temporary files
     /// in [`spill_dir`](Self::spill_dir) may hold at once. A decode is spilled when it is
     /// released while its texture will need it again: an open's decode the budget has no

@@ -110,7 +110,7 @@ pub struct Stats {
     /// Bytes of files read to confirm that two textures' files hold the same bytes (each
     /// unchanged file once).
     pub duplicate_bytes_hashed: u64,
-    /// Whole decodes made for fills (PNG and JPEG images decoded whole, mip levels
+    /// Whole decodes made for fills (PNG, JPEG, Radiance HDR, Targa and BMP images decoded whole, mip levels
     /// generated in memory: `ImageSource::whole_decode`), each used for every page of
     /// those levels that a batch fills.
     pub whole_decodes: u64,

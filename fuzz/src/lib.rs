@@ -178,10 +178,13 @@ pub fn dds(data: &[u8]) {
     let _ = std::fs::remove_file(&path);
 }
 
-/// A PNG or JPEG file: level 0 decoded once, mips generated, every tile walked through
-/// `DecodedImageSource` (the header's size checked against the limits first).
+/// A PNG, JPEG, Radiance HDR, BMP or Targa file: level 0 decoded once, mips generated,
+/// every tile walked through `DecodedImageSource` (the header's size checked against the
+/// limits first). Bytes with no magic number a decoder knows are a Targa file (which has
+/// none: it is known by its extension).
 pub fn image(data: &[u8]) {
-    let path = scratch("img");
+    let known = demandtex::sources::FileFormat::from_magic(data).is_some();
+    let path = scratch(if known { "img" } else { "tga" });
     if std::fs::write(&path, data).is_err() {
         return;
     }

@@ -1,16 +1,18 @@
-//! Decoding a `convert` input (OpenEXR, DDS, PNG, JPEG, TIFF) to a `FloatImage`.
+//! Decoding a `convert` input (OpenEXR, DDS, PNG, JPEG, TIFF, Radiance HDR, Targa, BMP) to a
+//! `FloatImage`.
 //!
 //! OpenEXR is read with the exr crate (scan-line or tiled, level 0 only, any part); DDS
 //! and TIFF with core's readers (level 0 as the engine serves it: `dds::load_dds`,
-//! `core_inputs::load_tiff`; a TIFF core does not serve falls back to the image crate); PNG and
-//! JPEG with the image crate (8/16-bit gray, gray-alpha, RGB, RGBA, and float), integers
+//! `core_inputs::load_tiff`; a TIFF core does not serve falls back to the image crate); PNG,
+//! JPEG, Radiance HDR, Targa and BMP with the image crate (8/16-bit gray, gray-alpha, RGB,
+//! RGBA, and float), integers
 //! mapped to [0, 1]. Channel selection (`--channels`) and sRGB linearisation
 //! (`--linearize`, integer inputs only) happen here.
 
 use super::FloatImage;
 use crate::error::CliError;
 use demandtex::sources::exr::describe;
-use demandtex::sources::{ChannelSelection, SizeLimits};
+use demandtex::sources::{ChannelSelection, FileFormat, SizeLimits};
 use exr::prelude::{FlatSamples, ReadChannels, ReadLayers};
 use rayon::prelude::*;
 use std::io::Read;
@@ -58,7 +60,7 @@ pub enum InputFormat {
     Exr,
     /// DDS, by magic number (decoded by core's reader).
     Dds,
-    /// A format of the image crate (PNG, JPEG, TIFF).
+    /// A format of the image crate (PNG, JPEG, TIFF, Radiance HDR, Targa, BMP).
     Image(image::ImageFormat),
 }
 
@@ -91,24 +93,31 @@ pub fn detect_format(path: &Path) -> Result<InputFormat, CliError> {
         .or_else(|| ext.as_deref().and_then(image::ImageFormat::from_extension));
     match format {
         Some(
-            f @ (image::ImageFormat::Png | image::ImageFormat::Jpeg | image::ImageFormat::Tiff),
+            f @ (image::ImageFormat::Png
+            | image::ImageFormat::Jpeg
+            | image::ImageFormat::Tiff
+            | image::ImageFormat::Hdr
+            | image::ImageFormat::Tga
+            | image::ImageFormat::Bmp),
         ) => Ok(InputFormat::Image(f)),
         Some(image::ImageFormat::OpenExr) => Err(CliError::Io(format!(
             "{}: not an OpenEXR file (bad magic number)",
             path.display()
         ))),
         Some(f) => Err(CliError::Io(format!(
-            "{}: {} images are not supported (OpenEXR, PNG, JPEG, TIFF are)",
+            "{}: {} images are not supported ({} are)",
             path.display(),
-            format_name(f)
+            format_name(f),
+            FileFormat::IMAGE_FORMATS
         ))),
         None if len == 0 => Err(CliError::Io(format!(
             "{}: the file is empty",
             path.display()
         ))),
         None => Err(CliError::Io(format!(
-            "{}: unrecognised image format (OpenEXR, PNG, JPEG, TIFF are supported)",
-            path.display()
+            "{}: unrecognised image format ({} are supported)",
+            path.display(),
+            FileFormat::IMAGE_FORMATS
         ))),
     }
 }
@@ -117,14 +126,18 @@ fn open_error(path: &Path, e: std::io::Error) -> CliError {
     CliError::Io(format!("cannot read {}: {e}", path.display()))
 }
 
-/// A short name of an image crate format.
+/// A short name of an image crate format (core's name for the formats it serves).
 pub fn format_name(format: image::ImageFormat) -> &'static str {
-    match format {
-        image::ImageFormat::Png => "PNG",
-        image::ImageFormat::Jpeg => "JPEG",
-        image::ImageFormat::Tiff => "TIFF",
-        other => other.extensions_str().first().copied().unwrap_or("unknown"),
-    }
+    let core = match format {
+        image::ImageFormat::Png => FileFormat::Png,
+        image::ImageFormat::Jpeg => FileFormat::Jpeg,
+        image::ImageFormat::Tiff => FileFormat::Tiff,
+        image::ImageFormat::Hdr => FileFormat::Hdr,
+        image::ImageFormat::Tga => FileFormat::Tga,
+        image::ImageFormat::Bmp => FileFormat::Bmp,
+        other => return other.extensions_str().first().copied().unwrap_or("unknown"),
+    };
+    core.name()
 }
 
 /// Decodes `path` as `options` say.

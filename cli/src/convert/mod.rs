@@ -1,4 +1,5 @@
-//! `demandtex convert`: any EXR, PNG, JPEG or TIFF to a tiled, mip-mapped OpenEXR file
+//! `demandtex convert`: any EXR, PNG, JPEG, TIFF, Radiance HDR, Targa or BMP to a tiled,
+//! mip-mapped OpenEXR file
 //! (the maketx equivalent), or to a mip-mapped DDS of BC1–BC7 blocks (`--format dds-…`,
 //! [`dds::write_dds`], with the PSNR of level 0 in the summary).
 //!
@@ -30,7 +31,8 @@ use std::time::Instant;
 /// Arguments of `demandtex convert`.
 #[derive(clap::Args, Debug)]
 pub struct ConvertArgs {
-    /// The image to convert: OpenEXR (scan-line or tiled), PNG, JPEG or TIFF.
+    /// The image to convert: OpenEXR (scan-line or tiled), PNG, JPEG, TIFF, Radiance HDR,
+    /// Targa or BMP.
     pub input: PathBuf,
     /// The tiled, mip-mapped OpenEXR file to write (written to OUT.tmp, then renamed).
     #[arg(short, long, value_name = "OUT")]

@@ -122,7 +122,8 @@ impl TextureCache {
         &self.loader
     }
 
-    /// The texture of a file (OpenEXR, TIFF/`.tx`, PNG, JPEG: [`file_source`]), registered at the first call for `path` (with
+    /// The texture of a file (OpenEXR, TIFF/`.tx`, DDS, PNG, JPEG, Radiance HDR, Targa, BMP:
+    /// [`file_source`]), registered at the first call for `path` (with
     /// `desc`; later calls return the same id and ignore `desc`). The file is opened at the
     /// first lookup; a missing or bad file gives its fallback colour and
     /// [`Engine::texture_error`] says why.

@@ -9,13 +9,19 @@
 //! 0.45455). With a gamma of 1 a colour sample `c` becomes `c · a / max` (integer
 //! division); otherwise `c · (a / max)^gamma`, truncated.
 //!
+//! OpenImageIO 2.4 (`targa.imageio`): a Targa file's alpha is associated on read as a PNG's
+//! is (`c · a / max`, or with the gamma of the TGA 2.0 extension area), unless the
+//! extension area says it is premultiplied already (alpha type 4), or every alpha sample is
+//! 0 and the extension area does not say the alpha is useful (type 3): then the colour is
+//! kept as stored (an alpha of zeros meant "no alpha" to the program that wrote it).
+//!
 //! OpenImageIO 2.4 (`tiff.imageio`), for a TIFF whose ExtraSamples say unassociated alpha:
 //! `c · a / max` rounded to the nearest integer (unsigned samples; no ties: `max` is odd),
 //! `c · a` for float samples (half rounded to nearest).
 
 use crate::textures::{TexelFormat, TexelType};
 use half::f16;
-use std::io::{BufRead, Seek};
+use std::io::{BufRead, Read, Seek, SeekFrom};
 
 /// The gamma OpenImageIO associates a PNG's alpha with: 1 unless the file has a gAMA chunk
 /// and no sRGB chunk. `None` when the file cannot be read as a PNG.
@@ -32,6 +38,73 @@ pub(crate) fn png_alpha_gamma(reader: impl BufRead + Seek) -> Option<f32> {
         }
         _ => 1.0,
     })
+}
+
+/// What a Targa file's TGA 2.0 extension area says of its alpha.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct TgaAlpha {
+    /// The alpha type (0 none, 1 ignore, 2 retain, 3 useful, 4 premultiplied), if the file
+    /// has an extension area.
+    pub alpha_type: Option<u8>,
+    /// The gamma of the extension area (1 without one, or with a zero denominator).
+    pub gamma: f32,
+}
+
+/// The extension area's alpha type and gamma of a Targa file (one without a TGA 2.0
+/// footer, or with a short or out-of-range extension area, has neither). `None` when the
+/// file cannot be read.
+pub(crate) fn tga_alpha(mut file: impl Read + Seek) -> Option<TgaAlpha> {
+    let none = TgaAlpha {
+        alpha_type: None,
+        gamma: 1.0,
+    };
+    let len = file.seek(SeekFrom::End(0)).ok()?;
+    if len < 26 {
+        return Some(none);
+    }
+    let mut footer = [0u8; 26];
+    file.seek(SeekFrom::Start(len - 26)).ok()?;
+    file.read_exact(&mut footer).ok()?;
+    if &footer[8..25] != b"TRUEVISION-XFILE." {
+        return Some(none);
+    }
+    let at = u64::from(u32::from_le_bytes([
+        footer[0], footer[1], footer[2], footer[3],
+    ]));
+    // The area: its size (u16, 495 in TGA 2.0), ..., gamma (two u16 at 478), ..., the
+    // alpha type (the byte at 494).
+    let mut area = [0u8; 495];
+    if at.checked_add(495).is_none_or(|end| end > len)
+        || file.seek(SeekFrom::Start(at)).is_err()
+        || file.read_exact(&mut area).is_err()
+        || u16::from_le_bytes([area[0], area[1]]) < 495
+    {
+        return Some(none);
+    }
+    let u16_at = |i: usize| u16::from_le_bytes([area[i], area[i + 1]]);
+    let (num, den) = (u16_at(478), u16_at(480));
+    Some(TgaAlpha {
+        alpha_type: Some(area[494]),
+        gamma: if den == 0 {
+            1.0
+        } else {
+            f32::from(num) / f32::from(den)
+        },
+    })
+}
+
+/// Associate the alpha of a Targa file's 8-bit `texels` (2 or 4 channels) as OpenImageIO
+/// does (see the [module docs](self)), given what its extension area says.
+pub(crate) fn associate_tga_alpha(texels: &mut [u8], format: TexelFormat, alpha: TgaAlpha) {
+    let n = format.channels as usize;
+    if format.texel_type != TexelType::U8 || (n != 2 && n != 4) || alpha.alpha_type == Some(4) {
+        return;
+    }
+    let all_zero = texels.chunks_exact(n).all(|t| t[n - 1] == 0);
+    if all_zero && alpha.alpha_type != Some(3) {
+        return;
+    }
+    associate_alpha(texels, format, alpha.gamma);
 }
 
 /// Associate the alpha (the last of 2 or 4 channels) of `texels` of `format` as

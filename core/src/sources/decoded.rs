@@ -1,4 +1,5 @@
-//! PNG and JPEG images as an [`ImageSource`]: formats with no tiles and no mip levels,
+//! PNG, JPEG, Radiance HDR, Targa and BMP images as an [`ImageSource`]: formats with no
+//! tiles and no mip levels,
 //! served the way scan-line OpenEXR files are. [`open`](ImageSource::open) reads only the
 //! header (size and channels), checked against [`SizeLimits`] before anything is
 //! allocated — level 0 and the generated levels held whole must fit `max_image_bytes` —
@@ -12,12 +13,15 @@
 //! in memory is pages inside the budget. A warning says once that the file is slow to
 //! serve.
 //!
-//! Samples are served as stored: 8-bit and 16-bit unsigned (normalised by the sampler),
-//! 1, 2 or 4 channels (RGB widened to RGBA with an opaque alpha); sRGB-encoded values are
-//! not linearised (convert with `demandtex convert --linearize` for that). A PNG's alpha,
-//! unassociated by the format's definition, is associated (premultiplied) as OpenImageIO
-//! associates it on read ([`associate`]), so lookups give what `TextureSystem` gives and
-//! filtering does not bleed the colour of transparent texels.
+//! Samples are served as stored: 8-bit and 16-bit unsigned (normalised by the sampler), or
+//! float (Radiance HDR's RGBE, as OpenImageIO decodes it), 1, 2 or 4 channels (RGB widened
+//! to RGBA with an opaque alpha); sRGB-encoded values are not linearised (convert with
+//! `demandtex convert --linearize` for that). A PNG's and a Targa file's alpha,
+//! unassociated by the formats' definitions, is associated (premultiplied) as OpenImageIO
+//! associates it on read ([`associate`]: a Targa file's unless its extension area says it
+//! is premultiplied, or its alpha is all zeros), so lookups give what `TextureSystem`
+//! gives and filtering does not bleed the colour of transparent texels. A BMP's alpha is
+//! served as stored, as OpenImageIO serves it.
 
 use super::associate;
 use super::exr::mips::{self, GenLevel, GeneratedLevels};
@@ -28,7 +32,7 @@ use parking_lot::Mutex;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-/// A PNG or JPEG file, decoded whole at its first read. See the module docs
+/// A PNG, JPEG, Radiance HDR, Targa or BMP file, decoded whole at its first read. See the module docs
 /// (`sources/decoded.rs`).
 pub struct DecodedImageSource {
     path: PathBuf,
@@ -78,7 +82,7 @@ fn served_format(color: image::ColorType) -> Result<(TexelFormat, bool), String>
 }
 
 impl DecodedImageSource {
-    /// A source for the PNG or JPEG file at `path` with the default [`SizeLimits`]. Lazy:
+    /// A source for the image file at `path` with the default [`SizeLimits`]. Lazy:
     /// the file is not touched until [`ImageSource::open`].
     pub fn new(path: impl Into<PathBuf>) -> DecodedImageSource {
         DecodedImageSource::with_limits(path, SizeLimits::default())
@@ -152,6 +156,36 @@ impl DecodedImageSource {
         Ok((info, widen))
     }
 
+    /// Associate the alpha of decoded level 0 as OpenImageIO does on read (see
+    /// [`associate`]): a PNG's and a Targa file's alpha is unassociated (a Targa file's
+    /// unless it says otherwise); a BMP's is served as stored, as OpenImageIO serves it.
+    fn associate(
+        &self,
+        file_format: Option<image::ImageFormat>,
+        bytes: &mut [u8],
+        format: TexelFormat,
+    ) -> Result<(), SourceError> {
+        let open = || {
+            std::fs::File::open(&self.path)
+                .map(std::io::BufReader::new)
+                .map_err(|e| self.error(format_args!("cannot open: {e}")))
+        };
+        match file_format {
+            Some(image::ImageFormat::Png) => {
+                let gamma = associate::png_alpha_gamma(open()?)
+                    .ok_or_else(|| self.error("cannot read the PNG's chunks again"))?;
+                associate::associate_alpha(bytes, format, gamma);
+            }
+            Some(image::ImageFormat::Tga) => {
+                let alpha = associate::tga_alpha(open()?)
+                    .ok_or_else(|| self.error("cannot read the Targa file's footer"))?;
+                associate::associate_tga_alpha(bytes, format, alpha);
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
     /// Decode level 0 and generate the other levels.
     fn decode(&self) -> Result<Vec<GenLevel>, SourceError> {
         self.decodes.fetch_add(1, Ordering::Relaxed);
@@ -160,7 +194,7 @@ impl DecodedImageSource {
         let mut limits = image::Limits::no_limits();
         limits.max_alloc = Some(self.limits.max_image_bytes);
         reader.limits(limits);
-        let png = reader.format() == Some(image::ImageFormat::Png);
+        let file_format = reader.format();
         let image = reader
             .decode()
             .map_err(|e| self.error(format_args!("cannot decode: {e}")))?;
@@ -189,13 +223,8 @@ impl DecodedImageSource {
         let sb = info.format.texel_type.bytes();
         let channels = info.format.channels as usize;
         // (A widened format's bytes are still three channels: no alpha.)
-        if png && !widen && (channels == 2 || channels == 4) {
-            // A PNG's alpha is unassociated: associated here as OpenImageIO does.
-            let file = std::fs::File::open(&self.path)
-                .map_err(|e| self.error(format_args!("cannot open: {e}")))?;
-            let gamma = associate::png_alpha_gamma(std::io::BufReader::new(file))
-                .ok_or_else(|| self.error("cannot read the PNG's chunks again"))?;
-            associate::associate_alpha(&mut bytes, info.format, gamma);
+        if !widen && (channels == 2 || channels == 4) {
+            self.associate(file_format, &mut bytes, info.format)?;
         }
         let data = if widen {
             let one: &[u8] = match info.format.texel_type {

@@ -31,10 +31,18 @@ pub enum FileFormat {
     Ptex,
     /// DDS: BC1–BC7 blocks or plain texels (served by [`DdsSource`]).
     Dds,
+    /// Radiance HDR (RGBE; decoded whole by [`DecodedImageSource`]).
+    Hdr,
+    /// Targa (no magic number: by its `.tga`/`.tpic` extension; decoded whole by
+    /// [`DecodedImageSource`]).
+    Tga,
+    /// BMP (decoded whole by [`DecodedImageSource`]).
+    Bmp,
 }
 
 impl FileFormat {
-    /// The format's name: "OpenEXR", "TIFF", "PNG", "JPEG", "Ptex", "DDS".
+    /// The format's name: "OpenEXR", "TIFF", "PNG", "JPEG", "Ptex", "DDS", "Radiance HDR",
+    /// "Targa", "BMP".
     pub fn name(self) -> &'static str {
         match self {
             FileFormat::OpenExr => "OpenEXR",
@@ -43,8 +51,21 @@ impl FileFormat {
             FileFormat::Jpeg => "JPEG",
             FileFormat::Ptex => "Ptex",
             FileFormat::Dds => "DDS",
+            FileFormat::Hdr => "Radiance HDR",
+            FileFormat::Tga => "Targa",
+            FileFormat::Bmp => "BMP",
         }
     }
+
+    /// Whether textures of this format are image sources ([`file_source`]); Ptex files are
+    /// per-face textures, served otherwise.
+    pub fn is_image(self) -> bool {
+        self != FileFormat::Ptex
+    }
+
+    /// The image formats [`file_source`] serves, for messages.
+    pub const IMAGE_FORMATS: &'static str =
+        "OpenEXR, TIFF/.tx, DDS, PNG, JPEG, Radiance HDR, Targa, BMP";
 
     /// The format of a file starting with `head`, if its magic number says.
     pub fn from_magic(head: &[u8]) -> Option<FileFormat> {
@@ -64,13 +85,18 @@ impl FileFormat {
             FileFormat::Png
         } else if head.starts_with(&[0xff, 0xd8, 0xff]) {
             FileFormat::Jpeg
+        } else if head.starts_with(b"#?") {
+            // "#?RADIANCE" or "#?RGBE".
+            FileFormat::Hdr
+        } else if head.starts_with(b"BM") {
+            FileFormat::Bmp
         } else {
             return None;
         })
     }
 
     /// The format a file name's extension suggests (`.exr`, `.tx`/`.tif`/`.tiff`, `.png`,
-    /// `.jpg`/`.jpeg`, `.ptx`, `.dds`).
+    /// `.jpg`/`.jpeg`, `.ptx`, `.dds`, `.hdr`/`.rgbe`, `.tga`/`.tpic`, `.bmp`).
     pub fn from_extension(path: &Path) -> Option<FileFormat> {
         let ext = path.extension()?.to_str()?.to_ascii_lowercase();
         Some(match ext.as_str() {
@@ -80,13 +106,16 @@ impl FileFormat {
             "jpg" | "jpeg" => FileFormat::Jpeg,
             "ptx" | "ptex" => FileFormat::Ptex,
             "dds" => FileFormat::Dds,
+            "hdr" | "rgbe" => FileFormat::Hdr,
+            "tga" | "tpic" => FileFormat::Tga,
+            "bmp" => FileFormat::Bmp,
             _ => return None,
         })
     }
 }
 
-/// The format of the file at `path` by its magic number. `Ok(None)`: readable, but no
-/// format known here (or empty).
+/// The format of the file at `path` by its magic number, then (for Targa, which has none)
+/// its extension. `Ok(None)`: readable, but no format known here (or empty).
 pub fn detect_format(path: &Path) -> std::io::Result<Option<FileFormat>> {
     let mut head = [0u8; 8];
     let mut file = std::fs::File::open(path)?;
@@ -99,7 +128,8 @@ pub fn detect_format(path: &Path) -> std::io::Result<Option<FileFormat>> {
             Err(e) => return Err(e),
         }
     }
-    Ok(FileFormat::from_magic(&head[..len]))
+    let by_extension = || FileFormat::from_extension(path).filter(|f| *f == FileFormat::Tga);
+    Ok(FileFormat::from_magic(&head[..len]).or_else(|| (len > 0).then(by_extension).flatten()))
 }
 
 /// The image source for the texture file at `path`: by its magic number, else its
@@ -115,7 +145,13 @@ pub fn file_source(path: &Path) -> Arc<dyn ImageSource> {
         .or_else(|| FileFormat::from_extension(path));
     match format {
         Some(FileFormat::Tiff) => Arc::new(TiffSource::new(path)),
-        Some(FileFormat::Png | FileFormat::Jpeg) => Arc::new(DecodedImageSource::new(path)),
+        Some(
+            FileFormat::Png
+            | FileFormat::Jpeg
+            | FileFormat::Hdr
+            | FileFormat::Tga
+            | FileFormat::Bmp,
+        ) => Arc::new(DecodedImageSource::new(path)),
         Some(FileFormat::Dds) => Arc::new(DdsSource::new(path)),
         _ => Arc::new(ExrSource::new(path)),
     }

@@ -13,7 +13,8 @@
 //!
 //! [`tiff`] serves TIFF files (`maketx`'s `.tx` textures: tiled, mip-mapped) tile by tile;
 //! [`dds`] serves DDS files (BC1–BC7 blocks or plain texels) tile by tile and writes them;
-//! [`DecodedImageSource`] serves PNG and JPEG (decoded whole, mips generated).
+//! [`DecodedImageSource`] serves PNG, JPEG, Radiance HDR, Targa and BMP (decoded whole,
+//! mips generated).
 //! [`detect`] is the one home of format detection: [`file_source`] gives the source for
 //! any texture path.
 //!
@@ -27,6 +28,8 @@ pub(crate) mod byte_sums;
 pub mod check;
 pub mod dds;
 mod decoded;
+#[cfg(test)]
+mod decoded_fixtures;
 pub mod detect;
 pub mod exr;
 pub mod fault;
