@@ -493,8 +493,23 @@ fn openimageio_agrees_where_it_is_installed() {
     )
     .unwrap();
     // PNGs with partial alpha, served directly (their alpha associated as OIIO does),
-    // sampled at level 0 (OIIO makes no mip levels for them): as OIIO's to rounding.
-    let alpha = write_alpha_pngs(&dir);
+    // sampled at level 0 (OIIO makes no mip levels for them): as OIIO's to rounding. The
+    // same for Targa, Radiance HDR and BMP files.
+    let mut alpha = write_alpha_pngs(&dir);
+    // Files other tools wrote in the formats decoded whole beside PNG (Targa alpha
+    // associated by OIIO's rules, among them a TGA 2.0 gamma; float RGBE; a BMP's alpha as
+    // stored).
+    for name in [
+        "oiio_rle.tga",
+        "crafted_gamma.tga",
+        "crafted_zero_alpha.tga",
+        "im_bottomup.tga",
+        "oiio.hdr",
+        "im_rgba.bmp",
+    ] {
+        std::fs::copy(root.join("tests/fixtures/img").join(name), dir.join(name)).unwrap();
+        alpha.push(name.to_string());
+    }
     let refs: Vec<&str> = alpha.iter().map(String::as_str).collect();
     let level_0: Vec<Q> = spread_queries(alpha.len() as u32, 3000)
         .into_iter()
