@@ -126,6 +126,10 @@ png(sys.argv[1] + "/greyalpha_alpha8.png", 64, 64, 1, lambda x, y: (alpha(x, y),
 png(sys.argv[1] + "/mixed.1001.png", 64, 64, 3, lambda x, y: (200, 4 * x, 4 * y))
 png(sys.argv[1] + "/mixed.1002.png", 64, 64, 3, lambda x, y: (1000 * x, 50000, 1000 * y), bits=16)
 PNG
+# Targa, BMP and Radiance HDR files other tools wrote, and the same texels as PNG and
+# OpenEXR, for formats(_baked).usda.
+cp tests/fixtures/img/oiio_rgb.tga tests/fixtures/img/im_rgb.bmp tests/fixtures/img/oiio.hdr \
+  tests/fixtures/img/oiio_rgb_as.png tests/fixtures/img/oiio_hdr_as.exr "$WORK/textures/"
 for i in $(seq 0 15); do
   "$DEMANDTEX" convert "$WORK/textures/grid$i.src.exr" -o "$WORK/textures/grid$i.exr" >/dev/null
   rm "$WORK/textures/grid$i.src.exr"
@@ -167,6 +171,10 @@ run grey-alpha-hydra1 "$WORK/grey_alpha.usda" "$WORK/ga-h1.ppm" --budget-mib 8 \
   --compare-scene "$WORK/grey_alpha_baked.usda"
 run grey-alpha-hydra2 "$WORK/grey_alpha.usda" "$WORK/ga-h2.ppm" --budget-mib 8 --hydra2 \
   --compare-scene "$WORK/grey_alpha_baked.usda"
+run formats-hydra1 "$WORK/formats.usda" "$WORK/fmt-h1.ppm" --budget-mib 8 \
+  --compare-scene "$WORK/formats_baked.usda"
+run formats-hydra2 "$WORK/formats.usda" "$WORK/fmt-h2.ppm" --budget-mib 8 --hydra2 \
+  --compare-scene "$WORK/formats_baked.usda"
 run display-color-hydra1 "$WORK/display_color.usda" "$WORK/dc-h1.ppm" --budget-mib 8 \
   --expect-instanced 0 --expect-elements /World/Pair 2 \
   --compare-scene "$WORK/display_color_materials.usda"
