@@ -107,7 +107,8 @@ pub fn run(args: &InfoArgs) -> Result<(), CliError> {
                 print_stdout(&format!("{value:#}\n"))?;
             } else {
                 print_stdout(&format!(
-                    "{}: not an OpenEXR file: {name} image, {width}x{height}\n",
+                    "{}: {name} image, {width}x{height}: no tiles or mip levels (decoded whole \
+                     inside the budget; `demandtex convert` makes a tiled, mip-mapped texture)\n",
                     args.file.display()
                 ))?;
             }
