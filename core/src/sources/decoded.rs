@@ -223,6 +223,16 @@ impl DecodedImageSource {
         let sb = info.format.texel_type.bytes();
         let channels = info.format.channels as usize;
         // (A widened format's bytes are still three channels: no alpha.)
+        if file_format == Some(image::ImageFormat::Tga) && info.format.texel_type == TexelType::U8 {
+            // 5-bit samples expanded as OpenImageIO expands them (`targa`).
+            let file = std::fs::File::open(&self.path)
+                .map_err(|e| self.error(format_args!("cannot open: {e}")))?;
+            let five = super::targa::five_bit_samples(std::io::BufReader::new(file))
+                .ok_or_else(|| self.error("cannot read the Targa header again"))?;
+            if five {
+                super::targa::replicate_five_bit(&mut bytes, if widen { 3 } else { channels });
+            }
+        }
         if !widen && (channels == 2 || channels == 4) {
             self.associate(file_format, &mut bytes, info.format)?;
         }

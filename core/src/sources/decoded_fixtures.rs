@@ -16,6 +16,8 @@ const FIXTURES: &[(&str, FileFormat)] = &[
     ("im_grey.tga", FileFormat::Tga),
     ("im_grey_rle.tga", FileFormat::Tga),
     ("im_palette.tga", FileFormat::Tga),
+    ("im_rgb16.tga", FileFormat::Tga),
+    ("im_palette16.tga", FileFormat::Tga),
     ("crafted_premultiplied.tga", FileFormat::Tga),
     ("crafted_gamma.tga", FileFormat::Tga),
     ("crafted_zero_alpha.tga", FileFormat::Tga),

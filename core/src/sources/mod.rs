@@ -49,6 +49,7 @@ pub mod ptex;
 mod region;
 pub(crate) mod remade;
 pub(crate) mod spill;
+mod targa;
 pub use spill::{SpillHold, SpillLedger};
 pub mod tiff;
 
