@@ -186,6 +186,32 @@ impl DecodedImageSource {
         Ok(())
     }
 
+    /// 5- and 6-bit colour samples (16-bit Targa and BMP pixels) expanded to 8 bits as
+    /// OpenImageIO expands them ([`low_bits`](super::low_bits)): `bytes` holds `channels`
+    /// 8-bit channels a texel.
+    fn replicate_narrow_samples(
+        &self,
+        file_format: Option<image::ImageFormat>,
+        bytes: &mut [u8],
+        channels: usize,
+    ) -> Result<(), SourceError> {
+        use super::low_bits::{bmp_sample_bits, replicate_bits, targa_sample_bits};
+        type Header = fn(std::io::BufReader<std::fs::File>) -> Option<Option<[u32; 3]>>;
+        let header: Header = match file_format {
+            Some(image::ImageFormat::Tga) => targa_sample_bits,
+            Some(image::ImageFormat::Bmp) => bmp_sample_bits,
+            _ => return Ok(()),
+        };
+        let file = std::fs::File::open(&self.path)
+            .map_err(|e| self.error(format_args!("cannot open: {e}")))?;
+        let bits = header(std::io::BufReader::new(file))
+            .ok_or_else(|| self.error("cannot read the header again"))?;
+        if let Some(bits) = bits {
+            replicate_bits(bytes, channels, bits);
+        }
+        Ok(())
+    }
+
     /// Decode level 0 and generate the other levels.
     fn decode(&self) -> Result<Vec<GenLevel>, SourceError> {
         self.decodes.fetch_add(1, Ordering::Relaxed);
@@ -223,15 +249,9 @@ impl DecodedImageSource {
         let sb = info.format.texel_type.bytes();
         let channels = info.format.channels as usize;
         // (A widened format's bytes are still three channels: no alpha.)
-        if file_format == Some(image::ImageFormat::Tga) && info.format.texel_type == TexelType::U8 {
-            // 5-bit samples expanded as OpenImageIO expands them (`targa`).
-            let file = std::fs::File::open(&self.path)
-                .map_err(|e| self.error(format_args!("cannot open: {e}")))?;
-            let five = super::targa::five_bit_samples(std::io::BufReader::new(file))
-                .ok_or_else(|| self.error("cannot read the Targa header again"))?;
-            if five {
-                super::targa::replicate_five_bit(&mut bytes, if widen { 3 } else { channels });
-            }
+        if info.format.texel_type == TexelType::U8 {
+            let stored = if widen { 3 } else { channels };
+            self.replicate_narrow_samples(file_format, &mut bytes, stored)?;
         }
         if !widen && (channels == 2 || channels == 4) {
             self.associate(file_format, &mut bytes, info.format)?;

@@ -26,6 +26,7 @@ const FIXTURES: &[(&str, FileFormat)] = &[
     ("im_rgba.bmp", FileFormat::Bmp),
     ("im_rgb.bmp", FileFormat::Bmp),
     ("im_palette4.bmp", FileFormat::Bmp),
+    ("im_rgb565.bmp", FileFormat::Bmp),
 ];
 
 #[test]

@@ -40,6 +40,7 @@ pub mod float_image;
 pub mod identity;
 pub(crate) mod inflate;
 pub mod limits;
+mod low_bits;
 pub mod memory;
 pub mod mips;
 pub(crate) mod oiio_hints;
@@ -49,7 +50,6 @@ pub mod ptex;
 mod region;
 pub(crate) mod remade;
 pub(crate) mod spill;
-mod targa;
 pub use spill::{SpillHold, SpillLedger};
 pub mod tiff;
 
