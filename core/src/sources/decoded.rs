@@ -1,6 +1,5 @@
 //! PNG, JPEG, Radiance HDR, Targa and BMP images as an [`ImageSource`]: formats with no
-//! tiles and no mip levels,
-//! served the way scan-line OpenEXR files are. [`open`](ImageSource::open) reads only the
+//! tiles and no mip levels, served the way scan-line OpenEXR files are. [`open`](ImageSource::open) reads only the
 //! header (size and channels), checked against [`SizeLimits`] before anything is
 //! allocated — level 0 and the generated levels held whole must fit `max_image_bytes` —
 //! so a PNG whose header declares 100000² pixels is an error naming the file and the
@@ -21,7 +20,9 @@
 //! associates it on read ([`associate`]: a Targa file's unless its extension area says it
 //! is premultiplied, or its alpha is all zeros), so lookups give what `TextureSystem`
 //! gives and filtering does not bleed the colour of transparent texels. A BMP's alpha is
-//! served as stored, as OpenImageIO serves it.
+//! served as stored, as OpenImageIO serves it. 5- and 6-bit samples (16-bit Targa and BMP
+//! pixels) are expanded by bit replication, as OpenImageIO expands them
+//! ([`low_bits`](super::low_bits)).
 
 use super::associate;
 use super::exr::mips::{self, GenLevel, GeneratedLevels};
@@ -32,8 +33,8 @@ use parking_lot::Mutex;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-/// A PNG, JPEG, Radiance HDR, Targa or BMP file, decoded whole at its first read. See the module docs
-/// (`sources/decoded.rs`).
+/// A PNG, JPEG, Radiance HDR, Targa or BMP file, decoded whole at its first read. See the
+/// module docs (`sources/decoded.rs`).
 pub struct DecodedImageSource {
     path: PathBuf,
     limits: SizeLimits,
@@ -248,7 +249,7 @@ impl DecodedImageSource {
         };
         let sb = info.format.texel_type.bytes();
         let channels = info.format.channels as usize;
-        // (A widened format's bytes are still three channels: no alpha.)
+        // (A widened format's bytes are still three channels, with no alpha.)
         if info.format.texel_type == TexelType::U8 {
             let stored = if widen { 3 } else { channels };
             self.replicate_narrow_samples(file_format, &mut bytes, stored)?;
