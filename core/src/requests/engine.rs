@@ -129,7 +129,7 @@ impl Engine {
     /// beyond it. It starts with what the budget has free then; the rest is taken as room
     /// is made: a multi-pass engine evicts stale tiles for it as for a mip tail at its
     /// next `process_requests`, a blocking one evicts the least recently used tiles at its
-    /// next fill ([`grow_ptex_decode_cache`](Self::grow_ptex_decode_cache)). Until then
+    /// next fill (`Engine::grow_ptex_decode_cache`). Until then
     /// reductions read their sources again.
     pub fn ptex_decode_cache(&self) -> Arc<DecodeCache> {
         self.ptex_decode_cache

@@ -1,16 +1,15 @@
 //! PNG, JPEG, Radiance HDR, Targa and BMP images as an [`ImageSource`]: formats with no
-//! tiles and no mip levels, served the way scan-line OpenEXR files are. [`open`](ImageSource::open) reads only the
-//! header (size and channels), checked against [`SizeLimits`] before anything is
-//! allocated — level 0 and the generated levels held whole must fit `max_image_bytes` —
-//! so a PNG whose header declares 100000² pixels is an error naming the file and the
-//! limit. The first read decodes level 0 (the `image` crate's decoders, under an
-//! allocation limit) and generates the mip levels from it by the box filter of the
-//! generated EXR levels ([`crate::sources::exr`]), on scoped threads; every read after
-//! that is a row copy, until the loader releases the decode
+//! tiles and no mip levels, served the way scan-line OpenEXR files are.
+//! [`open`](ImageSource::open) reads only the header (size and channels), checked against
+//! [`SizeLimits`] before anything is allocated — level 0 and the generated levels held
+//! whole must fit `max_image_bytes` — so a PNG whose header declares 100000² pixels is an
+//! error naming the file and the limit. The first read decodes level 0 (the `image` crate's
+//! decoders, under an allocation limit) and generates the mip levels from it by the box
+//! filter of the generated EXR levels ([`crate::sources::exr`]), on scoped threads; every
+//! read after that is a row copy, until the loader releases the decode
 //! ([`ImageSource::whole_decode`]): it fills the pages it needs from one decode, with the
-//! decode's bytes charged to the texture budget, and then lets it go, so that what stays
-//! in memory is pages inside the budget. A warning says once that the file is slow to
-//! serve.
+//! decode's bytes charged to the texture budget, and then lets it go, so that what stays in
+//! memory is pages inside the budget. A warning says once that the file is slow to serve.
 //!
 //! Samples are served as stored: 8-bit and 16-bit unsigned (normalised by the sampler), or
 //! float (Radiance HDR's RGBE, as OpenImageIO decodes it), 1, 2 or 4 channels (RGB widened
