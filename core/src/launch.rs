@@ -113,6 +113,22 @@ impl Launch {
         crate::sampling::tex2d_grad(self.view(), texture, s, t, ddx, ddy, options)
     }
 
+    /// Sample lat-long environment map `texture` in direction `r` with its screen-space
+    /// differentials `drdx`, `drdy` ([`crate::sampling::environment`]: OpenImageIO's mapping
+    /// and filter, periodic in s and clamped in t).
+    #[inline]
+    pub fn environment(
+        &self,
+        texture: TextureId,
+        r: [f32; 3],
+        drdx: [f32; 3],
+        drdy: [f32; 3],
+        up: crate::sampling::environment::UpAxis,
+        options: &SampleOptions,
+    ) -> Sample {
+        crate::sampling::environment::environment(self.view(), texture, r, drdx, drdy, up, options)
+    }
+
     /// Sample a UDIM texture with the screen-space gradients of (s, t)
     /// ([`crate::udim::tex2d_grad_udim`]).
     #[inline]

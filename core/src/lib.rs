@@ -72,6 +72,7 @@ pub use loader::Loader;
 pub use options::{LoaderOptions, StreamingMode, CPU_RENDERER_FILL_CPU_CORES, MIN_FILL_CPU_CORES};
 pub use requests::{Engine, LaunchPin, Ticket};
 pub use resources::{ResourceCallback, ResourceFill};
+pub use sampling::environment::UpAxis;
 pub use sampling::{MissList, Sample, SampleOptions};
 pub use stats::Stats;
 pub use textures::TextureDesc;

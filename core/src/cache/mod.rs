@@ -177,6 +177,23 @@ impl TextureCache {
         })
     }
 
+    /// Sample lat-long environment map `texture` in direction `r` with its screen-space
+    /// differentials `drdx`, `drdy` (blocking; [`crate::sampling::environment`]:
+    /// OpenImageIO's mapping and filter, periodic in s and clamped in t).
+    pub fn environment(
+        &self,
+        texture: TextureId,
+        r: [f32; 3],
+        drdx: [f32; 3],
+        drdy: [f32; 3],
+        up: crate::sampling::environment::UpAxis,
+        options: &SampleOptions,
+    ) -> Sample {
+        self.lookup(options, |view, o| {
+            sampling::environment::environment(view, texture, r, drdx, drdy, up, o)
+        })
+    }
+
     /// Every lookup of `queries` as [`tex2d_grad`](Self::tex2d_grad) would give it, into
     /// `out[i]`: the same results, faster (a chunk of queries shares one pinned view of
     /// the page table; a query that misses is then looked up on its own).

@@ -47,6 +47,7 @@
 //! dispatch on the texel format per lookup selects a filter specialised for it.
 
 mod address;
+pub mod environment;
 mod fetch;
 mod filter;
 mod lod;
