@@ -7,9 +7,9 @@
 //!   marks its OpenEXR files with `oiio:updirection "y"`): `s = atan2(−x, z) / 2π + 0.5`,
 //!   `t = 0.5 − atan2(y, hypot(z, x)) / π` — the north pole (t = 0) is +y and the centre of
 //!   the map looks along +z;
-//! - [`UpAxis::Z`] (RenderMan's convention, `oiio:updirection "z"`): `s = atan2(y, x) / 2π
-//!   + 0.5`, `t = 0.5 − atan2(z, hypot(x, y)) / π` — the north pole is +z and the centre
-//!   looks along +x.
+//! - [`UpAxis::Z`] (RenderMan's convention, `oiio:updirection "z"`):
+//!   `s = atan2(y, x) / 2π + 0.5`, `t = 0.5 − atan2(z, hypot(x, y)) / π` — the north pole is
+//!   +z and the centre looks along +x.
 //!
 //! The filter is OpenImageIO's too. The footprint is the angles between the direction `R` and
 //! `R + dRdx`, `R + dRdy` (all normalised); the shorter one sets the level: the first level
