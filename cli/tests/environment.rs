@@ -14,8 +14,6 @@ use demandtex::{LoaderOptions, SampleOptions, TextureCache, TextureDesc, UpAxis}
 use std::path::Path;
 use std::process::Command;
 
-mod common;
-
 /// A smooth gradient with detail at every scale, values above 1.
 fn map() -> FloatImage {
     let (w, h) = (512u32, 256u32);
@@ -130,7 +128,9 @@ fn lat_long_lookups_equal_openimageio_s() {
         return;
     }
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-    let dir = common::temp_dir("environment");
+    let dir = std::env::temp_dir().join(format!("demandtex-environment-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
     let program = dir.join("oiio-environment");
     let cflags = Command::new("pkg-config")
         .args(["--cflags", "--libs", "OpenImageIO"])
