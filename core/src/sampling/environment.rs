@@ -208,3 +208,98 @@ pub fn environment(
         coarser,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sources::FunctionImage;
+    use crate::textures::{full_mip_levels, TexelFormat, TextureDesc, TextureLayout};
+    use crate::{LoaderOptions, TextureCache};
+    use std::sync::Arc;
+
+    fn close(a: (f32, f32), b: (f32, f32)) -> bool {
+        (a.0 - b.0).abs() < 1e-6 && (a.1 - b.1).abs() < 1e-6
+    }
+
+    #[test]
+    fn directions_map_to_openimageio_s_lat_long_coordinates() {
+        // y up: the centre looks along +z, +y is the north pole (t = 0).
+        assert!(close(latlong([0.0, 0.0, 1.0], UpAxis::Y), (0.5, 0.5)));
+        assert!(close(latlong([0.0, 2.0, 0.0], UpAxis::Y), (0.5, 0.0)));
+        assert!(close(latlong([0.0, -1.0, 0.0], UpAxis::Y), (0.5, 1.0)));
+        assert!(close(latlong([-1.0, 0.0, 0.0], UpAxis::Y), (0.75, 0.5)));
+        assert!(close(latlong([1.0, 0.0, 0.0], UpAxis::Y), (0.25, 0.5)));
+        // z up: the centre looks along +x, +z is the north pole.
+        assert!(close(latlong([3.0, 0.0, 0.0], UpAxis::Z), (0.5, 0.5)));
+        assert!(close(latlong([0.0, 1.0, 0.0], UpAxis::Z), (0.75, 0.5)));
+        assert!(close(latlong([0.0, 0.0, 1.0], UpAxis::Z), (0.5, 0.0)));
+        // NaN coordinates become 0, as OpenImageIO makes them.
+        assert_eq!(latlong([f32::NAN, 0.0, 1.0], UpAxis::Y), (0.0, 0.0));
+        assert_eq!(UpAxis::default(), UpAxis::Y);
+        assert_eq!(UpAxis::from_code(0), Some(UpAxis::Z));
+        assert_eq!(UpAxis::from_code(2), None);
+    }
+
+    #[test]
+    fn the_level_covers_the_footprint_in_one_texel_as_openimageio_picks_it() {
+        let layout =
+            TextureLayout::new(512, 256, full_mip_levels(512, 256), TexelFormat::RGBA8).unwrap();
+        let sampler = TextureSampler::new(&layout, &TextureDesc::default(), 0);
+        let pi = std::f32::consts::PI;
+        // Under a texel of level 0: level 0.
+        assert_eq!(latlong_lod(&sampler, 0.5 * pi / 256.0), 0.0);
+        // 1.5 texels of level 0 (256 rows), 0.75 of level 1: levels 0 and 1, blended by
+        // 2 · 0.75 − 1.
+        let lod = latlong_lod(&sampler, 1.5 * pi / 256.0);
+        assert!((lod - 0.5).abs() < 1e-5, "{lod}");
+        // Exactly one texel of level 2 (64 rows): levels 1 and 2, all of level 2.
+        let lod = latlong_lod(&sampler, pi / 64.0);
+        assert!((lod - 2.0).abs() < 1e-5, "{lod}");
+        // Wider than the whole map: the coarsest level.
+        assert_eq!(latlong_lod(&sampler, 10.0), (sampler.num_levels - 1) as f32);
+    }
+
+    #[test]
+    fn lookups_wrap_in_s_and_clamp_in_t_whatever_the_description_says() {
+        let cache = TextureCache::new(LoaderOptions::default()).unwrap();
+        let image = || {
+            Arc::new(FunctionImage::new(
+                "stripes",
+                64,
+                32,
+                TexelFormat::RGBA32F,
+                |l, x, y| [x as f32 + 100.0 * l as f32, y as f32, 0.25, 1.0],
+            ))
+        };
+        let clamp = TextureDesc {
+            address: [AddressMode::Clamp, AddressMode::Wrap],
+            ..TextureDesc::default()
+        };
+        let env = TextureDesc {
+            address: [AddressMode::Wrap, AddressMode::Clamp],
+            ..TextureDesc::default()
+        };
+        let t_clamp = cache.loader().create_texture(image(), clamp).unwrap();
+        let t_env = cache.loader().create_texture(image(), env).unwrap();
+        let o = SampleOptions::default();
+        let small = [1e-4, 0.0, 0.0];
+        // Directions across the seam (s near 0 and 1) and near both poles, y up.
+        for r in [
+            [0.001, 0.2, -1.0],
+            [-0.001, 0.2, -1.0],
+            [0.3, 0.999, 0.01],
+            [0.3, -0.999, 0.01],
+        ] {
+            let (s, t) = latlong(r, UpAxis::Y);
+            let want = cache.tex2d_lod(t_env, s, t, 0.0, &o);
+            for texture in [t_clamp, t_env] {
+                let got = cache.environment(texture, r, small, [0.0, 1e-4, 0.0], UpAxis::Y, &o);
+                assert!(got.resident);
+                assert_eq!(got.value, want.value, "{r:?} ({s}, {t})");
+            }
+        }
+        // A direction with a non-finite component: as a non-finite coordinate in 2D.
+        let bad = cache.environment(t_env, [f32::NAN, 0.0, 1.0], small, small, UpAxis::Y, &o);
+        assert_eq!(bad, cache.tex2d_lod(t_env, f32::NAN, 0.5, 0.0, &o));
+    }
+}
