@@ -256,6 +256,13 @@ typedef unsigned long long uint64_t;
 // named `reserved`): callers built against that header keep working.
 #define DTEX_SAMPLE_OPTIONS_SIZE_REQUEST_KEY 16
 
+// Lat-long environment maps: the north pole is +z (RenderMan's convention).
+#define DTEX_UP_AXIS_Z 0
+
+// Lat-long environment maps: the north pole is +y (OpenEXR's convention and OpenImageIO's
+// default; maketx `--envlatl` OpenEXR files).
+#define DTEX_UP_AXIS_Y 1
+
 // `dtex_cuda_loader_set_tile_publication`: filled tiles are published at
 // `dtex_cuda_launch_prepare`, so the launch about to run samples them (the default in
 // final mode).
@@ -2014,6 +2021,27 @@ DtexStatus dtex_launch_tex2d_grad(struct DtexLaunch launch,
                                   const struct DtexSampleOptions *options,
                                   struct DtexSample *out);
 
+// Sample lat-long environment map `texture` in direction `r` (any length) with the
+// direction's screen-space differentials `drdx`, `drdy` — OpenImageIO's
+// `TextureSystem::environment` with bilinear interpolation: its mapping (`up_axis`:
+// `DTEX_UP_AXIS_Y`, OpenImageIO's default, or `DTEX_UP_AXIS_Z`), level choice and
+// anisotropic probes, periodic in s and clamped in t whatever the texture's address modes.
+//
+// Errors: INVALID_HANDLE; INVALID_ARGUMENT (NULL `r`, `drdx`, `drdy` or `out`, an unknown
+// `up_axis`, bad options). Ownership, Thread-safety: as `dtex_launch_tex2d`.
+//
+// # Safety
+// `r`, `drdx` and `drdy` are NULL or point to three readable floats each; `options` and
+// `out` as for `dtex_launch_tex2d`.
+DtexStatus dtex_launch_environment(struct DtexLaunch launch,
+                                   uint32_t texture,
+                                   const float *r,
+                                   const float *drdx,
+                                   const float *drdy,
+                                   uint32_t up_axis,
+                                   const struct DtexSampleOptions *options,
+                                   struct DtexSample *out);
+
 // Sample the UDIM texture `udim` (from `dtex_udim_create*`) at (s, t) in UDIM space
 // (tile (col, row) covers [col, col+1) x [row, row+1)) with the gradients of (s, t).
 //
@@ -2110,6 +2138,25 @@ DtexStatus dtex_cache_tex2d_grad(struct DtexCache cache,
                                  float dtdy,
                                  const struct DtexSampleOptions *options,
                                  struct DtexSample *out);
+
+// `dtex_launch_environment` as a blocking lookup: a lat-long environment map sampled in
+// direction `r` with its differentials, every tile it needs read before it returns.
+//
+// Errors: INVALID_HANDLE; INVALID_ARGUMENT (NULL `r`, `drdx`, `drdy` or `out`, an unknown
+// `up_axis`, bad options). Ownership: the arrays and `options` are read during the call;
+// `*out` is the caller's. Thread-safety: any number of threads at once.
+//
+// # Safety
+// `r`, `drdx` and `drdy` are NULL or point to three readable floats each; `options` is
+// NULL or points to a `DtexSampleOptions`; `out` is NULL or writable.
+DtexStatus dtex_cache_environment(struct DtexCache cache,
+                                  uint32_t texture,
+                                  const float *r,
+                                  const float *drdx,
+                                  const float *drdy,
+                                  uint32_t up_axis,
+                                  const struct DtexSampleOptions *options,
+                                  struct DtexSample *out);
 
 // `count` blocking lookups in one call: `out_samples[i]` is what `dtex_cache_tex2d_grad`
 // gives for `queries[i]`.

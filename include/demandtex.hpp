@@ -117,6 +117,12 @@ enum class AddressMode : std::uint32_t {
     FromFile = DTEX_ADDRESS_FROM_FILE,
 };
 
+/// Which axis points at a lat-long environment map's north pole (`DTEX_UP_AXIS_*`).
+enum class UpAxis : std::uint32_t {
+    Z = DTEX_UP_AXIS_Z,  ///< +z (RenderMan's convention)
+    Y = DTEX_UP_AXIS_Y,  ///< +y (OpenEXR's convention, OpenImageIO's default)
+};
+
 /// Filtering within a level, or between levels.
 enum class Filter : std::uint32_t {
     Point = DTEX_FILTER_POINT,    ///< Nearest texel (or nearest level).
@@ -1067,6 +1073,18 @@ public:
         return Sample::fromC(out);
     }
 
+    /// Sample lat-long environment map `texture` in direction `r` with its screen-space
+    /// differentials `drdx`, `drdy`: OpenImageIO's `TextureSystem::environment` with bilinear
+    /// interpolation (`dtex_launch_environment`).
+    Sample environment(TextureId texture, const float r[3], const float drdx[3], const float drdy[3],
+                       UpAxis up = UpAxis::Y, const SampleOptions& options = {}) const {
+        const DtexSampleOptions o = options.toC();
+        DtexSample out{};
+        check(dtex_launch_environment(h_.get(), texture, r, drdx, drdy, static_cast<std::uint32_t>(up), &o,
+                                      &out));
+        return Sample::fromC(out);
+    }
+
     /// `tex2DGrad` on a UDIM texture: (s, t) select the tile (or the base texture).
     Sample tex2DGradUdim(UdimId udim, float s, float t, float dsdx, float dtdx, float dsdy, float dtdy,
                          const SampleOptions& options = {}) const {
@@ -1505,6 +1523,16 @@ public:
         const DtexSampleOptions o = options.toC();
         DtexSample out{};
         check(dtex_cache_tex2d_grad(h_.get(), texture, s, t, dsdx, dtdx, dsdy, dtdy, &o, &out));
+        return Sample::fromC(out);
+    }
+
+    /// Blocking lookup of lat-long environment map `texture` in direction `r` with its
+    /// differentials (`dtex_cache_environment`).
+    Sample environment(TextureId texture, const float r[3], const float drdx[3], const float drdy[3],
+                       UpAxis up = UpAxis::Y, const SampleOptions& options = {}) const {
+        const DtexSampleOptions o = options.toC();
+        DtexSample out{};
+        check(dtex_cache_environment(h_.get(), texture, r, drdx, drdy, static_cast<std::uint32_t>(up), &o, &out));
         return Sample::fromC(out);
     }
 

@@ -150,6 +150,50 @@ pub unsafe extern "C" fn dtex_cache_tex2d_grad(
     })
 }
 
+/// `dtex_launch_environment` as a blocking lookup: a lat-long environment map sampled in
+/// direction `r` with its differentials, every tile it needs read before it returns.
+///
+/// Errors: INVALID_HANDLE; INVALID_ARGUMENT (NULL `r`, `drdx`, `drdy` or `out`, an unknown
+/// `up_axis`, bad options). Ownership: the arrays and `options` are read during the call;
+/// `*out` is the caller's. Thread-safety: any number of threads at once.
+///
+/// # Safety
+/// `r`, `drdx` and `drdy` are NULL or point to three readable floats each; `options` is
+/// NULL or points to a `DtexSampleOptions`; `out` is NULL or writable.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn dtex_cache_environment(
+    cache: DtexCache,
+    texture: u32,
+    r: *const f32,
+    drdx: *const f32,
+    drdy: *const f32,
+    up_axis: u32,
+    options: *const DtexSampleOptions,
+    out: *mut DtexSample,
+) -> DtexStatus {
+    use crate::sampling::{up_axis_of, vec3};
+    entry(|| {
+        // SAFETY: the caller's contract.
+        let (out, o, r, drdx, drdy) = unsafe {
+            (
+                Out::new(out, "out")?,
+                sample_options(options)?,
+                vec3(r, "r")?,
+                vec3(drdx, "drdx")?,
+                vec3(drdy, "drdy")?,
+            )
+        };
+        let up = up_axis_of(up_axis)?;
+        let c = get(cache)?;
+        out.write(
+            c.environment(TextureId(texture), r, drdx, drdy, up, &o)
+                .into(),
+        );
+        Ok(())
+    })
+}
+
 /// `count` blocking lookups in one call: `out_samples[i]` is what `dtex_cache_tex2d_grad`
 /// gives for `queries[i]`.
 ///

@@ -3,9 +3,9 @@
 use crate::boundary::{entry, optional_in_prefix, slice_in, slice_out, Out, Versioned};
 use crate::handles::DtexLaunch;
 use crate::launch;
-use crate::status::{ApiResult, DtexStatus};
+use crate::status::{ApiError, ApiResult, DtexStatus, DTEX_STATUS_INVALID_ARGUMENT};
 use engine::ids::UdimId;
-use engine::{Sample, SampleOptions, TextureId};
+use engine::{Sample, SampleOptions, TextureId, UpAxis};
 
 /// Per-lookup options. NULL means all defaults.
 #[repr(C)]
@@ -216,6 +216,83 @@ pub unsafe extern "C" fn dtex_launch_tex2d_grad(
         out.write(v.into());
         Ok(())
     })
+}
+
+/// Lat-long environment maps: the north pole is +z (RenderMan's convention).
+pub const DTEX_UP_AXIS_Z: u32 = 0;
+/// Lat-long environment maps: the north pole is +y (OpenEXR's convention and OpenImageIO's
+/// default; maketx `--envlatl` OpenEXR files).
+pub const DTEX_UP_AXIS_Y: u32 = 1;
+const _: () = assert!(DTEX_UP_AXIS_Z == UpAxis::Z as u32 && DTEX_UP_AXIS_Y == UpAxis::Y as u32);
+
+/// The up axis of a C code.
+pub(crate) fn up_axis_of(code: u32) -> ApiResult<UpAxis> {
+    UpAxis::from_code(code).ok_or_else(|| {
+        ApiError::new(
+            DTEX_STATUS_INVALID_ARGUMENT,
+            format!("up_axis {code} (DTEX_UP_AXIS_Z 0 or DTEX_UP_AXIS_Y 1)"),
+        )
+    })
+}
+
+/// Sample lat-long environment map `texture` in direction `r` (any length) with the
+/// direction's screen-space differentials `drdx`, `drdy` — OpenImageIO's
+/// `TextureSystem::environment` with bilinear interpolation: its mapping (`up_axis`:
+/// `DTEX_UP_AXIS_Y`, OpenImageIO's default, or `DTEX_UP_AXIS_Z`), level choice and
+/// anisotropic probes, periodic in s and clamped in t whatever the texture's address modes.
+///
+/// Errors: INVALID_HANDLE; INVALID_ARGUMENT (NULL `r`, `drdx`, `drdy` or `out`, an unknown
+/// `up_axis`, bad options). Ownership, Thread-safety: as `dtex_launch_tex2d`.
+///
+/// # Safety
+/// `r`, `drdx` and `drdy` are NULL or point to three readable floats each; `options` and
+/// `out` as for `dtex_launch_tex2d`.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn dtex_launch_environment(
+    launch: DtexLaunch,
+    texture: u32,
+    r: *const f32,
+    drdx: *const f32,
+    drdy: *const f32,
+    up_axis: u32,
+    options: *const DtexSampleOptions,
+    out: *mut DtexSample,
+) -> DtexStatus {
+    entry(|| {
+        // SAFETY: the caller's contract.
+        let (out, o, r, drdx, drdy) = unsafe {
+            (
+                Out::new(out, "out")?,
+                sample_options(options)?,
+                vec3(r, "r")?,
+                vec3(drdx, "drdx")?,
+                vec3(drdy, "drdy")?,
+            )
+        };
+        let up = up_axis_of(up_axis)?;
+        let l = launch::get(launch)?;
+        let v = l
+            .launch
+            .environment(TextureId(texture), r, drdx, drdy, up, &o);
+        out.write(v.into());
+        Ok(())
+    })
+}
+
+/// Three floats at `p`.
+///
+/// # Safety
+/// `p` is NULL or points to three readable floats.
+pub(crate) unsafe fn vec3(p: *const f32, name: &str) -> ApiResult<[f32; 3]> {
+    if p.is_null() {
+        return Err(ApiError::new(
+            DTEX_STATUS_INVALID_ARGUMENT,
+            format!("{name} is NULL"),
+        ));
+    }
+    // SAFETY: non-null, and three readable floats by the caller's contract.
+    Ok(unsafe { std::ptr::read_unaligned(p.cast::<[f32; 3]>()) })
 }
 
 /// Sample the UDIM texture `udim` (from `dtex_udim_create*`) at (s, t) in UDIM space

@@ -435,6 +435,23 @@ void testCache() {
         CHECK(cache.tex2DGradBatch(queries.data(), queries.size(), batch.data()) == queries.size());
         for (std::size_t i = 0; i < queries.size(); ++i) CHECK(sameColor(batch[i].value, wants[i]));
 
+        // Lat-long lookups (y up) towards texel centres: the texel itself (point filtering).
+        for (int i = 0; i < 8; ++i) {
+            const int x = (i * 53 + 11) % w, y = 20 + (i * 17) % (h - 40);
+            const double pi = 3.14159265358979323846;
+            const double phi = ((x + 0.5) / w - 0.5) * 2.0 * pi, theta = (0.5 - (y + 0.5) / h) * pi;
+            const float r[3] = {static_cast<float>(-std::cos(theta) * std::sin(phi)), static_cast<float>(std::sin(theta)),
+                                static_cast<float>(std::cos(theta) * std::cos(phi))};
+            const float drdx[3] = {1e-5f, 0.0f, 0.0f}, drdy[3] = {0.0f, 1e-5f, 0.0f};
+            float c[4];
+            texel(x, y, c);
+            const std::array<float, 4> want = {c[0], c[1], c[2], c[3]};
+            const dt::Sample env = cache.environment(tex, r, drdx, drdy);
+            CHECK_MSG(env.resident && sameColor(env.value, want), show(env.value) + " want " + show(want));
+            const dt::Sample z = cache.environment(tex, r, drdx, drdy, dt::UpAxis::Z);
+            CHECK_MSG(!sameColor(z.value, want), "the up axis made no difference");
+        }
+
         const dt::Sample bad = cache.tex2DGrad(missing, 0.5f, 0.5f, 0.01f, 0.0f, 0.0f, 0.01f);
         CHECK_MSG(bad.resident && sameColor(bad.value, fallback), show(bad.value));
 

@@ -470,3 +470,59 @@ fn from_file_addressing_reads_a_maketx_files_wrapmodes() {
     assert_eq!(from_file, lookups(DTEX_ADDRESS_WRAP, DTEX_ADDRESS_CLAMP));
     assert_ne!(from_file, lookups(DTEX_ADDRESS_BORDER, DTEX_ADDRESS_BORDER));
 }
+
+#[test]
+fn environment_lookups_through_the_c_abi_equal_the_cache_s_and_check_their_arguments() {
+    let dir = TempDir::new("environment");
+    let path = dir.path().join("latlong.exr");
+    write_exr(&path, 97, 61, texel);
+    let cache = Cache::new();
+    let tex = cache.texture(&path);
+    let (r, drdx, drdy) = (
+        [0.3f32, 0.4, -0.8],
+        [1e-3f32, 0.0, 0.0],
+        [0.0f32, 1e-3, 0.0],
+    );
+    let call = |r: *const f32, up: u32, out: &mut DtexSample| {
+        // SAFETY: valid pointers (or NULL, which the call checks).
+        unsafe {
+            dtex_cache_environment(
+                cache.0,
+                tex,
+                r,
+                drdx.as_ptr(),
+                drdy.as_ptr(),
+                up,
+                null(),
+                out,
+            )
+        }
+    };
+    let mut y = DtexSample::default();
+    ok(call(r.as_ptr(), DTEX_UP_AXIS_Y, &mut y));
+    assert_eq!(y.resident, 1);
+    // The same lookup through the Rust API.
+    let want = engine::TextureCache::new(engine::LoaderOptions::default())
+        .and_then(|c| {
+            let t = c.texture_for_path(&path, engine::TextureDesc::default())?;
+            Ok(c.environment(
+                t,
+                r,
+                drdx,
+                drdy,
+                engine::UpAxis::Y,
+                &engine::SampleOptions::default(),
+            ))
+        })
+        .unwrap();
+    assert_eq!(y.value, want.value);
+    let mut z = DtexSample::default();
+    ok(call(r.as_ptr(), DTEX_UP_AXIS_Z, &mut z));
+    assert_ne!(z.value, y.value);
+    let mut out = DtexSample::default();
+    assert_eq!(call(r.as_ptr(), 7, &mut out), DTEX_STATUS_INVALID_ARGUMENT);
+    assert_eq!(
+        call(null(), DTEX_UP_AXIS_Y, &mut out),
+        DTEX_STATUS_INVALID_ARGUMENT
+    );
+}

@@ -298,6 +298,22 @@ mod tests {
                 assert_eq!(got.value, want.value, "{r:?} ({s}, {t})");
             }
         }
+        // The same lookups in multi-pass launches, once resident.
+        let loader = crate::Loader::new(LoaderOptions::default()).unwrap();
+        let t_loader = loader.create_texture(image(), clamp).unwrap();
+        let r = [0.001, 0.2, -1.0];
+        let mut got = None;
+        for _ in 0..20 {
+            let launch = loader.launch_prepare();
+            let s = launch.environment(t_loader, r, small, [0.0, 1e-4, 0.0], UpAxis::Y, &o);
+            loader.process_requests(launch).wait();
+            if s.resident {
+                got = Some(s);
+                break;
+            }
+        }
+        let want = cache.environment(t_clamp, r, small, [0.0, 1e-4, 0.0], UpAxis::Y, &o);
+        assert_eq!(got.map(|s| s.value), Some(want.value));
         // A direction with a non-finite component: as a non-finite coordinate in 2D.
         let bad = cache.environment(t_env, [f32::NAN, 0.0, 1.0], small, small, UpAxis::Y, &o);
         assert_eq!(bad, cache.tex2d_lod(t_env, f32::NAN, 0.5, 0.0, &o));
