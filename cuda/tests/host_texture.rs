@@ -1,5 +1,6 @@
-//! Host emulation test of the device texture lookups `dtex::tex2DGrad`, `dtex::tex2DLod` and
-//! `dtex::tex2DGradUdim` (include/demandtex/device/texture.cuh, udim.cuh), no GPU needed:
+//! Host emulation test of the device texture lookups `dtex::tex2DGrad`, `dtex::tex2DLod`,
+//! `dtex::tex2DGradUdim` and `dtex::environment` (include/demandtex/device/texture.cuh,
+//! udim.cuh, environment.cuh), no GPU needed:
 //! the device headers are compiled by the host C++ compiler after
 //! tests/cuda-host/dtex_host_shim.h (a one-lane "warp", texture objects over host arrays
 //! with the filtering texture.cuh asks of the hardware, exact float weights) into
@@ -7,7 +8,8 @@
 //!
 //! A CPU loader streams a few textures (RGBA8, one-channel float, two-channel 16-bit,
 //! RGBA half; wrap, clamp, mirror and border addressing; linear and point filters; up to 8×
-//! anisotropy) and a UDIM grid (3 × 2 tiles, one a hole, and a base texture) until the
+//! anisotropy; a lat-long map, wrapped in s and clamped in t, looked up by direction as
+//! well) and a UDIM grid (3 × 2 tiles, one a hole, and a base texture) until the
 //! pages some lookups touch are resident and the rest are not. Its page table at one
 //! launch -- entries, residence bits, each open texture's sampler record and its levels --
 //! goes to the program with a few thousand lookups (gradients from a fraction of a texel
@@ -37,6 +39,7 @@
 
 use demandtex::paging::device_context::CONTEXT_FLAG_COUNT_REQUESTS;
 use demandtex::paging::CONTEXT_FLAG_REQUEST_IF_RESIDENT;
+use demandtex::sampling::environment::{environment, UpAxis};
 use demandtex::sampling::Rejection;
 use demandtex::sampling::{tex2d_grad, tex2d_lod, CpuView, MissList, Sample, SampleOptions};
 use demandtex::sources::ImageSource;
@@ -101,6 +104,13 @@ fn cases() -> Vec<Case> {
             desc: desc([Border, Clamp], FilterMode::Point, MipFilter::Point, 1),
         },
         Case {
+            name: "rgba8 lat-long wrap/clamp linear aniso 16",
+            width: 512,
+            height: 256,
+            format: format(TexelType::U8, 4),
+            desc: desc([Wrap, Clamp], FilterMode::Linear, MipFilter::Linear, 16),
+        },
+        Case {
             name: "f16 x4 mirror/border linear, point mips",
             width: 512,
             height: 384,
@@ -146,6 +156,9 @@ struct Lookup {
     udim: bool,
     fallback: bool,
     stochastic: Option<[f32; 2]>,
+    /// An environment lookup: the direction, its differentials and the up axis (then `s`,
+    /// `t` and `d` are unused).
+    env: Option<([f32; 3], [f32; 3], [f32; 3], UpAxis)>,
 }
 
 /// Deterministic lookups of `texture` (`levels` levels): points inside and beyond [0, 1]
@@ -200,6 +213,51 @@ fn lookups(texture: u32, size: (u32, u32), levels: u32, n: u32, rng: &mut Rng) -
                 udim: false,
                 fallback: b & 0x200 != 0,
                 stochastic: (b & 0xC00 == 0xC00).then(|| [rng.unit(), rng.unit()]),
+                env: None,
+            }
+        })
+        .collect()
+}
+
+/// Deterministic environment lookups of `texture`: directions over the whole sphere (poles
+/// and seam included) of any length, differentials from 10⁻⁵ radians to past the whole map,
+/// isotropic and up to 40:1 (past the texture's largest anisotropy), either way up, with
+/// the coarser fallback and stochastic filtering drawn at random.
+fn env_lookups(texture: u32, n: u32, rng: &mut Rng) -> Vec<Lookup> {
+    (0..n)
+        .map(|i| {
+            let z = rng.unit() * 2.0 - 1.0;
+            let phi = rng.unit() * std::f32::consts::TAU;
+            let rho = (1.0 - z * z).max(0.0).sqrt();
+            let scale = 0.25 + 4.0 * rng.unit();
+            let mut r = [rho * phi.cos(), rho * phi.sin(), z].map(|c| c * scale);
+            if i % 17 == 0 {
+                // Exactly at a pole or on the seam, either way up.
+                r = [
+                    [0.0, 1.0, 0.0],
+                    [0.0, 0.0, -1.0],
+                    [-1.0, 0.0, 1e-7],
+                    [1.0, 0.0, 0.0],
+                ][(i / 17) as usize % 4];
+            }
+            let b = rng.bits();
+            let w = [1e-5, 1e-4, 1e-3, 4e-3, 0.02, 0.1, 0.5, 3.0][(b as usize) % 8] * scale;
+            let aniso = [1.0, 1.0, 1.5, 4.0, 40.0][(b >> 3) as usize % 5];
+            let mut d = || [rng.unit() - 0.5, rng.unit() - 0.5, rng.unit() - 0.5];
+            let (dx, dy) = (d(), d());
+            let drdx = dx.map(|c| c * w);
+            let drdy = dy.map(|c| c * w * aniso);
+            let up = if b & 0x100 != 0 { UpAxis::Z } else { UpAxis::Y };
+            Lookup {
+                texture,
+                s: r[0],
+                t: r[1],
+                d: [0.0; 4],
+                lod: false,
+                udim: false,
+                fallback: b & 0x200 != 0,
+                stochastic: (b & 0xC00 == 0xC00).then(|| [rng.unit(), rng.unit()]),
+                env: Some((r, drdx, drdy, up)),
             }
         })
         .collect()
@@ -215,7 +273,9 @@ fn sample(view: CpuView<'_>, l: &Lookup) -> Sample {
     };
     let id = TextureId(l.texture);
     let (ddx, ddy) = ([l.d[0], l.d[1]], [l.d[2], l.d[3]]);
-    if l.lod {
+    if let Some((r, drdx, drdy, up)) = l.env {
+        environment(view, id, r, drdx, drdy, up, &options)
+    } else if l.lod {
         tex2d_lod(view, id, l.s, l.t, l.d[0], &options)
     } else if l.udim {
         tex2d_grad_udim(view, UdimId(l.texture), l.s, l.t, ddx, ddy, &options)
@@ -254,7 +314,7 @@ fn input(
             std::slice::from_raw_parts(ctx.residence_bits, words).to_vec(),
         )
     };
-    let mut b = b"DTXTEX02".to_vec();
+    let mut b = b"DTXTEX03".to_vec();
     put(
         &mut b,
         &[ctx.max_textures, ctx.page_table_entries, ctx.num_pages],
@@ -316,11 +376,17 @@ fn input(
             | u32::from(l.fallback) << 1
             | u32::from(l.stochastic.is_some()) << 2
             | u32::from(l.udim) << 3
+            | u32::from(l.env.is_some()) << 4
+            | u32::from(l.env.is_some_and(|e| e.3 == UpAxis::Z)) << 5
             | request_key(l) << 16;
         let jitter = l.stochastic.unwrap_or([0.5, 0.5]);
         put(&mut b, &[l.texture, l.s.to_bits(), l.t.to_bits()]);
         put(&mut b, &l.d.map(f32::to_bits));
         put(&mut b, &[flags, jitter[0].to_bits(), jitter[1].to_bits()]);
+        let (r, drdx, drdy, _) = l.env.unwrap_or(([0.0; 3], [0.0; 3], [0.0; 3], UpAxis::Y));
+        for v in [r, drdx, drdy] {
+            put(&mut b, &v.map(f32::to_bits));
+        }
     }
     b
 }
@@ -625,6 +691,25 @@ fn device_lookups_request_the_pages_the_cpu_requests_and_agree_in_value() {
             &mut rng,
         ));
     }
+    // Environment lookups of the lat-long map (and of an unknown id, of non-finite
+    // directions, and of a texture never opened).
+    let latlong = cases
+        .iter()
+        .position(|c| c.name.contains("lat-long"))
+        .expect("the lat-long case");
+    let mut env = env_lookups(ids[latlong].0, 1500, &mut rng);
+    let mut odd_env = env_lookups(ids[latlong].0, 40, &mut rng);
+    for (i, l) in odd_env.iter_mut().enumerate() {
+        let e = l.env.as_mut().expect("an environment lookup");
+        match i % 4 {
+            0 => l.texture = 1 << 30,
+            1 => e.0[0] = f32::NAN,
+            2 => e.2[1] = f32::INFINITY,
+            _ => l.texture = unopened.0,
+        }
+    }
+    env.extend(odd_env);
+    all.extend(env);
     all.extend(lookups(unopened.0, (700, 500), 10, 40, &mut rng));
     all.extend(udim_lookups(udim, 1500, &mut rng));
     // Unknown ids, and non-finite inputs.
@@ -673,6 +758,7 @@ fn device_lookups_request_the_pages_the_cpu_requests_and_agree_in_value() {
     for (i, (l, a)) in all.iter().zip(&got).enumerate() {
         let (want, pages) = cpu_lookup(&launch, l);
         let kind = match ids.iter().position(|id| id.0 == l.texture) {
+            _ if l.env.is_some() => "environment".to_owned(),
             _ if l.udim => "udim".to_owned(),
             Some(k) => cases[k].name.to_owned(),
             None if l.texture == unopened.0 => "never opened".to_owned(),
@@ -723,4 +809,6 @@ fn device_lookups_request_the_pages_the_cpu_requests_and_agree_in_value() {
     assert!(resident > 1000 && requesting > 500, "{stats:?}");
     let u = stats["udim"];
     assert!(u.1 > 300 && u.2 > 100, "udim: {u:?}");
+    let e = stats["environment"];
+    assert!(e.1 > 300 && e.2 > 100, "environment: {e:?}");
 }

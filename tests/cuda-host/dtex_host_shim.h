@@ -63,7 +63,13 @@ struct dim3 {
     unsigned int x, y, z;
 };
 
+/// CUDA's `float3`.
+struct float3 {
+    float x, y, z;
+};
+
 inline float2 make_float2(float x, float y) { return float2{x, y}; }
+inline float3 make_float3(float x, float y, float z) { return float3{x, y, z}; }
 inline float4 make_float4(float x, float y, float z, float w) { return float4{x, y, z, w}; }
 inline uint4 make_uint4(unsigned int x, unsigned int y, unsigned int z, unsigned int w)
 {

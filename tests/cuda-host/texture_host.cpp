@@ -1,6 +1,7 @@
 /*
- * Host run of the device texture lookups `dtex::tex2DGrad`, `dtex::tex2DLod` and
- * `dtex::tex2DGradUdim` (include/demandtex/device/texture.cuh, udim.cuh), compiled by a
+ * Host run of the device texture lookups `dtex::tex2DGrad`, `dtex::tex2DLod`,
+ * `dtex::tex2DGradUdim` and `dtex::environment` (include/demandtex/device/texture.cuh,
+ * udim.cuh, environment.cuh), compiled by a
  * host C++ compiler after
  * dtex_host_shim.h. Driven by cuda/tests/host_texture.rs:
  *
@@ -11,7 +12,7 @@
  * The input (little-endian; written by host_texture.rs) is a CPU loader's page table at one
  * launch -- some pages resident, some not -- with its textures, and a list of lookups:
  *
- *   "DTXTEX02"
+ *   "DTXTEX03"
  *   u32 x 3   context: max_textures page_table_entries num_pages
  *   u32 x 4   flags (`DTEX_CONTEXT_FLAG_*`), launch_num, reject_threshold, accumulate
  *   u32 n, n x 8 B    the page table's entries (n = page_table_entries)
@@ -21,11 +22,13 @@
  *     u32 id, 376 B DtexTextureSampler (core's; texture_object and mip_tail_data ignored),
  *     u32 levels, per level: u32 width height, width x height x 16 B texels (float4, as
  *     the hardware reads them: `DtexHostMipLevel`)
- *   u32 n, n x 40 B   lookups: u32 texture (a UDIM id with flag 8), f32 s t, f32 x 4
+ *   u32 n, n x 76 B   lookups: u32 texture (a UDIM id with flag 8), f32 s t, f32 x 4
  *                     (tex2DGrad, tex2DGradUdim: ddx, ddy; tex2DLod: the level of detail,
  *                     then 0 0 0), u32 flags (1: tex2DLod, 2: fallbackToCoarser,
- *                     4: stochastic, 8: tex2DGradUdim; bits 16..31: the request key, run
- *                     as block `key` of a grid of 65536 one-thread blocks), f32 x 2 jitter
+ *                     4: stochastic, 8: tex2DGradUdim, 16: environment, 32: its up axis
+ *                     is z; bits 16..31: the request key, run as block `key` of a grid of
+ *                     65536 one-thread blocks), f32 x 2 jitter, f32 x 9 (environment: R,
+ *                     dRdx, dRdy; else zeros)
  *
  * It builds a `DtexDeviceContext` in host memory over those arrays (with those flags,
  * launch number and rejection threshold), points each
@@ -45,6 +48,7 @@
 
 // (udim.cuh's `#pragma unroll` is nvcc's: compiled with -Wno-unknown-pragmas.)
 #include <demandtex/device/udim.cuh>
+#include <demandtex/device/environment.cuh>
 
 /// This program's name, for `fail`.
 static constexpr const char* kProgram = "texture_host";
@@ -73,13 +77,15 @@ struct Lookup {
     float d[4];
     uint32_t flags;
     float jitter[2];
+    float env[9];
 };
 
 static_assert(sizeof(DtexTextureSampler) == 376, "DtexTextureSampler");
-static_assert(sizeof(Lookup) == 40, "a lookup record");
+static_assert(sizeof(Lookup) == 76, "a lookup record");
 static_assert(sizeof(float4) == 16, "a texel");
 
-constexpr uint32_t kLod = 1, kFallback = 2, kStochastic = 4, kUdim = 8;
+constexpr uint32_t kLod = 1, kFallback = 2, kStochastic = 4, kUdim = 8, kEnvironment = 16,
+                   kUpZ = 32;
 
 }  // namespace
 
@@ -88,7 +94,7 @@ int main(int argc, char** argv)
     if (argc != 3)
         fail("usage: texture_host INPUT OUTPUT");
     Reader in{readFile(argv[1])};
-    if (memcmp(in.take(8, "the magic"), "DTXTEX02", 8) != 0)
+    if (memcmp(in.take(8, "the magic"), "DTXTEX03", 8) != 0)
         fail("not a texture_host input");
     const uint32_t maxTextures = in.u32("the context");
     const uint32_t pageTableEntries = in.u32("the context");
@@ -173,7 +179,13 @@ int main(int argc, char** argv)
         bool resident = false;
         const float2 ddx = make_float2(l.d[0], l.d[1]), ddy = make_float2(l.d[2], l.d[3]);
         float4 v;
-        if ((l.flags & kLod) != 0u)
+        if ((l.flags & kEnvironment) != 0u) {
+            const float* e = l.env;
+            v = dtex::environment<float4>(
+                ctx, l.texture, make_float3(e[0], e[1], e[2]), make_float3(e[3], e[4], e[5]),
+                make_float3(e[6], e[7], e[8]), &resident,
+                (l.flags & kUpZ) != 0u ? DTEX_UP_AXIS_Z : DTEX_UP_AXIS_Y, options);
+        } else if ((l.flags & kLod) != 0u)
             v = dtex::tex2DLod<float4>(ctx, l.texture, l.s, l.t, l.d[0], &resident, options);
         else if ((l.flags & kUdim) != 0u)
             v = dtex::tex2DGradUdim<float4>(ctx, l.texture, l.s, l.t, ddx, ddy, &resident,

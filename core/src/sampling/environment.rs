@@ -26,6 +26,9 @@
 //! the environment's wrap modes — periodic in s, clamped in t — whatever the texture's
 //! description says.
 //!
+//! The device's `dtex::environment` (include/demandtex/device/environment.cuh) computes the
+//! same probes and levels; `cuda/tests/host_texture.rs` runs it on the host against this.
+//!
 //! The texture's own filter (bilinear, or point) samples each probe; OpenImageIO's default
 //! interpolation is "smart bicubic" (bicubic on level 0), its bilinear mode is what this
 //! matches; the largest anisotropy is the texture's (OpenImageIO's default is 32). One more

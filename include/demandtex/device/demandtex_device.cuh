@@ -7,6 +7,7 @@
  * - footprint.cuh: level of detail, anisotropic probes and the pages a lookup touches
  * - texture.cuh:   `dtex::tex2D<T>`, `dtex::tex2DLod<T>`, `dtex::tex2DGrad<T>`
  * - udim.cuh:      `dtex::tex2DGradUdim<T>`
+ * - environment.cuh: `dtex::environment<T>` (lat-long maps by direction)
  * - ptex.cuh:      `dtex::ptexSample` (Ptex: point, bilinear, box, the cubics, Gaussian,
  *                  stochastic two-level point; ptex_units, ptex_kernel, ptex_build,
  *                  ptex_separable and ptex_triangle.cuh)
@@ -22,6 +23,7 @@
 #include "footprint.cuh"
 #include "texture.cuh"
 #include "udim.cuh"
+#include "environment.cuh"
 #include "ptex.cuh"
 
 #endif  // DEMANDTEX_DEVICE_CUH
