@@ -158,8 +158,11 @@ struct Lookup {
     stochastic: Option<[f32; 2]>,
     /// An environment lookup: the direction, its differentials and the up axis (then `s`,
     /// `t` and `d` are unused).
-    env: Option<([f32; 3], [f32; 3], [f32; 3], UpAxis)>,
+    env: Option<EnvQuery>,
 }
+
+/// An environment lookup's direction, differentials (x, y) and up axis.
+type EnvQuery = ([f32; 3], [f32; 3], [f32; 3], UpAxis);
 
 /// Deterministic lookups of `texture` (`levels` levels): points inside and beyond [0, 1]
 /// (the address modes), on texel edges and centres of every level; gradients from 0 to
