@@ -172,24 +172,18 @@ pub unsafe extern "C" fn dtex_cache_environment(
     options: *const DtexSampleOptions,
     out: *mut DtexSample,
 ) -> DtexStatus {
-    use crate::sampling::{up_axis_of, vec3};
+    use crate::sampling::EnvironmentQuery;
     entry(|| {
         // SAFETY: the caller's contract.
-        let (out, o, r, drdx, drdy) = unsafe {
+        let (out, q) = unsafe {
             (
                 Out::new(out, "out")?,
-                sample_options(options)?,
-                vec3(r, "r")?,
-                vec3(drdx, "drdx")?,
-                vec3(drdy, "drdy")?,
+                EnvironmentQuery::new(r, drdx, drdy, up_axis, options)?,
             )
         };
-        let up = up_axis_of(up_axis)?;
         let c = get(cache)?;
-        out.write(
-            c.environment(TextureId(texture), r, drdx, drdy, up, &o)
-                .into(),
-        );
+        let v = c.environment(TextureId(texture), q.r, q.drdx, q.drdy, q.up, &q.options);
+        out.write(v.into());
         Ok(())
     })
 }

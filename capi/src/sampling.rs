@@ -261,23 +261,53 @@ pub unsafe extern "C" fn dtex_launch_environment(
 ) -> DtexStatus {
     entry(|| {
         // SAFETY: the caller's contract.
-        let (out, o, r, drdx, drdy) = unsafe {
+        let (out, q) = unsafe {
             (
                 Out::new(out, "out")?,
-                sample_options(options)?,
-                vec3(r, "r")?,
-                vec3(drdx, "drdx")?,
-                vec3(drdy, "drdy")?,
+                EnvironmentQuery::new(r, drdx, drdy, up_axis, options)?,
             )
         };
-        let up = up_axis_of(up_axis)?;
         let l = launch::get(launch)?;
         let v = l
             .launch
-            .environment(TextureId(texture), r, drdx, drdy, up, &o);
+            .environment(TextureId(texture), q.r, q.drdx, q.drdy, q.up, &q.options);
         out.write(v.into());
         Ok(())
     })
+}
+
+/// The checked arguments of an environment lookup (`dtex_launch_environment`,
+/// `dtex_cache_environment`).
+pub(crate) struct EnvironmentQuery {
+    pub r: [f32; 3],
+    pub drdx: [f32; 3],
+    pub drdy: [f32; 3],
+    pub up: UpAxis,
+    pub options: SampleOptions,
+}
+
+impl EnvironmentQuery {
+    /// # Safety
+    /// `r`, `drdx` and `drdy` are NULL or point to three readable floats each; `options` is
+    /// NULL or points to a `DtexSampleOptions`.
+    pub(crate) unsafe fn new(
+        r: *const f32,
+        drdx: *const f32,
+        drdy: *const f32,
+        up_axis: u32,
+        options: *const DtexSampleOptions,
+    ) -> ApiResult<EnvironmentQuery> {
+        // SAFETY: the caller's contract.
+        unsafe {
+            Ok(EnvironmentQuery {
+                r: vec3(r, "r")?,
+                drdx: vec3(drdx, "drdx")?,
+                drdy: vec3(drdy, "drdy")?,
+                up: up_axis_of(up_axis)?,
+                options: sample_options(options)?,
+            })
+        }
+    }
 }
 
 /// Three floats at `p`.
