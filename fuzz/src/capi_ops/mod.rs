@@ -266,7 +266,8 @@ fn sample_options(b: &mut Bytes) -> DtexSampleOptions {
 
 fn step(b: &mut Bytes, w: &mut World, files: &Files) {
     let mut tex = DTEX_NO_TEXTURE;
-    match b.u8() % 26 {
+    let op = b.u8() % 28;
+    match op {
         0 if w.live_loaders < MAX_LOADERS => {
             let options = loader_options(b);
             let mut l = DtexLoader::default();
@@ -551,6 +552,50 @@ fn step(b: &mut Bytes, w: &mut World, files: &Files) {
             let (c, p) = (w.caches[i], path(b, files));
             // SAFETY: valid pointers, NUL-terminated path.
             checked(unsafe { dtex_cache_ptex_create(c, p.as_ptr(), &mut tex) });
+        }
+        25 | 26 => {
+            // An environment lookup: any direction and differentials, an up axis that may
+            // be unknown, a NULL vector now and then; through a launch (25) or a cache (26).
+            let (texture, o) = (texture(b, w), sample_options(b));
+            let mut vec3 = || [b.f32(), b.f32(), b.f32()];
+            let (r, drdx, drdy) = (vec3(), vec3(), vec3());
+            let up = b.u32() % 3;
+            let r_ptr = if b.one_in(8) { null() } else { r.as_ptr() };
+            let mut out = DtexSample::default();
+            if op == 25 {
+                let l = launch(b, w);
+                // SAFETY: valid pointers (or NULL, which the call checks).
+                checked(unsafe {
+                    dtex_launch_environment(
+                        l,
+                        texture,
+                        r_ptr,
+                        drdx.as_ptr(),
+                        drdy.as_ptr(),
+                        up,
+                        &o,
+                        &mut out,
+                    )
+                });
+            } else if let Some(i) = b.pick(w.caches.len()) {
+                let (c, p) = (w.caches[i], path(b, files));
+                let mut cached = DTEX_NO_TEXTURE;
+                // SAFETY: valid pointers.
+                checked(unsafe { dtex_cache_texture_for_path(c, p.as_ptr(), null(), &mut cached) });
+                // SAFETY: as above.
+                checked(unsafe {
+                    dtex_cache_environment(
+                        c,
+                        cached,
+                        r_ptr,
+                        drdx.as_ptr(),
+                        drdy.as_ptr(),
+                        up,
+                        &o,
+                        &mut out,
+                    )
+                });
+            }
         }
         _ => {
             let s = dtex_status_string(b.u32() as i32);
