@@ -175,9 +175,8 @@ impl Engine {
                 _ => false,
             };
             if queue.iter().any(shares) {
-                let (sharers, mut rest): (Vec<_>, Vec<_>) = queue.into_iter().partition(shares);
-                rest.extend(sharers);
-                queue = rest;
+                // Stable: the rest keep their order, and so do the sharers.
+                queue.sort_by_key(shares);
             }
             for p in queue {
                 let is_tile = matches!(p, Pending::Tile(_));

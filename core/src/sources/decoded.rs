@@ -156,6 +156,14 @@ impl DecodedImageSource {
         Ok((info, widen))
     }
 
+    /// The file again, after its decode, for what the decoder does not report (alpha
+    /// conventions, sample widths).
+    fn reopen(&self) -> Result<std::io::BufReader<std::fs::File>, SourceError> {
+        std::fs::File::open(&self.path)
+            .map(std::io::BufReader::new)
+            .map_err(|e| self.error(format_args!("cannot open: {e}")))
+    }
+
     /// Associate the alpha of decoded level 0 as OpenImageIO does on read (see
     /// [`associate`]): a PNG's and a Targa file's alpha is unassociated (a Targa file's
     /// unless it says otherwise); a BMP's is served as stored, as OpenImageIO serves it.
@@ -165,19 +173,14 @@ impl DecodedImageSource {
         bytes: &mut [u8],
         format: TexelFormat,
     ) -> Result<(), SourceError> {
-        let open = || {
-            std::fs::File::open(&self.path)
-                .map(std::io::BufReader::new)
-                .map_err(|e| self.error(format_args!("cannot open: {e}")))
-        };
         match file_format {
             Some(image::ImageFormat::Png) => {
-                let gamma = associate::png_alpha_gamma(open()?)
+                let gamma = associate::png_alpha_gamma(self.reopen()?)
                     .ok_or_else(|| self.error("cannot read the PNG's chunks again"))?;
                 associate::associate_alpha(bytes, format, gamma);
             }
             Some(image::ImageFormat::Tga) => {
-                let alpha = associate::tga_alpha(open()?)
+                let alpha = associate::tga_alpha(self.reopen()?)
                     .ok_or_else(|| self.error("cannot read the Targa file's footer"))?;
                 associate::associate_tga_alpha(bytes, format, alpha);
             }
@@ -202,10 +205,8 @@ impl DecodedImageSource {
             Some(image::ImageFormat::Bmp) => bmp_sample_bits,
             _ => return Ok(()),
         };
-        let file = std::fs::File::open(&self.path)
-            .map_err(|e| self.error(format_args!("cannot open: {e}")))?;
-        let bits = header(std::io::BufReader::new(file))
-            .ok_or_else(|| self.error("cannot read the header again"))?;
+        let bits =
+            header(self.reopen()?).ok_or_else(|| self.error("cannot read the header again"))?;
         if let Some(bits) = bits {
             replicate_bits(bytes, channels, bits);
         }
