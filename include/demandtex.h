@@ -127,6 +127,39 @@ typedef unsigned long long uint64_t;
 // Texel component type: IEEE single float.
 #define DTEX_TEXEL_F32 3
 
+// `DtexTextureSampler::block_codec`: pages hold texels.
+#define DTEX_BLOCK_NONE 0
+
+// `DtexTextureSampler::block_codec`: pages hold BC1 blocks (8 bytes), decoded to RGBA8.
+#define DTEX_BLOCK_BC1 1
+
+// `DtexTextureSampler::block_codec`: BC2 blocks (16 bytes), decoded to RGBA8.
+#define DTEX_BLOCK_BC2 2
+
+// `DtexTextureSampler::block_codec`: BC3 blocks (16 bytes), decoded to RGBA8.
+#define DTEX_BLOCK_BC3 3
+
+// `DtexTextureSampler::block_codec`: BC4 UNORM blocks (8 bytes), decoded to R8.
+#define DTEX_BLOCK_BC4 4
+
+// `DtexTextureSampler::block_codec`: BC4 SNORM blocks (8 bytes), decoded to R32F.
+#define DTEX_BLOCK_BC4_SNORM 5
+
+// `DtexTextureSampler::block_codec`: BC5 UNORM blocks (16 bytes), decoded to RG8.
+#define DTEX_BLOCK_BC5 6
+
+// `DtexTextureSampler::block_codec`: BC5 SNORM blocks (16 bytes), decoded to RG32F.
+#define DTEX_BLOCK_BC5_SNORM 7
+
+// `DtexTextureSampler::block_codec`: BC6H UF16 blocks (16 bytes), decoded to RGBA16F.
+#define DTEX_BLOCK_BC6H_UF16 8
+
+// `DtexTextureSampler::block_codec`: BC6H SF16 blocks (16 bytes), decoded to RGBA16F.
+#define DTEX_BLOCK_BC6H_SF16 9
+
+// `DtexTextureSampler::block_codec`: BC7 blocks (16 bytes), decoded to RGBA8.
+#define DTEX_BLOCK_BC7 10
+
 // Procedural kind: a checkerboard with one colour per mip level (`param` = square side in
 // level-0 texels; 0 is taken as 1).
 #define DTEX_PROCEDURAL_CHECKERBOARD 0
@@ -457,8 +490,12 @@ typedef struct DtexLoaderOptions {
   // `DTEX_LOADER_OPTIONS_SIZE_FULL_PAGES`: callers built against that header get the
   // default.
   float fill_cpu_cores;
-  // Reserved: must be 0.
-  uint32_t reserved;
+  // Boolean (default 0): decode block-compressed files into texel pages. By default a
+  // texture whose file stores BC1–BC7 blocks at every level (a DDS with its mips) keeps
+  // them in its pages as stored, on a loader whose samplers decode blocks (CPU loader
+  // and cache): the budget holds 4× to 8× more texels than 8-bit RGBA. Was `reserved`
+  // (0) before `keep_blocks`: callers built against that header get the default.
+  uint32_t decode_blocks;
   // Bytes of whole decodes (PNG, JPEG, Radiance HDR, Targa and BMP images, mip levels generated in memory) the
   // loader's unnamed temporary files in `spill_dir` may hold at once (default 8 GiB;
   // 0: never). A decode released while its texture will need it again (a budget with no
@@ -1099,11 +1136,11 @@ typedef struct DtexTextureSampler {
   uint32_t tile_width;
   // Tile height in texels.
   uint32_t tile_height;
-  // `TexelType` code.
+  // `TexelType` code (for blocks: of the decoded texels).
   uint32_t texel_type;
-  // Channels (1, 2 or 4).
+  // Channels (1, 2 or 4; for blocks: of the decoded texels).
   uint32_t channels;
-  // Bytes per texel.
+  // Bytes per texel, or per 4×4 block where `block_codec` is not 0.
   uint32_t texel_bytes;
   // `AddressMode` code for s.
   uint32_t address_s;
@@ -1117,8 +1154,9 @@ typedef struct DtexTextureSampler {
   uint32_t max_anisotropy;
   // `SAMPLER_FLAG_*` bits.
   uint32_t flags;
-  // Padding, zero.
-  uint32_t reserved;
+  // 0: pages hold texels. Else the `BlockCodec` code (1..=10) of the 4×4 blocks pages
+  // hold (`TextureLayout::blocks`).
+  uint32_t block_codec;
   // Colour returned once the texture has failed.
   float fallback_color[4];
   // Per level, finest first; entries past `num_levels` are zero.
@@ -2384,7 +2422,7 @@ DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexTextureSampler, filter) == 68, "offsetof(Dt
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexTextureSampler, mip_filter) == 72, "offsetof(DtexTextureSampler, mip_filter)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexTextureSampler, max_anisotropy) == 76, "offsetof(DtexTextureSampler, max_anisotropy)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexTextureSampler, flags) == 80, "offsetof(DtexTextureSampler, flags)");
-DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexTextureSampler, reserved) == 84, "offsetof(DtexTextureSampler, reserved)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexTextureSampler, block_codec) == 84, "offsetof(DtexTextureSampler, block_codec)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexTextureSampler, fallback_color) == 88, "offsetof(DtexTextureSampler, fallback_color)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexTextureSampler, levels) == 104, "offsetof(DtexTextureSampler, levels)");
 DTEX_STATIC_ASSERT(sizeof(DtexLoader) == 8, "sizeof(DtexLoader)");
@@ -2469,7 +2507,7 @@ DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, fill_by_file_tile) == 60, "o
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, share_duplicate_textures) == 64, "offsetof(DtexLoaderOptions, share_duplicate_textures)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, full_pages) == 68, "offsetof(DtexLoaderOptions, full_pages)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, fill_cpu_cores) == 72, "offsetof(DtexLoaderOptions, fill_cpu_cores)");
-DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, reserved) == 76, "offsetof(DtexLoaderOptions, reserved)");
+DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, decode_blocks) == 76, "offsetof(DtexLoaderOptions, decode_blocks)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, max_spill_bytes) == 80, "offsetof(DtexLoaderOptions, max_spill_bytes)");
 DTEX_STATIC_ASSERT(DTEX_OFFSETOF(DtexLoaderOptions, spill_dir) == 88, "offsetof(DtexLoaderOptions, spill_dir)");
 DTEX_STATIC_ASSERT(sizeof(DtexTextureDesc) == 40, "sizeof(DtexTextureDesc)");

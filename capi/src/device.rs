@@ -216,7 +216,7 @@ pub const LAYOUTS: &[StructLayout] = &[
             mip_filter,
             max_anisotropy,
             flags,
-            reserved,
+            block_codec,
             fallback_color,
             levels,
         ]
@@ -300,7 +300,7 @@ pub const LAYOUTS: &[StructLayout] = &[
             share_duplicate_textures,
             full_pages,
             fill_cpu_cores,
-            reserved,
+            decode_blocks,
             max_spill_bytes,
             spill_dir,
         ]

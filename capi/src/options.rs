@@ -1,9 +1,7 @@
 //! The option structs shared with C, their defaults, and their checked conversion to the
 //! engine's types (the statistics struct: `stats`).
 
-use crate::boundary::{
-    c_bool, check_reserved, entry_value, optional_c_str, optional_in_prefix, Out, Versioned,
-};
+use crate::boundary::{c_bool, entry_value, optional_c_str, optional_in_prefix, Out, Versioned};
 use crate::status::{ApiError, ApiResult};
 use engine::textures::{AddressMode, FilterMode, MipFilter, TextureDesc};
 use engine::{LoaderOptions, StreamingMode};
@@ -101,8 +99,12 @@ pub struct DtexLoaderOptions {
     /// `DTEX_LOADER_OPTIONS_SIZE_FULL_PAGES`: callers built against that header get the
     /// default.
     pub fill_cpu_cores: f32,
-    /// Reserved: must be 0.
-    pub reserved: u32,
+    /// Boolean (default 0): decode block-compressed files into texel pages. By default a
+    /// texture whose file stores BC1–BC7 blocks at every level (a DDS with its mips) keeps
+    /// them in its pages as stored, on a loader whose samplers decode blocks (CPU loader
+    /// and cache): the budget holds 4× to 8× more texels than 8-bit RGBA. Was `reserved`
+    /// (0) before `keep_blocks`: callers built against that header get the default.
+    pub decode_blocks: u32,
     /// Bytes of whole decodes (PNG, JPEG, Radiance HDR, Targa and BMP images, mip levels generated in memory) the
     /// loader's unnamed temporary files in `spill_dir` may hold at once (default 8 GiB;
     /// 0: never). A decode released while its texture will need it again (a budget with no
@@ -194,7 +196,7 @@ impl Default for DtexLoaderOptions {
             share_duplicate_textures: d.share_duplicate_textures as u32,
             full_pages: !d.pages_of_file_tiles as u32,
             fill_cpu_cores: d.fill_cpu_cores.unwrap_or(0.0),
-            reserved: 0,
+            decode_blocks: !d.keep_blocks as u32,
             max_spill_bytes: d.max_spill_bytes,
             spill_dir: std::ptr::null(),
         }
@@ -228,7 +230,6 @@ impl DtexLoaderOptions {
                 self.lru_threshold
             ))
         })?;
-        check_reserved(self.reserved, "DtexLoaderOptions.reserved")?;
         // 0 is "no limit"; other values are checked by the engine (finite, at least
         // `MIN_FILL_CPU_CORES`), whose message names the field.
         let fill_cpu_cores = (self.fill_cpu_cores != 0.0).then_some(self.fill_cpu_cores);
@@ -268,6 +269,7 @@ impl DtexLoaderOptions {
                 "DtexLoaderOptions.share_duplicate_textures",
             )?,
             pages_of_file_tiles: !c_bool(self.full_pages, "DtexLoaderOptions.full_pages")?,
+            keep_blocks: !c_bool(self.decode_blocks, "DtexLoaderOptions.decode_blocks")?,
             max_spill_bytes: self.max_spill_bytes,
             spill_dir: spill_dir.map(std::path::PathBuf::from),
         })

@@ -23,6 +23,29 @@ pub const DTEX_TEXEL_F16: u32 = 2;
 /// Texel component type: IEEE single float.
 pub const DTEX_TEXEL_F32: u32 = 3;
 
+/// `DtexTextureSampler::block_codec`: pages hold texels.
+pub const DTEX_BLOCK_NONE: u32 = 0;
+/// `DtexTextureSampler::block_codec`: pages hold BC1 blocks (8 bytes), decoded to RGBA8.
+pub const DTEX_BLOCK_BC1: u32 = 1;
+/// `DtexTextureSampler::block_codec`: BC2 blocks (16 bytes), decoded to RGBA8.
+pub const DTEX_BLOCK_BC2: u32 = 2;
+/// `DtexTextureSampler::block_codec`: BC3 blocks (16 bytes), decoded to RGBA8.
+pub const DTEX_BLOCK_BC3: u32 = 3;
+/// `DtexTextureSampler::block_codec`: BC4 UNORM blocks (8 bytes), decoded to R8.
+pub const DTEX_BLOCK_BC4: u32 = 4;
+/// `DtexTextureSampler::block_codec`: BC4 SNORM blocks (8 bytes), decoded to R32F.
+pub const DTEX_BLOCK_BC4_SNORM: u32 = 5;
+/// `DtexTextureSampler::block_codec`: BC5 UNORM blocks (16 bytes), decoded to RG8.
+pub const DTEX_BLOCK_BC5: u32 = 6;
+/// `DtexTextureSampler::block_codec`: BC5 SNORM blocks (16 bytes), decoded to RG32F.
+pub const DTEX_BLOCK_BC5_SNORM: u32 = 7;
+/// `DtexTextureSampler::block_codec`: BC6H UF16 blocks (16 bytes), decoded to RGBA16F.
+pub const DTEX_BLOCK_BC6H_UF16: u32 = 8;
+/// `DtexTextureSampler::block_codec`: BC6H SF16 blocks (16 bytes), decoded to RGBA16F.
+pub const DTEX_BLOCK_BC6H_SF16: u32 = 9;
+/// `DtexTextureSampler::block_codec`: BC7 blocks (16 bytes), decoded to RGBA8.
+pub const DTEX_BLOCK_BC7: u32 = 10;
+
 /// Procedural kind: a checkerboard with one colour per mip level (`param` = square side in
 /// level-0 texels; 0 is taken as 1).
 pub const DTEX_PROCEDURAL_CHECKERBOARD: u32 = 0;
@@ -303,4 +326,30 @@ pub unsafe extern "C" fn dtex_texture_create_procedural(
         out.write(register(loader, source, desc)?);
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod block_codes {
+    use super::*;
+    use engine::textures::BlockCodec;
+
+    #[test]
+    fn the_block_codes_are_the_engines() {
+        let c = [
+            (DTEX_BLOCK_BC1, BlockCodec::Bc1),
+            (DTEX_BLOCK_BC2, BlockCodec::Bc2),
+            (DTEX_BLOCK_BC3, BlockCodec::Bc3),
+            (DTEX_BLOCK_BC4, BlockCodec::Bc4 { signed: false }),
+            (DTEX_BLOCK_BC4_SNORM, BlockCodec::Bc4 { signed: true }),
+            (DTEX_BLOCK_BC5, BlockCodec::Bc5 { signed: false }),
+            (DTEX_BLOCK_BC5_SNORM, BlockCodec::Bc5 { signed: true }),
+            (DTEX_BLOCK_BC6H_UF16, BlockCodec::Bc6h { signed: false }),
+            (DTEX_BLOCK_BC6H_SF16, BlockCodec::Bc6h { signed: true }),
+            (DTEX_BLOCK_BC7, BlockCodec::Bc7),
+        ];
+        for (code, codec) in c {
+            assert_eq!(codec.code(), code);
+        }
+        assert_eq!(BlockCodec::from_code(DTEX_BLOCK_NONE), None);
+    }
 }

@@ -104,6 +104,14 @@ pub struct LoaderOptions {
     /// cache, and the CUDA loader, which maps one physical tile per value); sources whose
     /// tiles are written after publication (Ptex pages) never share (default true).
     pub coalesce_constant_tiles: bool,
+    /// A texture whose file stores 4×4 blocks of a BC codec at every level (a DDS with
+    /// its mips) keeps them in its pages as stored, rather than decoded
+    /// ([`crate::textures::TextureLayout::with_blocks`]): the budget holds 4× (BC2, BC3,
+    /// BC5, BC6H, BC7) to 8× (BC1, BC4) more texels than 8-bit RGBA, and the samplers
+    /// decode the texels a lookup reads. Needs a backend that samples blocks
+    /// (`Backend::samples_blocks`: the CPU loader and cache); others get decoded texels
+    /// (default true).
+    pub keep_blocks: bool,
     /// Textures whose files hold the same texels share one set of tiles: a texture that
     /// opens with the size, format and mip tail of an open one, read the same way from
     /// the same file or from a file with the same bytes (hashed once to make sure:
@@ -174,6 +182,7 @@ impl Default for LoaderOptions {
             fill_by_file_tile: true,
             pages_of_file_tiles: true,
             coalesce_constant_tiles: true,
+            keep_blocks: true,
             share_duplicate_textures: true,
             max_spill_bytes: DEFAULT_MAX_SPILL_BYTES,
             spill_dir: None,

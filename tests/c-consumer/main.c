@@ -75,7 +75,7 @@ static DtexLoader create_loader_coalescing(uint32_t coalesce) {
   CHECK(options.coalesce_constant_tiles == 1, "coalescing is on by default");
   CHECK(options.share_duplicate_textures == 1 && options.full_pages == 0,
         "duplicate sharing is on by default");
-  CHECK(options.fill_cpu_cores == 0.0f && options.reserved == 0, "fills are not CPU-limited by default");
+  CHECK(options.fill_cpu_cores == 0.0f && options.decode_blocks == 0, "fills are not CPU-limited by default");
   options.coalesce_constant_tiles = coalesce;
   /* Small bookkeeping keeps the run fast under valgrind. */
   options.num_pages = 1u << 20;

@@ -522,7 +522,7 @@ fn defaults_match_the_engine_and_null_is_a_no_op() {
         share_duplicate_textures: 3,
         full_pages: 4,
         fill_cpu_cores: -2.0,
-        reserved: 6,
+        decode_blocks: 6,
         max_spill_bytes: 11,
         spill_dir: c"/nowhere".as_ptr(),
     };

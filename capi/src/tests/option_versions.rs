@@ -168,12 +168,13 @@ fn loader_options_carry_the_fill_cpu_limit_and_accept_the_size_before_it() {
     let before = DtexLoaderOptions {
         struct_size: DTEX_LOADER_OPTIONS_SIZE_FULL_PAGES,
         fill_cpu_cores: -1.0,
-        reserved: 7,
+        decode_blocks: 7,
         ..small_options()
     };
     // SAFETY: as above.
     let e = unsafe { DtexLoaderOptions::resolve(&before) }.unwrap();
     assert_eq!(e.fill_cpu_cores, None, "the default");
+    assert!(e.keep_blocks, "the default");
     let mut l = DtexLoader::default();
     for (bad, field) in [
         (-0.5, "fill_cpu_cores -0.5"),
@@ -193,7 +194,7 @@ fn loader_options_carry_the_fill_cpu_limit_and_accept_the_size_before_it() {
         assert!(m.contains(field), "{m}");
     }
     let o = DtexLoaderOptions {
-        reserved: 1,
+        decode_blocks: 2,
         ..small_options()
     };
     // SAFETY: valid pointers.
@@ -201,7 +202,21 @@ fn loader_options_carry_the_fill_cpu_limit_and_accept_the_size_before_it() {
         unsafe { dtex_loader_create(&o, &mut l) },
         DTEX_STATUS_INVALID_ARGUMENT,
     );
-    assert!(m.contains("reserved"), "{m}");
+    assert!(m.contains("decode_blocks"), "{m}");
+    // What was `reserved` (0 in older callers) keeps blocks; 1 decodes them.
+    for (decode, keep) in [(0, true), (1, false)] {
+        let o = DtexLoaderOptions {
+            decode_blocks: decode,
+            ..small_options()
+        };
+        // SAFETY: as above.
+        assert_eq!(
+            unsafe { DtexLoaderOptions::resolve(&o) }
+                .unwrap()
+                .keep_blocks,
+            keep
+        );
+    }
     // A limited loader is created like any other.
     let o = DtexLoaderOptions {
         fill_cpu_cores: 0.5,

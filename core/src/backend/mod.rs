@@ -149,6 +149,15 @@ pub trait Backend: Send + Sync + 'static {
         self.samples_host_tiles()
     }
 
+    /// Whether samplers read pages of 4×4 blocks (`LoaderOptions::keep_blocks`,
+    /// [`crate::textures::TextureLayout::with_blocks`]): published tiles and mip tails
+    /// then hold blocks as the file stores them. Default: what
+    /// [`samples_host_tiles`](Self::samples_host_tiles) says (the CPU samplers decode
+    /// blocks).
+    fn samples_blocks(&self) -> bool {
+        self.samples_host_tiles()
+    }
+
     /// Whether one tile's data may be published for many pages at once (constant-tile
     /// coalescing: [`crate::memory::constant_tiles`]): `publish_tile` is then given the
     /// same buffer for each page, and `withdraw` of one page must leave the others. Default:

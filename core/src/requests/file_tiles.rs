@@ -21,8 +21,8 @@ use crate::backend::cpu::FileTileFiller;
 use crate::ids::{PageId, TextureId};
 use crate::memory::TileTrailer;
 use crate::resources::Route;
-use crate::sources::{ImageSource, Readiness};
-use crate::textures::{file_tile_pages, TexelFormat, TileRegion};
+use crate::sources::{ImageInfo, ImageSource, Readiness};
+use crate::textures::{file_tile_pages, BlockCodec, TexelFormat, TextureLayout, TileRegion};
 use parking_lot::Mutex;
 use std::cell::Cell;
 use std::sync::Arc;
@@ -66,10 +66,46 @@ impl Engine {
     /// file's tiles at level 0 ([`file_tile_pages`]) where the option is on and samplers
     /// read host tiles; else a full tile ([`TexelFormat::tile_extent`]).
     pub(crate) fn page_tile(&self, source: &dyn ImageSource, format: TexelFormat) -> (u32, u32) {
+        debug_assert!(
+            self.block_codec(source).is_none(),
+            "a layout of blocks has full tiles"
+        );
         let own = self.options.pages_of_file_tiles && self.backend.samples_host_tiles();
         own.then(|| file_tile_pages(format, source.file_tile(0)))
             .flatten()
             .unwrap_or_else(|| format.tile_extent())
+    }
+
+    /// The codec of the blocks `source`'s pages keep, if they keep blocks: the option is on,
+    /// the backend samples blocks and the source stores every level in blocks.
+    pub(crate) fn block_codec(&self, source: &dyn ImageSource) -> Option<BlockCodec> {
+        (self.options.keep_blocks && self.backend.samples_blocks())
+            .then(|| source.block_codec())
+            .flatten()
+    }
+
+    /// The layout of a texture `source` describes as `info`: in blocks
+    /// ([`block_codec`](Self::block_codec)), else in texels of [`page_tile`](Self::page_tile).
+    pub(crate) fn lay_out(
+        &self,
+        source: &dyn ImageSource,
+        info: &ImageInfo,
+    ) -> crate::error::Result<TextureLayout> {
+        match self.block_codec(source) {
+            Some(codec) => {
+                TextureLayout::with_blocks(info.width, info.height, info.num_levels, codec)
+            }
+            None => {
+                let tile = self.page_tile(source, info.format);
+                TextureLayout::with_tile(
+                    info.width,
+                    info.height,
+                    info.num_levels,
+                    info.format,
+                    tile,
+                )
+            }
+        }
     }
 
     /// Whether blocking fills publish pages to be filled file tile by file tile (the

@@ -45,6 +45,10 @@ pub(crate) struct TileTask {
     row_bytes: usize,
     full_tile: bool,
     texel_bytes: usize,
+    /// The page holds the region's 4×4 blocks as stored (`TextureLayout::blocks`).
+    blocks: bool,
+    /// Bytes the region's texels (or blocks) take: what the read counts.
+    region_bytes: u64,
     tile: (u32, u32),
     /// Publish the page before reading it, to be filled file tile by file tile, if the
     /// file's tiles are smaller than a page (a blocking fill on the CPU backend).
@@ -82,9 +86,11 @@ pub(crate) fn prepare_tile(
         job,
         source: record.source.clone(),
         region,
-        row_bytes: layout.tile_width as usize * texel_bytes,
+        row_bytes: layout.row_bytes(layout.tile_width),
         full_tile: region.width == layout.tile_width && region.height == layout.tile_height,
         texel_bytes,
+        blocks: layout.blocks.is_some(),
+        region_bytes: layout.region_bytes(region.width, region.height),
         tile: (layout.tile_width, layout.tile_height),
         by_file_tile: false,
         buffer,
@@ -179,6 +185,8 @@ impl TileTask {
             row_bytes,
             full_tile,
             texel_bytes,
+            blocks,
+            region_bytes,
             tile,
             by_file_tile,
             buffer,
@@ -202,11 +210,12 @@ impl TileTask {
         }
         let outcome = match cut {
             Some(_) => Ok(Readiness::Ready),
+            None if blocks => contain(|| source.read_blocks(region, dest, row_bytes)),
             None => contain(|| source.read_tile(region, dest, row_bytes)),
         };
         let constant = match (&outcome, cut) {
             (Ok(Readiness::Ready), None)
-                if engine.coalesces_constant_tiles() && source.tiles_coalescable() =>
+                if !blocks && engine.coalesces_constant_tiles() && source.tiles_coalescable() =>
             {
                 let shape = TileShape {
                     width: region.width as usize,
@@ -238,8 +247,7 @@ impl TileTask {
                 if cut.is_some() {
                     host.counters.tiles_published_unread += 1;
                 } else {
-                    host.counters.bytes_read +=
-                        (region.width as usize * region.height as usize * texel_bytes) as u64;
+                    host.counters.bytes_read += region_bytes;
                 }
                 match constant {
                     Some(key) => {

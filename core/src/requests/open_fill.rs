@@ -14,7 +14,7 @@ use crate::ids::TextureId;
 use crate::memory::RawBox;
 use crate::paging::{encode_base_color, NO_BASE_COLOR};
 use crate::resources::TextureState;
-use crate::sources::{tail_levels, ImageSource, Readiness, SourceError};
+use crate::sources::{read_tail_blocks, tail_levels, ImageSource, Readiness, SourceError};
 use crate::textures::{DuplicateKey, TextureLayout, TextureSampler};
 use std::sync::Arc;
 use std::time::Instant;
@@ -54,14 +54,17 @@ fn open_texture(
     };
     let opened = contain(|| source.open()).map_err(|e| format!("opening: {e}"));
     let layout = opened.and_then(|info| {
-        let tile = engine.page_tile(&*source, info.format);
-        TextureLayout::with_tile(info.width, info.height, info.num_levels, info.format, tile)
-            .map(|layout| TextureLayout {
-                held_bytes: source.held_bytes(),
-                whole_decode: contain(|| Ok(source.whole_decode())).unwrap_or(None),
-                ..layout
-            })
-            .map_err(|e| e.to_string())
+        contain(|| {
+            engine
+                .lay_out(&*source, &info)
+                .map_err(|e| e.to_string().into())
+        })
+        .map(|layout| TextureLayout {
+            held_bytes: source.held_bytes(),
+            whole_decode: contain(|| Ok(source.whole_decode())).unwrap_or(None),
+            ..layout
+        })
+        .map_err(|e| e.to_string())
     });
     let layout = match layout {
         Ok(l) => l,
@@ -243,6 +246,8 @@ fn read_tail(source: &Arc<dyn ImageSource>, layout: &TextureLayout) -> TailRead 
     let levels = tail_levels(layout);
     let read = if levels.is_empty() {
         Ok(Readiness::Ready)
+    } else if layout.blocks.is_some() {
+        contain(|| read_tail_blocks(&**source, layout, &mut bytes))
     } else {
         contain(|| source.read_mip_tail(&levels, &mut bytes))
     };
@@ -368,9 +373,16 @@ fn base_color_from_tail(layout: &TextureLayout, tail: &[u8]) -> u64 {
         return NO_BASE_COLOR;
     }
     let at = last.offset as usize;
-    encode_base_color(
-        layout
+    let color = match layout.blocks {
+        // The 1×1 level is texel (0, 0) of one block.
+        Some(codec) => {
+            let mut texels = [0u8; 16 * 16];
+            codec.decode_block(&tail[at..at + codec.block_bytes()], &mut texels);
+            layout.format.decode(&texels)
+        }
+        None => layout
             .format
             .decode(&tail[at..at + layout.format.texel_bytes()]),
-    )
+    };
+    encode_base_color(color)
 }

@@ -69,6 +69,9 @@ impl<'a, D: Texel> Fetch<'a, D> {
             sampler.tile_width.is_power_of_two() && sampler.tile_height.is_power_of_two()
         );
         debug_assert_eq!(sampler.texel_bytes as usize, D::BYTES);
+        debug_assert!(
+            sampler.tile_width >> D::UNIT_SHIFT > 0 && sampler.tile_height >> D::UNIT_SHIFT > 0
+        );
         Fetch {
             view,
             tiles: view.tiles(),
@@ -233,11 +236,19 @@ impl<'a, D: Texel> Fetch<'a, D> {
     fn add_tiled(&self, lv: &SamplerLevel, ax: &Axis, ay: &Axis, weight: f32, acc: &mut Accum) {
         let [sx, sy] = self.tile_shift;
         let (mask_x, mask_y) = (self.sampler.tile_width - 1, self.sampler.tile_height - 1);
-        // Byte offset of texel (column i, row j) within its tile.
-        let offset = |i: usize, j: usize| {
-            let texel = ((ay.index[j] & mask_y) << sx) + (ax.index[i] & mask_x);
-            debug_assert!((texel as usize + 1) * D::BYTES <= TILE_BYTES);
-            texel as usize * D::BYTES
+        // Texel (column i, row j) within its tile: the byte offset of its unit (texel or
+        // block) and its place in the unit.
+        let unit = D::UNIT_SHIFT;
+        let inner = (1u32 << unit) - 1;
+        let texel = |i: usize, j: usize, tile: *const u8| {
+            let (x, y) = (ax.index[i] & mask_x, ay.index[j] & mask_y);
+            let at = (((y >> unit) << (sx - unit)) + (x >> unit)) as usize;
+            debug_assert!((at + 1) * D::BYTES <= TILE_BYTES);
+            D::decode(
+                texel_bytes::<D>(tile, at * D::BYTES),
+                (x & inner) as usize,
+                (y & inner) as usize,
+            )
         };
         // The footprint's distinct tiles: used columns × used rows.
         let (cols, num_cols, col_of) = axis_tiles(ax, sx);
@@ -259,7 +270,7 @@ impl<'a, D: Texel> Fetch<'a, D> {
                     acc.resident = false;
                     return;
                 }
-                let sum = weighted_sum::<D>(ax, ay, |i, j| texel_bytes::<D>(tile, offset(i, j)));
+                let sum = weighted_sum(ax, ay, |i, j| texel(i, j, tile));
                 blend(&mut acc.value, sum, weight);
             }
             return;
@@ -289,9 +300,7 @@ impl<'a, D: Texel> Fetch<'a, D> {
                     }
                 }
             }
-            let sum = weighted_sum::<D>(ax, ay, |i, j| {
-                texel_bytes::<D>(data[row_of[j] * 2 + col_of[i]], offset(i, j))
-            });
+            let sum = weighted_sum(ax, ay, |i, j| texel(i, j, data[row_of[j] * 2 + col_of[i]]));
             blend(&mut acc.value, sum, weight);
         }
     }
@@ -302,11 +311,14 @@ impl<'a, D: Texel> Fetch<'a, D> {
             return;
         };
         if acc.resident {
-            let width = self.sampler.levels[level as usize].width as usize;
-            let offset = |i: usize, j: usize| {
-                (ay.index[j] as usize * width + ax.index[i] as usize) * D::BYTES
-            };
-            let sum = weighted_sum::<D>(ax, ay, |i, j| &texels[offset(i, j)..]);
+            let unit = D::UNIT_SHIFT;
+            let inner = (1usize << unit) - 1;
+            let width = units::<D>(self.sampler.levels[level as usize].width);
+            let sum = weighted_sum(ax, ay, |i, j| {
+                let (x, y) = (ax.index[i] as usize, ay.index[j] as usize);
+                let at = ((y >> unit) * width + (x >> unit)) * D::BYTES;
+                D::decode(&texels[at..], x & inner, y & inner)
+            });
             blend(&mut acc.value, sum, weight);
         }
     }
@@ -319,15 +331,15 @@ impl<'a, D: Texel> Fetch<'a, D> {
             return None;
         }
         let lv = &self.sampler.levels[level as usize];
-        let bytes = lv.width as usize * lv.height as usize * D::BYTES;
+        let bytes = units::<D>(lv.width) * units::<D>(lv.height) * D::BYTES;
         debug_assert!(
             level >= self.sampler.mip_tail_first_level && level < self.sampler.num_levels
         );
         let ptr = (self.sampler.mip_tail_data as usize + lv.offset as usize) as *const u8;
         // SAFETY: the sampler's mip-tail page is resident, so by the contract of
         // `CpuView::new` `mip_tail_data` addresses the packed tail its levels describe:
-        // level `level` is `width × height` texels at byte `offset`, unchanged while the
-        // view lives.
+        // level `level` is `width × height` texels (or the blocks covering them) at byte
+        // `offset`, unchanged while the view lives.
         Some(unsafe { std::slice::from_raw_parts(ptr, bytes) })
     }
 }
@@ -340,12 +352,18 @@ impl<D> Clone for Fetch<'_, D> {
 
 impl<D> Copy for Fetch<'_, D> {}
 
-/// The bytes of the texel at byte `offset` of `tile`.
+/// Units (texels or blocks) covering `side` texels.
+#[inline(always)]
+fn units<D: Texel>(side: u32) -> usize {
+    side.div_ceil(1 << D::UNIT_SHIFT) as usize
+}
+
+/// The bytes of the unit (texel or block) at byte `offset` of `tile`.
 #[inline(always)]
 fn texel_bytes<'t, D: Texel>(tile: *const u8, offset: usize) -> &'t [u8] {
     debug_assert!(offset + D::BYTES <= TILE_BYTES);
     // SAFETY: `tile` addresses a live tile buffer of TILE_BYTES texels (`Fetch::tile`),
-    // `offset` is a texel of it (the tile-local index times D::BYTES), and that texel is
+    // `offset` is a unit of it (the tile-local unit index times D::BYTES), and that unit is
     // written and not written again while the view lives (`Fetch::texels_written` saw
     // its file tile's bit clear, with Acquire, before this read).
     unsafe { std::slice::from_raw_parts(tile.add(offset), D::BYTES) }
@@ -366,13 +384,9 @@ fn axis_tiles(a: &Axis, shift: u32) -> ([u32; 2], usize, [usize; 2]) {
 }
 
 /// The sum of weight × texel over the 2×2 texels of a footprint with non-zero weight
-/// (texels with weight 0 are not read); `texel(i, j)` gives the bytes of column i, row j.
+/// (texels with weight 0 are not read); `texel(i, j)` gives the value of column i, row j.
 #[inline(always)]
-fn weighted_sum<'t, D: Texel>(
-    ax: &Axis,
-    ay: &Axis,
-    texel: impl Fn(usize, usize) -> &'t [u8],
-) -> [f32; 4] {
+fn weighted_sum(ax: &Axis, ay: &Axis, texel: impl Fn(usize, usize) -> [f32; 4]) -> [f32; 4] {
     let mut v = [0.0f32; 4];
     for j in 0..2 {
         let wy = ay.weight[j];
@@ -380,7 +394,7 @@ fn weighted_sum<'t, D: Texel>(
             for i in 0..2 {
                 let wx = ax.weight[i];
                 if wx != 0.0 {
-                    blend(&mut v, D::decode(texel(i, j)), wx * wy);
+                    blend(&mut v, texel(i, j), wx * wy);
                 }
             }
         }

@@ -5,7 +5,7 @@
 use super::fetch::{Accum, Fetch, Touch};
 use super::lod::{mip_levels, Footprint};
 use super::resolve::miss_color;
-use super::texel::{Float, Half, Texel, Texels, Unorm16, Unorm8};
+use super::texel::{Blocks, Float, Half, Texel, Texels, Unorm16, Unorm8};
 use super::{CpuView, Sample, SampleOptions};
 use crate::ids::TextureId;
 use crate::textures::{MipFilter, TexelType, TextureSampler};
@@ -23,6 +23,9 @@ pub(crate) fn sample(
     options: &SampleOptions,
 ) -> Sample {
     use TexelType::*;
+    if sampler.block_codec != 0 {
+        return sample_blocks(view, texture, sampler, s, t, fp, options);
+    }
     let filter = match (TexelType::from_code(sampler.texel_type), sampler.channels) {
         (Some(U8), 1) => run::<Texels<Unorm8, 1>>,
         (Some(U8), 2) => run::<Texels<Unorm8, 2>>,
@@ -36,6 +39,36 @@ pub(crate) fn sample(
         (Some(F32), 1) => run::<Texels<Float, 1>>,
         (Some(F32), 2) => run::<Texels<Float, 2>>,
         (Some(F32), 4) => run::<Texels<Float, 4>>,
+        // Rejected by `resolve::is_well_formed` before we get here.
+        _ => return Sample::new(sampler.fallback_color, true),
+    };
+    filter(view, texture, sampler, s, t, fp, options)
+}
+
+/// [`sample`] for a texture whose pages hold blocks: one arm per codec
+/// ([`BlockCodec::code`]), each decoding to the codec's served format.
+#[inline(never)]
+fn sample_blocks(
+    view: CpuView<'_>,
+    texture: TextureId,
+    sampler: &TextureSampler,
+    s: f32,
+    t: f32,
+    fp: &Footprint,
+    options: &SampleOptions,
+) -> Sample {
+    type Rgba8 = Texels<Unorm8, 4>;
+    let filter = match sampler.block_codec {
+        1 => run::<Blocks<1, Rgba8>>,
+        2 => run::<Blocks<2, Rgba8>>,
+        3 => run::<Blocks<3, Rgba8>>,
+        4 => run::<Blocks<4, Texels<Unorm8, 1>>>,
+        5 => run::<Blocks<5, Texels<Float, 1>>>,
+        6 => run::<Blocks<6, Texels<Unorm8, 2>>>,
+        7 => run::<Blocks<7, Texels<Float, 2>>>,
+        8 => run::<Blocks<8, Texels<Half, 4>>>,
+        9 => run::<Blocks<9, Texels<Half, 4>>>,
+        10 => run::<Blocks<10, Rgba8>>,
         // Rejected by `resolve::is_well_formed` before we get here.
         _ => return Sample::new(sampler.fallback_color, true),
     };

@@ -5,7 +5,7 @@ use super::{CpuView, Sample};
 use crate::ids::{is_tile_size, TextureId};
 use crate::paging::decode_base_color;
 use crate::textures::{
-    TexelType, TextureSampler, DEFAULT_FALLBACK_COLOR, MAX_LEVELS, SAMPLER_FLAG_FAILED,
+    BlockCodec, TexelType, TextureSampler, DEFAULT_FALLBACK_COLOR, MAX_LEVELS, SAMPLER_FLAG_FAILED,
 };
 
 /// What a texture's base-colour page says.
@@ -74,19 +74,35 @@ pub(crate) fn sampler<'a>(
 
 /// Whether a sampler record is one the filters can use without dividing by zero or
 /// indexing out of bounds: a known format, 1..=MAX_LEVELS levels, power-of-two tiles of a
-/// tile size (4 to 64 KiB). (A record the loader built always is; this guards against bugs.)
+/// tile size (4 to 64 KiB); for blocks, a known codec with its decoded format and its full
+/// tile ([`BlockCodec::tile_extent`]). (A record the loader built always is; this guards
+/// against bugs.)
 #[inline]
 pub(crate) fn is_well_formed(s: &TextureSampler) -> bool {
     let Some(texel_type) = TexelType::from_code(s.texel_type) else {
         return false;
     };
+    let unit_ok = match s.block_codec {
+        0 => s.texel_bytes as usize == texel_type.bytes() * s.channels as usize,
+        code => BlockCodec::from_code(code).is_some_and(|c| {
+            let f = c.served_format();
+            f.texel_type == texel_type
+                && f.channels == s.channels
+                && s.texel_bytes as usize == c.block_bytes()
+                && (s.tile_width, s.tile_height) == c.tile_extent()
+        }),
+    };
+    let units = |side: u32| match s.block_codec {
+        0 => side as usize,
+        _ => side as usize / 4,
+    };
     matches!(s.channels, 1 | 2 | 4)
-        && s.texel_bytes as usize == texel_type.bytes() * s.channels as usize
+        && unit_ok
         && (1..=MAX_LEVELS as u32).contains(&s.num_levels)
         && s.mip_tail_first_level <= s.num_levels
         && s.tile_width.is_power_of_two()
         && s.tile_height.is_power_of_two()
-        && (s.tile_width as usize)
-            .checked_mul(s.tile_height as usize * s.texel_bytes as usize)
+        && units(s.tile_width)
+            .checked_mul(units(s.tile_height) * s.texel_bytes as usize)
             .is_some_and(is_tile_size)
 }

@@ -3,6 +3,7 @@
 //! inner loops have no per-component dispatch. Results equal
 //! [`TexelFormat::decode`](crate::textures::TexelFormat::decode) bit for bit.
 
+use crate::textures::BlockCodec;
 use half::f16;
 use std::marker::PhantomData;
 
@@ -55,12 +56,16 @@ impl Component for Float {
     }
 }
 
-/// A whole texel format: decode the texel at the start of a byte slice to RGBA.
+/// How a page stores texels: in units of one texel, or of one 4×4 block. Decodes one
+/// texel of the unit at the start of a byte slice to RGBA.
 pub(crate) trait Texel {
-    /// Bytes of one texel.
+    /// Bytes of one unit (a texel, or a block).
     const BYTES: usize;
-    /// RGBA of the texel at the start of `b` (1 channel: (c, c, c, 1); 2: (c0, c1, 0, 1)).
-    fn decode(b: &[u8]) -> [f32; 4];
+    /// log2 of the texels a unit spans on each side: 0 for texels, 2 for 4×4 blocks.
+    const UNIT_SHIFT: u32;
+    /// RGBA of texel (`x`, `y`) (each below `1 << UNIT_SHIFT`) of the unit at the start of
+    /// `b` (1 channel: (c, c, c, 1); 2: (c0, c1, 0, 1)).
+    fn decode(b: &[u8], x: usize, y: usize) -> [f32; 4];
 }
 
 /// The format of `N` components of type `C`.
@@ -68,9 +73,10 @@ pub(crate) struct Texels<C, const N: usize>(PhantomData<C>);
 
 impl<C: Component, const N: usize> Texel for Texels<C, N> {
     const BYTES: usize = C::BYTES * N;
+    const UNIT_SHIFT: u32 = 0;
 
     #[inline(always)]
-    fn decode(b: &[u8]) -> [f32; 4] {
+    fn decode(b: &[u8], _x: usize, _y: usize) -> [f32; 4] {
         let b = &b[..Self::BYTES];
         match N {
             1 => {
@@ -80,6 +86,31 @@ impl<C: Component, const N: usize> Texel for Texels<C, N> {
             2 => [C::get(b, 0), C::get(b, 1), 0.0, 1.0],
             _ => [C::get(b, 0), C::get(b, 1), C::get(b, 2), C::get(b, 3)],
         }
+    }
+}
+
+/// 4×4 blocks of the codec whose code is `CODE` ([`BlockCodec::code`]), decoding to texels
+/// of format `D` (the codec's [`BlockCodec::served_format`]): the texel read is the one
+/// the whole block's decode gives, so the samplers return what they return for the same
+/// blocks decoded when the page was filled.
+pub(crate) struct Blocks<const CODE: u32, D>(PhantomData<D>);
+
+impl<const CODE: u32, D: Texel> Blocks<CODE, D> {
+    const CODEC: BlockCodec = match BlockCodec::from_code(CODE) {
+        Some(c) => c,
+        None => panic!("not a block codec code"),
+    };
+}
+
+impl<const CODE: u32, D: Texel> Texel for Blocks<CODE, D> {
+    const BYTES: usize = Self::CODEC.block_bytes();
+    const UNIT_SHIFT: u32 = 2;
+
+    #[inline(always)]
+    fn decode(b: &[u8], x: usize, y: usize) -> [f32; 4] {
+        let mut texels = [0u8; 16 * 16];
+        Self::CODEC.decode_block(&b[..Self::BYTES], &mut texels[..16 * D::BYTES]);
+        D::decode(&texels[(y * 4 + x) * D::BYTES..], 0, 0)
     }
 }
 
@@ -101,7 +132,7 @@ mod tests {
             ];
             format.encode(rgba, &mut buf);
             let want = format.decode(&buf);
-            let got = D::decode(&buf);
+            let got = D::decode(&buf, 0, 0);
             for c in 0..4 {
                 assert_eq!(got[c].to_bits(), want[c].to_bits(), "{format:?} {rgba:?}");
             }
@@ -124,5 +155,43 @@ mod tests {
         check::<Texels<Float, 1>>(f(F32, 1));
         check::<Texels<Float, 2>>(f(F32, 2));
         check::<Texels<Float, 4>>(f(F32, 4));
+    }
+
+    /// The decoder of each codec code in `filter::sample_blocks` reads the codec's served
+    /// format and gives each texel of a block what the whole block's decode gives.
+    #[test]
+    fn block_decoders_read_each_texel_of_the_block_decode() {
+        fn check<const CODE: u32, D: Texel>() {
+            let codec = BlockCodec::from_code(CODE).unwrap();
+            let format = codec.served_format();
+            assert_eq!(D::BYTES, format.texel_bytes(), "{codec:?}");
+            assert_eq!(Blocks::<CODE, D>::BYTES, codec.block_bytes());
+            let mut rng = crate::test_rng::xorshift32(CODE * 7919 + 1);
+            for _ in 0..50 {
+                let block: Vec<u8> = (0..codec.block_bytes()).map(|_| rng() as u8).collect();
+                let mut texels = vec![0u8; 16 * format.texel_bytes()];
+                codec.decode_block(&block, &mut texels);
+                for y in 0..4 {
+                    for x in 0..4 {
+                        let want = format.decode(&texels[(y * 4 + x) * format.texel_bytes()..]);
+                        let got = Blocks::<CODE, D>::decode(&block, x, y);
+                        for c in 0..4 {
+                            assert_eq!(got[c].to_bits(), want[c].to_bits(), "{codec:?}");
+                        }
+                    }
+                }
+            }
+        }
+        type Rgba8 = Texels<Unorm8, 4>;
+        check::<1, Rgba8>();
+        check::<2, Rgba8>();
+        check::<3, Rgba8>();
+        check::<4, Texels<Unorm8, 1>>();
+        check::<5, Texels<Float, 1>>();
+        check::<6, Texels<Unorm8, 2>>();
+        check::<7, Texels<Float, 2>>();
+        check::<8, Texels<Half, 4>>();
+        check::<9, Texels<Half, 4>>();
+        check::<10, Rgba8>();
     }
 }

@@ -286,6 +286,32 @@ pub trait ImageSource: Send + Sync {
         Ok(None)
     }
 
+    /// The codec of the 4×4 blocks the file stores every level in, when the source can
+    /// write them as stored ([`read_blocks`](ImageSource::read_blocks)); asked after a
+    /// successful [`open`](ImageSource::open). A loader keeping blocks
+    /// ([`crate::LoaderOptions::keep_blocks`]) then lays the texture out in blocks
+    /// ([`crate::textures::TextureLayout::with_blocks`]). `None` (the default): texels only.
+    fn block_codec(&self) -> Option<crate::textures::BlockCodec> {
+        None
+    }
+
+    /// Write the 4×4 blocks covering `region` (x and y multiples of 4; partial blocks at
+    /// a level's edges are whole blocks) into `dest`, rows of blocks `row_bytes` apart, as
+    /// the file stores them. Asked only of a source whose
+    /// [`block_codec`](ImageSource::block_codec) is `Some`; the default refuses.
+    fn read_blocks(
+        &self,
+        region: TileRegion,
+        dest: &mut [u8],
+        row_bytes: usize,
+    ) -> Result<Readiness, SourceError> {
+        let _ = (region, dest, row_bytes);
+        Err(SourceError(format!(
+            "{}: this source has no blocks",
+            self.name()
+        )))
+    }
+
     /// The file's own wrap modes for s and t (maketx's `wrapmodes`), asked after a
     /// successful [`open`](ImageSource::open): what
     /// [`AddressMode::FromFile`](crate::textures::AddressMode::FromFile) resolves to.
@@ -298,15 +324,39 @@ pub trait ImageSource: Send + Sync {
 /// The levels of `layout`'s mip tail with their offsets in the packed tail buffer: what
 /// [`ImageSource::read_mip_tail`] is given.
 pub(crate) fn tail_levels(layout: &crate::textures::TextureLayout) -> Vec<MipTailLevel> {
-    let texel_bytes = layout.format.texel_bytes();
     (layout.mip_tail_first_level..layout.num_levels())
         .map(|level| {
             let l = &layout.levels[level as usize];
             MipTailLevel {
                 region: layout.level_region(level),
                 offset: l.offset as usize,
-                row_bytes: l.width as usize * texel_bytes,
+                row_bytes: layout.row_bytes(l.width),
             }
         })
         .collect()
+}
+
+/// Read the mip tail of a texture laid out in blocks: every level's blocks
+/// ([`ImageSource::read_blocks`]) at its offset in `dest`, rows of blocks packed. A "not
+/// yet" from any level defers the tail.
+pub(crate) fn read_tail_blocks(
+    source: &dyn ImageSource,
+    layout: &crate::textures::TextureLayout,
+    dest: &mut [u8],
+) -> Result<Readiness, SourceError> {
+    for l in tail_levels(layout) {
+        let end = l.offset as u64 + layout.region_bytes(l.region.width, l.region.height);
+        if end > dest.len() as u64 {
+            return Err(SourceError(format!(
+                "mip tail level {} overruns the tail buffer",
+                l.region.level
+            )));
+        }
+        if source.read_blocks(l.region, &mut dest[l.offset..end as usize], l.row_bytes)?
+            == Readiness::NotYet
+        {
+            return Ok(Readiness::NotYet);
+        }
+    }
+    Ok(Readiness::Ready)
 }

@@ -42,6 +42,49 @@ pub fn check_read(
     dest_len: usize,
     row_bytes: usize,
 ) -> Result<(u32, u32), SourceError> {
+    let (lw, lh) = check_within(info, region)?;
+    if region.width == 0 || region.height == 0 {
+        return Ok((lw, lh));
+    }
+    // u128: a huge stride times 65535 rows must not overflow.
+    let used_row = region.width as u128 * info.format.texel_bytes() as u128;
+    check_rows(region, region.height, used_row, dest_len, row_bytes)?;
+    Ok((lw, lh))
+}
+
+/// [`check_read`] for a read of the 4×4 blocks of `codec` covering `region`
+/// ([`super::ImageSource::read_blocks`]): the region starts on a block (x and y multiples
+/// of 4), and rows of blocks are `row_bytes` apart.
+pub(crate) fn check_block_read(
+    info: &ImageInfo,
+    codec: crate::textures::BlockCodec,
+    region: TileRegion,
+    dest_len: usize,
+    row_bytes: usize,
+) -> Result<(u32, u32), SourceError> {
+    let (lw, lh) = check_within(info, region)?;
+    if region.x % 4 != 0 || region.y % 4 != 0 {
+        return Err(SourceError(format!(
+            "a read of blocks at ({}, {}), not on a 4×4 block",
+            region.x, region.y
+        )));
+    }
+    if region.width == 0 || region.height == 0 {
+        return Ok((lw, lh));
+    }
+    let used_row = codec.row_bytes(region.width) as u128;
+    check_rows(
+        region,
+        region.height.div_ceil(4),
+        used_row,
+        dest_len,
+        row_bytes,
+    )?;
+    Ok((lw, lh))
+}
+
+/// The level exists and the region lies inside it; returns the level's size.
+fn check_within(info: &ImageInfo, region: TileRegion) -> Result<(u32, u32), SourceError> {
     if region.level >= info.num_levels {
         return Err(SourceError(format!(
             "level {} requested from an image with {} levels",
@@ -57,19 +100,24 @@ pub fn check_read(
             region.width, region.height, region.x, region.y, region.level
         )));
     }
-    if region.width == 0 || region.height == 0 {
-        return Ok((lw, lh));
-    }
-    // u128: a huge stride times 65535 rows must not overflow.
-    let texel_bytes = info.format.texel_bytes() as u128;
-    let used_row = region.width as u128 * texel_bytes;
+    Ok((lw, lh))
+}
+
+/// `rows` rows of `used_row` bytes, `row_bytes` apart, fit a destination of `dest_len`.
+fn check_rows(
+    region: TileRegion,
+    rows: u32,
+    used_row: u128,
+    dest_len: usize,
+    row_bytes: usize,
+) -> Result<(), SourceError> {
     if (row_bytes as u128) < used_row {
         return Err(SourceError(format!(
             "row stride of {row_bytes} bytes is shorter than a {}-texel row ({used_row} bytes)",
             region.width
         )));
     }
-    let needed = (region.height as u128 - 1) * row_bytes as u128 + used_row;
+    let needed = (rows as u128 - 1) * row_bytes as u128 + used_row;
     if (dest_len as u128) < needed {
         return Err(SourceError(format!(
             "destination of {dest_len} bytes is too small for a {}×{} region \
@@ -77,7 +125,7 @@ pub fn check_read(
             region.width, region.height
         )));
     }
-    Ok((lw, lh))
+    Ok(())
 }
 
 #[cfg(test)]

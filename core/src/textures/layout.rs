@@ -6,6 +6,7 @@
 //! finest, each row-major. Coarse levels therefore have the lowest page ids, which makes a
 //! page-ordered request list load coarse data first.
 
+use super::blocks::BlockCodec;
 use super::format::TexelFormat;
 use crate::error::{Error, Result};
 
@@ -93,15 +94,20 @@ pub struct TextureLayout {
     pub width: u32,
     /// Level-0 height.
     pub height: u32,
-    /// Texel format.
+    /// Texel format: what the samplers return (for blocks, the codec's decoded format).
     pub format: TexelFormat,
+    /// Pages hold 4×4 blocks of this codec, as the file stores them, rather than texels
+    /// of `format` ([`with_blocks`](Self::with_blocks)): decoded when sampled on the
+    /// CPU, filtered by the texture unit on CUDA.
+    pub blocks: Option<BlockCodec>,
     /// Tile width in texels.
     pub tile_width: u32,
     /// Tile height in texels.
     pub tile_height: u32,
     /// First level that lives in the mip tail (`levels.len()` if none does).
     pub mip_tail_first_level: u32,
-    /// Bytes of the packed mip tail (0 if there is none).
+    /// Bytes of the packed mip tail (0 if there is none). Each tail level is packed with
+    /// rows of [`row_bytes`](Self::row_bytes).
     pub mip_tail_bytes: u64,
     /// Bytes of texel data the source holds itself while the texture is open
     /// ([`ImageSource::held_bytes`](crate::sources::ImageSource::held_bytes); 0 from
@@ -153,6 +159,25 @@ impl TextureLayout {
         Self::with_tile(width, height, num_levels, format, format.tile_extent())
     }
 
+    /// Lay out a texture whose pages hold 4×4 blocks of `codec` ([`BlockCodec::tile_extent`]:
+    /// 128×64 or 64×64 blocks a page). Levels keep their sizes in texels; a level's tiles
+    /// and tail bytes count whole blocks (a 2×2 level is one block).
+    pub fn with_blocks(
+        width: u32,
+        height: u32,
+        num_levels: u32,
+        codec: BlockCodec,
+    ) -> Result<Self> {
+        Self::build(
+            width,
+            height,
+            num_levels,
+            codec.served_format(),
+            Some(codec),
+            codec.tile_extent(),
+        )
+    }
+
     /// Lay out a texture in tiles of `tile` texels (width, height): powers of two holding a
     /// tile size of texels (`crate::ids::is_tile_size`: 4 to 64 KiB). Backends that sample
     /// host memory give textures whose file tiles are smaller than a full tile tiles of the
@@ -162,6 +187,17 @@ impl TextureLayout {
         height: u32,
         num_levels: u32,
         format: TexelFormat,
+        tile: (u32, u32),
+    ) -> Result<Self> {
+        Self::build(width, height, num_levels, format, None, tile)
+    }
+
+    fn build(
+        width: u32,
+        height: u32,
+        num_levels: u32,
+        format: TexelFormat,
+        blocks: Option<BlockCodec>,
         tile: (u32, u32),
     ) -> Result<Self> {
         if width == 0 || height == 0 || width > MAX_TEXTURE_SIZE || height > MAX_TEXTURE_SIZE {
@@ -179,7 +215,11 @@ impl TextureLayout {
         }
         let (tile_width, tile_height) = tile;
         let texel_bytes = format.texel_bytes() as u64;
-        let tile_bytes = tile_width as u64 * tile_height as u64 * texel_bytes;
+        let region_bytes = |w: u32, h: u32| match blocks {
+            Some(codec) => codec.region_bytes(w, h),
+            None => w as u64 * h as u64 * texel_bytes,
+        };
+        let tile_bytes = region_bytes(tile_width, tile_height);
         if !tile_width.is_power_of_two()
             || !tile_height.is_power_of_two()
             || !usize::try_from(tile_bytes).is_ok_and(crate::ids::is_tile_size)
@@ -210,7 +250,7 @@ impl TextureLayout {
             level.offset = u32::try_from(tail_bytes).map_err(|_| {
                 Error::Unsupported(format!("mip tail of {width}×{height} exceeds 4 GiB"))
             })?;
-            tail_bytes += level.width as u64 * level.height as u64 * texel_bytes;
+            tail_bytes += region_bytes(level.width, level.height);
         }
         let mut next_page = 1u64;
         for level in levels[..mip_tail_first_level as usize].iter_mut().rev() {
@@ -225,6 +265,7 @@ impl TextureLayout {
             width,
             height,
             format,
+            blocks,
             tile_width,
             tile_height,
             mip_tail_first_level,
@@ -275,9 +316,35 @@ impl TextureLayout {
         })
     }
 
-    /// Bytes of one tile (page) of this texture: `tile_width × tile_height × texel bytes`.
+    /// Bytes of one tile (page) of this texture: `tile_width × tile_height × texel bytes`,
+    /// or the blocks covering as many texels.
     pub fn tile_bytes(&self) -> usize {
-        self.tile_width as usize * self.tile_height as usize * self.format.texel_bytes()
+        self.region_bytes(self.tile_width, self.tile_height) as usize
+    }
+
+    /// Bytes of one row of a `width`-texel-wide region as pages and the packed tail
+    /// store it: `width` texels, or the row of blocks covering them (four rows of texels).
+    pub fn row_bytes(&self, width: u32) -> usize {
+        match self.blocks {
+            Some(codec) => codec.row_bytes(width),
+            None => width as usize * self.format.texel_bytes(),
+        }
+    }
+
+    /// Bytes of a `width × height` region as pages store it (texels, or whole blocks).
+    pub fn region_bytes(&self, width: u32, height: u32) -> u64 {
+        match self.blocks {
+            Some(codec) => codec.region_bytes(width, height),
+            None => width as u64 * height as u64 * self.format.texel_bytes() as u64,
+        }
+    }
+
+    /// Rows of storage a region `height` texels high takes: `height`, or its rows of blocks.
+    pub fn storage_rows(&self, height: u32) -> u32 {
+        match self.blocks {
+            Some(_) => height.div_ceil(4),
+            None => height,
+        }
     }
 
     /// The texels a tile covers (clipped at the level's edges).
@@ -308,9 +375,9 @@ impl TextureLayout {
             .then_some((w.first_level..self.mip_tail_first_level, w))
     }
 
-    /// Bytes of texel data in level 0.
+    /// Bytes of texel data in level 0 (as pages store it: texels or blocks).
     pub fn level0_bytes(&self) -> u64 {
-        self.width as u64 * self.height as u64 * self.format.texel_bytes() as u64
+        self.region_bytes(self.width, self.height)
     }
 
     /// The whole level as a region (for levels in the mip tail).

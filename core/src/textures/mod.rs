@@ -1,12 +1,14 @@
 //! Textures: texel formats, sampling descriptors, tile indexing and the device-visible
 //! sampler record. Pure data and arithmetic; nothing here touches pages or memory.
 
+pub mod blocks;
 pub mod desc;
 pub mod duplicate_key;
 pub mod format;
 pub mod layout;
 pub mod sampler;
 
+pub use blocks::{BlockCodec, BLOCK_CODECS};
 pub use desc::{
     AddressMode, FilterMode, MipFilter, TextureDesc, DEFAULT_FALLBACK_COLOR, MAX_ANISOTROPY,
 };

@@ -48,11 +48,11 @@ pub struct TextureSampler {
     pub tile_width: u32,
     /// Tile height in texels.
     pub tile_height: u32,
-    /// `TexelType` code.
+    /// `TexelType` code (for blocks: of the decoded texels).
     pub texel_type: u32,
-    /// Channels (1, 2 or 4).
+    /// Channels (1, 2 or 4; for blocks: of the decoded texels).
     pub channels: u32,
-    /// Bytes per texel.
+    /// Bytes per texel, or per 4×4 block where `block_codec` is not 0.
     pub texel_bytes: u32,
     /// `AddressMode` code for s.
     pub address_s: u32,
@@ -66,8 +66,9 @@ pub struct TextureSampler {
     pub max_anisotropy: u32,
     /// `SAMPLER_FLAG_*` bits.
     pub flags: u32,
-    /// Padding, zero.
-    pub reserved: u32,
+    /// 0: pages hold texels. Else the `BlockCodec` code (1..=10) of the 4×4 blocks pages
+    /// hold (`TextureLayout::blocks`).
+    pub block_codec: u32,
     /// Colour returned once the texture has failed.
     pub fallback_color: [f32; 4],
     /// Per level, finest first; entries past `num_levels` are zero.
@@ -99,14 +100,17 @@ impl TextureSampler {
             tile_height: layout.tile_height,
             texel_type: layout.format.texel_type as u32,
             channels: layout.format.channels,
-            texel_bytes: layout.format.texel_bytes() as u32,
+            texel_bytes: match layout.blocks {
+                Some(codec) => codec.block_bytes() as u32,
+                None => layout.format.texel_bytes() as u32,
+            },
             address_s: desc.address[0] as u32,
             address_t: desc.address[1] as u32,
             filter: desc.filter as u32,
             mip_filter: desc.mip_filter as u32,
             max_anisotropy: desc.max_anisotropy.clamp(1, super::desc::MAX_ANISOTROPY),
             flags: 0,
-            reserved: 0,
+            block_codec: layout.blocks.map_or(0, |c| c.code()),
             fallback_color: desc.fallback_color,
             levels,
         }

@@ -147,9 +147,12 @@ static __device__ __forceinline__ float4 missColor(const DtexDeviceContext& ctx,
 /// indexing out of bounds: a known format, 1..=DTEX_MAX_LEVELS levels, power-of-two tiles
 /// of exactly `DTEX_TILE_BYTES` (the engine's `resolve::is_well_formed`, which also accepts
 /// the smaller tiles a CPU loader gives textures with smaller file tiles; a CUDA loader's
-/// tiles are always full).
+/// tiles are always full). Pages of blocks (`block_codec` not 0) are sampled by the CPU
+/// samplers only: a CUDA loader's textures hold texels.
 static __device__ __forceinline__ bool isWellFormed(const DtexTextureSampler& s)
 {
+    if (s.block_codec != DTEX_BLOCK_NONE)
+        return false;
     uint32_t componentBytes;
     switch (s.texel_type) {
     case DTEX_TEXEL_U8: componentBytes = 1u; break;

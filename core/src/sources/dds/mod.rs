@@ -28,6 +28,8 @@ pub mod encoding;
 pub mod header;
 
 #[cfg(test)]
+mod block_tests;
+#[cfg(test)]
 mod tests;
 
 pub use encoding::{BlockCodec, DdsEncoding, PlainTexels};
@@ -36,7 +38,7 @@ pub use header::{DdsLayout, DdsLevel, DDS_MAGIC};
 use super::exr::mips::GeneratedLevels;
 use super::exr::OpenFile;
 use super::file_backed::{FileBacked, Parsed};
-use super::region::{check_read, full_chain_info};
+use super::region::{check_block_read, check_read, full_chain_info};
 use super::{FileHandles, ImageInfo, ImageSource, Readiness, SizeLimits, SourceError};
 use crate::textures::TileRegion;
 use std::cell::Cell;
@@ -92,6 +94,16 @@ struct Opened {
     /// Levels `0..stored_levels` come from the file; the rest are generated.
     stored_levels: u32,
     generated: GeneratedLevels,
+}
+
+/// The stored rows a region covers, as [`DdsSource::read_rows`] read them: units (blocks
+/// or texels) `c0..=c1` of rows `r0..`, `span` bytes a row.
+struct StoredRows {
+    c0: u32,
+    c1: u32,
+    r0: u32,
+    span: usize,
+    unit_bytes: usize,
 }
 
 thread_local! {
@@ -211,15 +223,15 @@ impl DdsSource {
         unchanged.and(result)
     }
 
-    fn decode_region(
+    /// Read the stored rows (of blocks or texels) that `region` covers into `raw`, each
+    /// cut to the span of units the region needs.
+    fn read_rows(
         &self,
         o: &Opened,
         file: &OpenFile,
         region: TileRegion,
-        dest: &mut [u8],
-        row_bytes: usize,
         raw: &mut Vec<u8>,
-    ) -> Result<(), SourceError> {
+    ) -> Result<StoredRows, SourceError> {
         let level = &o.layout.levels[region.level as usize];
         let enc = o.layout.encoding;
         let unit = enc.row_unit() as u32;
@@ -253,6 +265,32 @@ impl DdsSource {
         }
         self.bytes_read
             .fetch_add(raw.len() as u64, Ordering::Relaxed);
+        Ok(StoredRows {
+            c0,
+            c1,
+            r0,
+            span,
+            unit_bytes,
+        })
+    }
+
+    fn decode_region(
+        &self,
+        o: &Opened,
+        file: &OpenFile,
+        region: TileRegion,
+        dest: &mut [u8],
+        row_bytes: usize,
+        raw: &mut Vec<u8>,
+    ) -> Result<(), SourceError> {
+        let StoredRows {
+            c0,
+            c1,
+            r0,
+            span,
+            unit_bytes,
+        } = self.read_rows(o, file, region, raw)?;
+        let enc = o.layout.encoding;
         let tb = o.info.format.texel_bytes();
         match enc {
             DdsEncoding::Plain(p) => {
@@ -346,6 +384,51 @@ impl ImageSource for DdsSource {
             // Generated from the file parsed: served only while it is unchanged.
             self.file.check_unchanged(&o, &*self.file.file()?)?;
         }
+        Ok(Readiness::Ready)
+    }
+
+    /// The file's codec when it stores blocks for every level (a DDS lacking levels is
+    /// served as texels: its generated levels are decoded texels).
+    fn block_codec(&self) -> Option<BlockCodec> {
+        let o = self.opened().ok()?;
+        match o.value.layout.encoding {
+            DdsEncoding::Blocks(codec) if o.value.stored_levels == o.value.info.num_levels => {
+                Some(codec)
+            }
+            _ => None,
+        }
+    }
+
+    fn read_blocks(
+        &self,
+        region: TileRegion,
+        dest: &mut [u8],
+        row_bytes: usize,
+    ) -> Result<Readiness, SourceError> {
+        let o = self.opened()?;
+        let v = &o.value;
+        let Some(codec) = self.block_codec() else {
+            return Err(self
+                .file
+                .error("blocks asked of a file not stored in blocks at every level"));
+        };
+        check_block_read(&v.info, codec, region, dest.len(), row_bytes)
+            .map_err(|e| self.file.error(e))?;
+        if region.width == 0 || region.height == 0 {
+            return Ok(Readiness::Ready);
+        }
+        let file = self.file.file()?;
+        let mut raw = SCRATCH.take();
+        let result = self.read_rows(v, &file, region, &mut raw).map(|rows| {
+            let n = codec.row_bytes(region.width);
+            debug_assert_eq!(rows.span, n);
+            for (i, src) in raw.chunks_exact(rows.span).enumerate() {
+                dest[i * row_bytes..i * row_bytes + n].copy_from_slice(src);
+            }
+        });
+        SCRATCH.set(raw);
+        let unchanged = self.file.check_unchanged(&o, &file);
+        unchanged.and(result)?;
         Ok(Readiness::Ready)
     }
 

@@ -13,7 +13,7 @@ fn fixture(name: &str) -> PathBuf {
     fixture_refs::fixture("dds", name)
 }
 
-fn temp(name: &str) -> PathBuf {
+pub(super) fn temp(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("demandtex-dds-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     dir.join(name)
@@ -88,7 +88,7 @@ fn mip_chains_of_other_tools_are_read_and_missing_levels_generated() {
 }
 
 /// A DDS of random blocks (any bits are a valid block) with a DX10 header.
-fn random_blocks_file(
+pub(super) fn random_blocks_file(
     path: &Path,
     format: ddsfile::DxgiFormat,
     (w, h): (u32, u32),
