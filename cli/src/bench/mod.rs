@@ -4,6 +4,7 @@
 //! assert timings.
 
 mod baseline;
+mod blocks;
 mod coalescing;
 pub mod compare;
 pub mod cuda;
@@ -104,6 +105,10 @@ pub enum Which {
     /// Ptex files registered (header only) against parsed (face tables, constants,
     /// packing): 1,000 synthetic files (CPU, not default).
     PtexOpen,
+    /// DDS textures (BC1, BC7) with their blocks kept in the pages against decoded to
+    /// texels: resident lookups per second, and the budget's hold on a set (CPU, not
+    /// default).
+    Blocks,
     /// PNG files decoded whole inside the budget: decodes released after their fills
     /// against kept for the texture's life (CPU, not default).
     WholeDecodes,
@@ -136,7 +141,8 @@ impl Which {
             | Which::ManyTextures
             | Which::Coalescing
             | Which::PtexOpen
-            | Which::WholeDecodes => backend == Backend::Cpu,
+            | Which::WholeDecodes
+            | Which::Blocks => backend == Backend::Cpu,
             Which::Fetch | Which::Upload | Which::Converge => backend == Backend::Cuda,
         }
     }
@@ -325,6 +331,10 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
     if only.contains(&Which::WholeDecodes) {
         eprintln!("bench: images decoded whole, inside the budget…");
         emit(whole_decodes::run()?, &mut records);
+    }
+    if only.contains(&Which::Blocks) {
+        eprintln!("bench: BC blocks kept in pages against decoded…");
+        emit(blocks::run(&args.threads_list, time)?, &mut records);
     }
     print!("{}", render_tables(&records));
     Ok(())

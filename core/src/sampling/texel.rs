@@ -108,10 +108,58 @@ impl<const CODE: u32, D: Texel> Texel for Blocks<CODE, D> {
 
     #[inline(always)]
     fn decode(b: &[u8], x: usize, y: usize) -> [f32; 4] {
-        let mut texels = [0u8; 16 * 16];
-        Self::CODEC.decode_block(&b[..Self::BYTES], &mut texels[..16 * D::BYTES]);
-        D::decode(&texels[(y * 4 + x) * D::BYTES..], 0, 0)
+        let mut raw = [0u8; 16];
+        raw[..Self::BYTES].copy_from_slice(&b[..Self::BYTES]);
+        RECENT_BLOCKS.with_borrow_mut(|recent| {
+            let texels = recent.decoded(CODE, raw, |out| {
+                Self::CODEC.decode_block(&raw[..Self::BYTES], &mut out[..16 * D::BYTES])
+            });
+            D::decode(&texels[(y * 4 + x) * D::BYTES..], 0, 0)
+        })
     }
+}
+
+/// Blocks a thread decoded last, keyed by codec and contents (never by address: a page's
+/// memory may hold other blocks later), so that the texels of a footprint that share a
+/// block (9 in 16 bilinear footprints lie in one) decode it once.
+struct RecentBlocks {
+    keys: [(u32, [u8; 16]); RECENT_BLOCKS_KEPT],
+    texels: [[u8; 16 * 16]; RECENT_BLOCKS_KEPT],
+    next: usize,
+}
+
+/// Blocks [`RecentBlocks`] keeps: a footprint's 2×2 texels span at most four.
+const RECENT_BLOCKS_KEPT: usize = 4;
+
+impl RecentBlocks {
+    /// The decoded texels of block `raw` of codec `code`: kept ones, else `decode`'s into
+    /// the oldest entry.
+    #[inline(always)]
+    fn decoded(&mut self, code: u32, raw: [u8; 16], decode: impl FnOnce(&mut [u8])) -> &[u8] {
+        let key = (code, raw);
+        let i = match self.keys.iter().position(|k| *k == key) {
+            Some(i) => i,
+            None => {
+                let i = self.next;
+                self.next = (i + 1) % RECENT_BLOCKS_KEPT;
+                decode(&mut self.texels[i]);
+                self.keys[i] = key;
+                i
+            }
+        };
+        &self.texels[i]
+    }
+}
+
+thread_local! {
+    /// Each thread's recently decoded blocks (code 0 is no codec: no key matches it).
+    static RECENT_BLOCKS: std::cell::RefCell<RecentBlocks> = const {
+        std::cell::RefCell::new(RecentBlocks {
+            keys: [(0, [0; 16]); RECENT_BLOCKS_KEPT],
+            texels: [[0; 16 * 16]; RECENT_BLOCKS_KEPT],
+            next: 0,
+        })
+    };
 }
 
 #[cfg(test)]
