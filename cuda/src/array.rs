@@ -8,7 +8,7 @@ use crate::ops::{bind, drv};
 use cudarc::driver::sys::{self, CUarray_format};
 use cudarc::driver::{CudaContext, CudaStream};
 use demandtex::error::{Error, Result};
-use demandtex::textures::{TexelFormat, TexelType};
+use demandtex::textures::{BlockCodec, TexelFormat, TexelType};
 use std::sync::Arc;
 
 /// How an array stores its texels.
@@ -22,6 +22,76 @@ pub enum TexelStorage {
     /// (`demandtex::sources::ImageSource::texels_are_words`), which a float format would
     /// change (the texture unit flushes 32-bit float denormals to zero).
     Words,
+    /// As 4×4 blocks of a BC codec (`TextureLayout::blocks`), which the texture unit
+    /// decodes and filters: the array's elements are blocks, so copies move rows of
+    /// blocks (OptiX Toolkit's rule), while regions and sparse tiles are in texels.
+    Blocks(BlockCodec),
+}
+
+impl TexelStorage {
+    /// How a texture laid out as `layout` is stored: its blocks, if its pages hold blocks;
+    /// else words when `words`, else colours.
+    pub fn of(layout: &demandtex::textures::TextureLayout, words: bool) -> TexelStorage {
+        match layout.blocks {
+            Some(codec) => TexelStorage::Blocks(codec),
+            None if words => TexelStorage::Words,
+            None => TexelStorage::Colours,
+        }
+    }
+}
+
+/// The CUDA array format and channel count of BC blocks: BC1–BC3 and BC7 4 channels,
+/// BC4 1, BC5 2, BC6H 3 (the driver's rule for each format).
+pub fn block_array_format(codec: BlockCodec) -> (CUarray_format, u32) {
+    use CUarray_format::*;
+    match codec {
+        BlockCodec::Bc1 => (CU_AD_FORMAT_BC1_UNORM, 4),
+        BlockCodec::Bc2 => (CU_AD_FORMAT_BC2_UNORM, 4),
+        BlockCodec::Bc3 => (CU_AD_FORMAT_BC3_UNORM, 4),
+        BlockCodec::Bc4 { signed: false } => (CU_AD_FORMAT_BC4_UNORM, 1),
+        BlockCodec::Bc4 { signed: true } => (CU_AD_FORMAT_BC4_SNORM, 1),
+        BlockCodec::Bc5 { signed: false } => (CU_AD_FORMAT_BC5_UNORM, 2),
+        BlockCodec::Bc5 { signed: true } => (CU_AD_FORMAT_BC5_SNORM, 2),
+        BlockCodec::Bc6h { signed: false } => (CU_AD_FORMAT_BC6H_UF16, 3),
+        BlockCodec::Bc6h { signed: true } => (CU_AD_FORMAT_BC6H_SF16, 3),
+        BlockCodec::Bc7 => (CU_AD_FORMAT_BC7_UNORM, 4),
+    }
+}
+
+/// The elements of an array: texels, or 4×4 blocks. A texel rectangle's copy moves the
+/// elements covering it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Elements {
+    /// log2 of the texels an element spans on each side (0 or 2).
+    pub shift: u32,
+    /// Bytes of one element.
+    pub bytes: usize,
+}
+
+impl Elements {
+    /// The elements of `format` stored as `storage`.
+    pub fn of(format: TexelFormat, storage: TexelStorage) -> Elements {
+        match storage {
+            TexelStorage::Blocks(codec) => Elements {
+                shift: 2,
+                bytes: codec.block_bytes(),
+            },
+            _ => Elements {
+                shift: 0,
+                bytes: format.texel_bytes(),
+            },
+        }
+    }
+
+    /// Elements covering `texels` texels along one side.
+    pub fn count(self, texels: u32) -> u32 {
+        texels.div_ceil(1 << self.shift)
+    }
+
+    /// Bytes of the row of elements covering `width` texels.
+    pub fn row_bytes(self, width: u32) -> usize {
+        self.count(width) as usize * self.bytes
+    }
 }
 
 /// The CUDA array format and channel count of `format` stored as `storage`: words are
@@ -33,6 +103,7 @@ pub fn stored_array_format(
 ) -> Result<(CUarray_format, u32)> {
     match storage {
         TexelStorage::Colours => Ok(array_format(format)),
+        TexelStorage::Blocks(codec) => Ok(block_array_format(codec)),
         TexelStorage::Words => {
             let bytes = format.texel_bytes() as u32;
             if bytes % 4 != 0 {
@@ -217,6 +288,11 @@ impl MipmappedArray {
         self.storage
     }
 
+    /// The array's elements (texels or blocks): what a copy's rows are made of.
+    pub fn elements(&self) -> Elements {
+        Elements::of(self.format, self.storage)
+    }
+
     /// Whether the array was created sparse.
     pub fn is_sparse(&self) -> bool {
         self.sparse
@@ -264,28 +340,37 @@ impl MipmappedArray {
         to_array: bool,
     ) -> Result<sys::CUDA_MEMCPY2D> {
         let array = self.level_for(rect)?;
-        let texel = self.format.texel_bytes();
-        let row_bytes = rect.width as usize * texel;
+        let e = self.elements();
+        if (rect.x | rect.y) & ((1 << e.shift) - 1) != 0 {
+            return Err(Error::InvalidArgument(format!(
+                "{rect:?} does not start on a 4×4 block"
+            )));
+        }
+        let row_bytes = e.row_bytes(rect.width);
         if pitch < row_bytes {
             return Err(Error::InvalidArgument(format!(
                 "a pitch of {pitch} bytes for rows of {row_bytes}"
             )));
         }
-        let at = (rect.x as usize * texel, rect.y as usize);
+        let at = (
+            (rect.x >> e.shift) as usize * e.bytes,
+            (rect.y >> e.shift) as usize,
+        );
         Ok(memcpy2d_desc(
             array,
             at,
             host,
             pitch,
-            (row_bytes, rect.height as usize),
+            (row_bytes, e.count(rect.height) as usize),
             to_array,
         ))
     }
 
-    /// Bytes a host buffer of `rect` with rows `pitch` apart must have.
-    fn host_bytes(&self, rect: &LevelRect, pitch: usize) -> usize {
-        let row_bytes = rect.width as usize * self.format.texel_bytes();
-        pitch * (rect.height as usize).saturating_sub(1) + row_bytes
+    /// Bytes a host buffer of `rect` with rows (of texels, or of blocks) `pitch` apart must
+    /// have.
+    pub fn host_bytes(&self, rect: &LevelRect, pitch: usize) -> usize {
+        let e = self.elements();
+        pitch * (e.count(rect.height) as usize).saturating_sub(1) + e.row_bytes(rect.width)
     }
 
     /// Copy `src` (rows `pitch` bytes apart) into `rect`, synchronously. In a sparse array
@@ -324,7 +409,7 @@ impl MipmappedArray {
     /// `stream`.
     ///
     /// # Safety
-    /// `src` must point to at least `pitch * (rect.height - 1) + rect.width * texel_bytes`
+    /// `src` must point to at least [`host_bytes`](Self::host_bytes)`(rect, pitch)`
     /// readable bytes of page-locked host memory that stay valid and unchanged until the
     /// copy completes on `stream` (e.g. a [`crate::staging::StagingRing`] slot, kept until
     /// its fence completes). In a sparse array the tiles under `rect` must be mapped before
@@ -439,5 +524,50 @@ mod tests {
             stored_array_format(TexelFormat::RGBA16F, TexelStorage::Colours).unwrap(),
             array_format(TexelFormat::RGBA16F)
         );
+    }
+
+    #[test]
+    fn blocks_are_bc_arrays_whose_elements_are_blocks() {
+        use demandtex::textures::{BlockCodec, BLOCK_CODECS};
+        let (f, c) = block_array_format(BlockCodec::Bc1);
+        assert_eq!((f, c), (CUarray_format::CU_AD_FORMAT_BC1_UNORM, 4));
+        assert_eq!(
+            block_array_format(BlockCodec::Bc4 { signed: true }),
+            (CUarray_format::CU_AD_FORMAT_BC4_SNORM, 1)
+        );
+        assert_eq!(
+            block_array_format(BlockCodec::Bc5 { signed: false }),
+            (CUarray_format::CU_AD_FORMAT_BC5_UNORM, 2)
+        );
+        assert_eq!(
+            block_array_format(BlockCodec::Bc6h { signed: false }),
+            (CUarray_format::CU_AD_FORMAT_BC6H_UF16, 3)
+        );
+        for codec in BLOCK_CODECS {
+            let storage = TexelStorage::Blocks(codec);
+            assert_eq!(
+                stored_array_format(codec.served_format(), storage).unwrap(),
+                block_array_format(codec)
+            );
+            let e = Elements::of(codec.served_format(), storage);
+            assert_eq!((e.shift, e.bytes), (2, codec.block_bytes()));
+            assert_eq!(e.count(5), 2);
+            assert_eq!(e.row_bytes(1), codec.block_bytes());
+        }
+        let t = Elements::of(TexelFormat::RGBA16F, TexelStorage::Colours);
+        assert_eq!(
+            (t.shift, t.bytes, t.count(5), t.row_bytes(5)),
+            (0, 8, 5, 40)
+        );
+        let layout =
+            demandtex::textures::TextureLayout::with_blocks(64, 64, 7, BlockCodec::Bc7).unwrap();
+        assert_eq!(
+            TexelStorage::of(&layout, false),
+            TexelStorage::Blocks(BlockCodec::Bc7)
+        );
+        let texels =
+            demandtex::textures::TextureLayout::new(64, 64, 7, TexelFormat::RGBA8).unwrap();
+        assert_eq!(TexelStorage::of(&texels, true), TexelStorage::Words);
+        assert_eq!(TexelStorage::of(&texels, false), TexelStorage::Colours);
     }
 }

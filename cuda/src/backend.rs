@@ -443,9 +443,8 @@ impl DeviceState {
                 // Every slot is filled and waits for its map: submit them.
                 self.submit_tiles()?;
             }
-            let texel = texture.layout.format.texel_bytes();
-            let row = c.rect.width as usize * texel;
-            let rows = c.rect.height as usize;
+            let row = texture.layout.row_bytes(c.rect.width);
+            let rows = texture.layout.storage_rows(c.rect.height) as usize;
             let src = data.get(c.data_offset..).unwrap_or(&[]);
             if src.len() < c.pitch * rows.saturating_sub(1) + row || row * rows > TILE_BYTES {
                 return Err(Error::Internal(format!(
@@ -692,16 +691,18 @@ impl DeviceState {
             c.sampler,
             c.sampler as *const _ as u64,
             c.mip_tail,
-            if c.texels_are_words {
-                TexelStorage::Words
-            } else {
-                TexelStorage::Colours
-            },
+            TexelStorage::of(c.layout, c.texels_are_words),
         )
     }
 }
 
 impl Backend for CudaBackend {
+    /// Yes: a texture whose pages keep BC blocks gets a BC array, whose blocks the
+    /// texture unit decodes and filters (`TexelStorage::Blocks`).
+    fn samples_blocks(&self) -> bool {
+        true
+    }
+
     /// Yes: a constant tile's one buffer may be published for many pages; each page is
     /// mapped onto the one block of its value (see `shared_blocks`), or copied into a
     /// dense array.

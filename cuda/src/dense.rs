@@ -25,9 +25,8 @@ pub struct PageCopy {
 /// The copies that put the data of the page at `offset` of the texture's range into its
 /// array, as the engine's fills produce it: a tile (rows of a whole tile width, clipped at
 /// the level's edges) is one copy; the packed mip tail is one copy per level (rows of the
-/// level's width). `None` past the range; empty for the page of an empty tail.
+/// level's width). Rows are of texels, or of blocks for a layout of blocks. `None` past the range; empty for the page of an empty tail.
 pub fn page_copies(layout: &TextureLayout, offset: u32) -> Option<Vec<PageCopy>> {
-    let texel = layout.format.texel_bytes();
     match layout.page_content(offset)? {
         PageContent::Tile {
             level,
@@ -44,7 +43,7 @@ pub fn page_copies(layout: &TextureLayout, offset: u32) -> Option<Vec<PageCopy>>
                     height: r.height,
                 },
                 data_offset: 0,
-                pitch: layout.tile_width as usize * texel,
+                pitch: layout.row_bytes(layout.tile_width),
             }])
         }
         PageContent::MipTail => Some(
@@ -60,7 +59,7 @@ pub fn page_copies(layout: &TextureLayout, offset: u32) -> Option<Vec<PageCopy>>
                             height: l.height,
                         },
                         data_offset: l.offset as usize,
-                        pitch: l.width as usize * texel,
+                        pitch: layout.row_bytes(l.width),
                     }
                 })
                 .collect(),
@@ -107,7 +106,7 @@ impl DenseTexture {
     ///
     /// Errors: the driver's (out of memory for a texture too large to hold whole).
     pub fn new(ctx: &Arc<CudaContext>, layout: &TextureLayout) -> Result<DenseTexture> {
-        Self::new_stored(ctx, layout, TexelStorage::Colours)
+        Self::new_stored(ctx, layout, TexelStorage::of(layout, false))
     }
 
     /// [`Self::new`] with the texels stored as `storage`.
@@ -141,13 +140,12 @@ impl DenseTexture {
         &self.layout
     }
 
-    /// Bytes of texel data the array holds (every level).
+    /// Bytes of texel (or block) data the array holds (every level).
     pub fn bytes(&self) -> u64 {
-        let texel = self.layout.format.texel_bytes() as u64;
         self.layout
             .levels
             .iter()
-            .map(|l| l.width as u64 * l.height as u64 * texel)
+            .map(|l| self.layout.region_bytes(l.width, l.height))
             .sum()
     }
 }
@@ -188,5 +186,29 @@ mod tests {
         assert_eq!(page_copies(&layout, layout.num_pages), None);
         let no_tail = TextureLayout::new(128, 128, 1, TexelFormat::RGBA8).unwrap();
         assert_eq!(page_copies(&no_tail, 0), Some(vec![]));
+    }
+
+    #[test]
+    fn pages_of_blocks_copy_rows_of_blocks() {
+        use demandtex::textures::BlockCodec;
+        let layout = TextureLayout::with_blocks(1037, 601, 11, BlockCodec::Bc1).unwrap();
+        let c = page_copies(&layout, layout.tile_page_offset(0, 2, 2)).unwrap();
+        assert_eq!(c.len(), 1);
+        assert_eq!((c[0].rect.x, c[0].rect.y), (1024, 512));
+        assert_eq!((c[0].rect.width, c[0].rect.height), (13, 89));
+        assert_eq!(c[0].pitch, 128 * 8, "a tile's row of 128 blocks");
+        let tail = page_copies(&layout, 0).unwrap();
+        for (copy, level) in tail.iter().zip(layout.mip_tail_first_level..) {
+            let l = layout.levels[level as usize];
+            assert_eq!(copy.pitch, l.width.div_ceil(4) as usize * 8);
+            assert_eq!(copy.data_offset, l.offset as usize);
+        }
+        let last = tail.last().unwrap();
+        assert_eq!((last.rect.width, last.rect.height), (1, 1));
+        assert_eq!(
+            last.data_offset + last.pitch,
+            layout.mip_tail_bytes as usize,
+            "the 1×1 level is the tail's last block"
+        );
     }
 }

@@ -29,6 +29,27 @@ pub struct SparseProperties {
     pub mip_tail_bytes: u64,
 }
 
+impl SparseProperties {
+    /// The properties with the tile extent in texels: a BC array's extent as a driver
+    /// reporting it in blocks gives it (a quarter of the engine's tile on each side, the
+    /// tile being 64 KiB of blocks) is scaled to texels; any other is taken as texels, as
+    /// OptiX Toolkit takes it.
+    pub fn in_texels(self, layout: &TextureLayout) -> SparseProperties {
+        let in_blocks = layout.blocks.is_some()
+            && (self.tile_width * 4, self.tile_height * 4)
+                == (layout.tile_width, layout.tile_height);
+        if in_blocks {
+            SparseProperties {
+                tile_width: self.tile_width * 4,
+                tile_height: self.tile_height * 4,
+                ..self
+            }
+        } else {
+            self
+        }
+    }
+}
+
 /// Where one page of a texture lives in its array.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum SparseRegion {
@@ -71,15 +92,17 @@ impl SparseRegion {
 /// Errors: [`Error::Unsupported`] saying what differs (the texture can then use a dense
 /// array instead).
 pub fn check_sparse_layout(layout: &TextureLayout, props: &SparseProperties) -> Result<()> {
-    let format = layout.format;
+    let format = match layout.blocks {
+        Some(codec) => codec.name(),
+        None => layout.format.to_string(),
+    };
     if (props.tile_width, props.tile_height) != (layout.tile_width, layout.tile_height) {
         return Err(Error::Unsupported(format!(
             "the device's sparse tiles for {format} are {}×{} texels, the engine's pages {}×{}",
             props.tile_width, props.tile_height, layout.tile_width, layout.tile_height
         )));
     }
-    let tile_bytes =
-        props.tile_width as u64 * props.tile_height as u64 * format.texel_bytes() as u64;
+    let tile_bytes = layout.region_bytes(props.tile_width, props.tile_height);
     if tile_bytes != TILE_BYTES as u64 {
         return Err(Error::Unsupported(format!(
             "sparse tiles of {tile_bytes} bytes for {format} ({TILE_BYTES} expected)"
@@ -192,7 +215,7 @@ mod gpu {
         /// from the layout's (use [`crate::dense::DenseTexture`]), or the
         /// driver's error naming the call.
         pub fn new(ctx: &Arc<CudaContext>, layout: &TextureLayout) -> Result<SparseTexture> {
-            Self::new_stored(ctx, layout, TexelStorage::Colours)
+            Self::new_stored(ctx, layout, TexelStorage::of(layout, false))
         }
 
         /// [`Self::new`] with the texels stored as `storage`.
@@ -225,7 +248,8 @@ mod gpu {
                 tile_height: p.tileExtent.height,
                 mip_tail_first_level: p.miptailFirstLevel,
                 mip_tail_bytes: p.miptailSize,
-            };
+            }
+            .in_texels(layout);
             check_sparse_layout(layout, &properties)?;
             Ok(SparseTexture {
                 array,
@@ -420,5 +444,50 @@ mod tests {
             "level 2 is in the tail"
         );
         assert!(tile_region(&layout, 99, 0, 0).is_err());
+    }
+
+    /// A BC array's documented properties (64 KiB tiles of 8- or 16-byte blocks; the tail
+    /// at the first level smaller than a tile, in whole blocks), whether the driver gives
+    /// the tile extent in texels or in blocks, match the engine's layout of blocks.
+    #[test]
+    fn bc_arrays_hold_the_engines_layout_of_blocks() {
+        use demandtex::textures::BLOCK_CODECS;
+        for codec in BLOCK_CODECS {
+            for (w, h) in [(1037, 601), (4096, 4096), (512, 512), (300, 5000), (3, 3)] {
+                let full = full_mip_levels(w, h);
+                let layout = TextureLayout::with_blocks(w, h, full, codec).unwrap();
+                let (tw, th) = codec.tile_extent();
+                let first = (0..full)
+                    .find(|&l| (w >> l).max(1) < tw || (h >> l).max(1) < th)
+                    .unwrap_or(full);
+                let tail: u64 = (first..full)
+                    .map(|l| codec.region_bytes((w >> l).max(1), (h >> l).max(1)))
+                    .sum();
+                let texels = SparseProperties {
+                    tile_width: tw,
+                    tile_height: th,
+                    mip_tail_first_level: first,
+                    mip_tail_bytes: tail.div_ceil(TILE_BYTES as u64) * TILE_BYTES as u64,
+                };
+                let blocks = SparseProperties {
+                    tile_width: tw / 4,
+                    tile_height: th / 4,
+                    ..texels
+                };
+                assert_eq!(blocks.in_texels(&layout), texels);
+                assert_eq!(texels.in_texels(&layout), texels);
+                check_sparse_layout(&layout, &texels.in_texels(&layout))
+                    .unwrap_or_else(|e| panic!("{codec:?} {w}×{h}: {e}"));
+                assert!(check_sparse_layout(&layout, &blocks).is_err(), "not scaled");
+            }
+        }
+        // A texel layout's extent is never scaled.
+        let layout = TextureLayout::new(1000, 300, 10, TexelFormat::RGBA8).unwrap();
+        let small = SparseProperties {
+            tile_width: 32,
+            tile_height: 32,
+            ..documented(&layout)
+        };
+        assert_eq!(small.in_texels(&layout), small);
     }
 }

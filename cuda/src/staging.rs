@@ -12,6 +12,7 @@
 //! `StagingRing` owns the pinned memory (`cuMemHostAlloc`) and enqueues the copies
 //! (`cuMemcpy2DAsync` into a level of a mipmapped array).
 
+use crate::array::{Elements, LevelRect};
 use demandtex::error::{Error, Result};
 use std::collections::VecDeque;
 
@@ -200,6 +201,55 @@ pub fn piece_shape(
     }
 }
 
+/// One piece of an upload ([`upload_pieces`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UploadPiece {
+    /// The texels it fills (starting on an element: a 4×4 block for blocks).
+    pub rect: LevelRect,
+    /// Byte offset of its first row in the upload's data.
+    pub data_offset: usize,
+    /// Bytes of each of its rows (of texels, or of blocks).
+    pub row_bytes: usize,
+    /// Rows of elements.
+    pub rows: usize,
+}
+
+/// How an upload of `rect` (data rows `pitch` bytes apart) of an array of elements `e`
+/// is cut into pieces that fit a slot of `slot_bytes` ([`piece_shape`] in elements, so a
+/// piece of blocks starts on a block): every element of `rect` in exactly one piece.
+pub fn upload_pieces(
+    rect: &LevelRect,
+    e: Elements,
+    pitch: usize,
+    slot_bytes: usize,
+) -> Result<Vec<UploadPiece>> {
+    let (ew, eh) = (e.count(rect.width), e.count(rect.height));
+    let (pw, ph) = piece_shape(ew, eh, e.bytes, slot_bytes)?;
+    // Texels of the piece of `n` elements from element `at` along a side of `side` texels.
+    let texels = |at: u32, n: u32, side: u32| {
+        (((at + n) as u64) << e.shift).min(side as u64) as u32 - (at << e.shift)
+    };
+    let mut pieces = Vec::new();
+    for y in (0..eh).step_by(ph as usize) {
+        for x in (0..ew).step_by(pw as usize) {
+            let piece = LevelRect {
+                level: rect.level,
+                x: rect.x + (x << e.shift),
+                y: rect.y + (y << e.shift),
+                width: texels(x, pw, rect.width),
+                height: texels(y, ph, rect.height),
+            };
+            pieces.push(UploadPiece {
+                rect: piece,
+                data_offset: y as usize * pitch + x as usize * e.bytes,
+                row_bytes: e.row_bytes(piece.width),
+                rows: e.count(piece.height) as usize,
+            });
+        }
+    }
+    Ok(pieces)
+}
+
 pub use gpu::{FenceTimeline, StagingRing};
 
 #[path = "staging_gpu.rs"]
@@ -271,5 +321,73 @@ mod tests {
         assert_eq!(piece_shape(65536, 1, 16, 65536).unwrap(), (4096, 1));
         assert!(piece_shape(1, 1, 16, 8).is_err());
         assert!(piece_shape(0, 1, 4, 65536).is_err());
+    }
+
+    /// Every element of an upload is in exactly one piece, each piece fits a slot and
+    /// starts on an element (a block for blocks), and its data rows are the upload's.
+    #[test]
+    fn upload_pieces_cover_every_element_once_and_start_on_blocks() {
+        let cases = [
+            (Elements { shift: 0, bytes: 4 }, (1037, 601), 65536),
+            (
+                Elements {
+                    shift: 0,
+                    bytes: 16,
+                },
+                (65536, 3),
+                65536,
+            ),
+            (Elements { shift: 2, bytes: 8 }, (1037, 601), 65536),
+            (
+                Elements {
+                    shift: 2,
+                    bytes: 16,
+                },
+                (1037, 601),
+                4096,
+            ),
+            (
+                Elements {
+                    shift: 2,
+                    bytes: 16,
+                },
+                (65536, 2),
+                65536,
+            ),
+            (Elements { shift: 2, bytes: 8 }, (3, 1), 65536),
+        ];
+        for (e, (w, h), slot) in cases {
+            let rect = LevelRect {
+                level: 2,
+                x: 512,
+                y: 256,
+                width: w,
+                height: h,
+            };
+            let pitch = e.row_bytes(w) + 24;
+            let pieces = upload_pieces(&rect, e, pitch, slot).unwrap();
+            let (ew, eh) = (e.count(w) as usize, e.count(h) as usize);
+            let mut seen = vec![0u8; ew * eh];
+            for p in &pieces {
+                assert_eq!(p.rect.level, 2);
+                assert_eq!((p.rect.x | p.rect.y) & ((1 << e.shift) - 1), 0, "{p:?}");
+                assert!(p.rect.x + p.rect.width <= rect.x + w);
+                assert!(p.rect.y + p.rect.height <= rect.y + h);
+                assert!((p.rows - 1) * p.row_bytes + p.row_bytes <= slot, "{p:?}");
+                assert_eq!(p.row_bytes, e.row_bytes(p.rect.width));
+                assert_eq!(p.rows, e.count(p.rect.height) as usize);
+                let (ex, ey) = (
+                    ((p.rect.x - rect.x) >> e.shift) as usize,
+                    ((p.rect.y - rect.y) >> e.shift) as usize,
+                );
+                assert_eq!(p.data_offset, ey * pitch + ex * e.bytes);
+                for r in 0..p.rows {
+                    for c in 0..p.row_bytes / e.bytes {
+                        seen[(ey + r) * ew + ex + c] += 1;
+                    }
+                }
+            }
+            assert!(seen.iter().all(|&n| n == 1), "{e:?} {w}×{h}");
+        }
     }
 }

@@ -1,7 +1,7 @@
 //! The driver half of [`super`]: CUDA events as a fence timeline, and the pinned staging
 //! ring's memory and copies.
 
-use super::{piece_shape, Fence, SlotRing};
+use super::{upload_pieces, Fence, SlotRing};
 use crate::array::{LevelRect, MipmappedArray};
 use crate::ops::{bind, drv, error_from, safe, status};
 use cudarc::driver::sys::{self, CUresult};
@@ -242,8 +242,7 @@ impl StagingRing {
         // Only an acquired slot: one in flight may still be read by its copy, and a copy
         // out of a slot the ring thinks free would go unfenced.
         self.ring.expect_filling(slot)?;
-        let needed = pitch * (rect.height as usize).saturating_sub(1)
-            + rect.width as usize * array.format().texel_bytes();
+        let needed = array.host_bytes(rect, pitch);
         if needed > self.slot_bytes {
             let _ = self.ring.cancel(slot);
             return Err(Error::InvalidArgument(format!(
@@ -290,43 +289,29 @@ impl StagingRing {
         data: &[u8],
         pitch: usize,
     ) -> Result<Fence> {
-        let texel = array.format().texel_bytes();
-        let row_bytes = rect.width as usize * texel;
-        if pitch < row_bytes
-            || data.len() < pitch * (rect.height as usize).saturating_sub(1) + row_bytes
-        {
+        let e = array.elements();
+        if pitch < e.row_bytes(rect.width) || data.len() < array.host_bytes(rect, pitch) {
             return Err(Error::InvalidArgument(format!(
                 "{} bytes with a pitch of {pitch} for {rect:?}",
                 data.len()
             )));
         }
-        let (pw, ph) = piece_shape(rect.width, rect.height, texel, self.slot_bytes)?;
         let mut fence = self.timeline.last();
-        for y in (0..rect.height).step_by(ph as usize) {
-            for x in (0..rect.width).step_by(pw as usize) {
-                let piece = LevelRect {
-                    level: rect.level,
-                    x: rect.x + x,
-                    y: rect.y + y,
-                    width: pw.min(rect.width - x),
-                    height: ph.min(rect.height - y),
-                };
-                let piece_row = piece.width as usize * texel;
-                let slot = self.acquire()?;
-                let dst = match self.slot_mut(slot) {
-                    Ok(d) => d,
-                    Err(e) => {
-                        let _ = self.ring.cancel(slot);
-                        return Err(e);
-                    }
-                };
-                for r in 0..piece.height as usize {
-                    let src = (y as usize + r) * pitch + x as usize * texel;
-                    dst[r * piece_row..(r + 1) * piece_row]
-                        .copy_from_slice(&data[src..src + piece_row]);
+        for p in upload_pieces(rect, e, pitch, self.slot_bytes)? {
+            let slot = self.acquire()?;
+            let dst = match self.slot_mut(slot) {
+                Ok(d) => d,
+                Err(e) => {
+                    let _ = self.ring.cancel(slot);
+                    return Err(e);
                 }
-                fence = self.submit(stream, slot, array, &piece, piece_row)?;
+            };
+            for r in 0..p.rows {
+                let src = p.data_offset + r * pitch;
+                dst[r * p.row_bytes..(r + 1) * p.row_bytes]
+                    .copy_from_slice(&data[src..src + p.row_bytes]);
             }
+            fence = self.submit(stream, slot, array, &p.rect, p.row_bytes)?;
         }
         Ok(fence)
     }

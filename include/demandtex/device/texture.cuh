@@ -147,12 +147,20 @@ static __device__ __forceinline__ float4 missColor(const DtexDeviceContext& ctx,
 /// indexing out of bounds: a known format, 1..=DTEX_MAX_LEVELS levels, power-of-two tiles
 /// of exactly `DTEX_TILE_BYTES` (the engine's `resolve::is_well_formed`, which also accepts
 /// the smaller tiles a CPU loader gives textures with smaller file tiles; a CUDA loader's
-/// tiles are always full). Pages of blocks (`block_codec` not 0) are sampled by the CPU
-/// samplers only: a CUDA loader's textures hold texels.
+/// tiles are always full). Pages of BC blocks (`block_codec` `DTEX_BLOCK_BC1` to `BC7`)
+/// hold 64 KiB of 8- or 16-byte blocks (`texel_bytes`), 4×4 texels each, which the
+/// texture unit decodes.
 static __device__ __forceinline__ bool isWellFormed(const DtexTextureSampler& s)
 {
+    const bool pow2Tiles = s.tile_width >= 4u && (s.tile_width & (s.tile_width - 1u)) == 0u &&
+                           s.tile_height >= 4u && (s.tile_height & (s.tile_height - 1u)) == 0u;
     if (s.block_codec != DTEX_BLOCK_NONE)
-        return false;
+        return s.block_codec <= DTEX_BLOCK_BC7 && (s.texel_bytes == 8u || s.texel_bytes == 16u) &&
+               s.num_levels >= 1u && s.num_levels <= DTEX_MAX_LEVELS &&
+               s.mip_tail_first_level <= s.num_levels && pow2Tiles &&
+               static_cast<unsigned long long>(s.tile_width / 4u) * (s.tile_height / 4u) *
+                       s.texel_bytes ==
+                   DTEX_TILE_BYTES;
     uint32_t componentBytes;
     switch (s.texel_type) {
     case DTEX_TEXEL_U8: componentBytes = 1u; break;
