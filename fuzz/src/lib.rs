@@ -53,6 +53,7 @@ use demandtex::sources::{
     DdsOptions, DdsSource, DecodedImageSource, ExrOptions, ExrSource, FileHandles, ImageSource,
     SizeLimits,
 };
+use demandtex::textures::TextureLayout;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -175,7 +176,36 @@ pub fn dds(data: &[u8]) {
     let source = DdsSource::with_options(&path, options);
     let _ = source.layout();
     let _ = check_source(&source, true);
+    dds_blocks(&source);
     let _ = std::fs::remove_file(&path);
+}
+
+/// The blocks of a DDS storing every level in blocks, as a loader keeping blocks reads
+/// them: every tile of a layout of blocks, and each level of its mip tail.
+fn dds_blocks(source: &DdsSource) {
+    let (Ok(info), Some(codec)) = (source.open(), source.block_codec()) else {
+        return;
+    };
+    let Ok(layout) = TextureLayout::with_blocks(info.width, info.height, info.num_levels, codec)
+    else {
+        return;
+    };
+    let mut tile = vec![0u8; layout.tile_bytes()];
+    for (level, l) in layout.levels.iter().enumerate() {
+        let level = level as u32;
+        if layout.in_mip_tail(level) {
+            let region = layout.level_region(level);
+            let mut dest = vec![0u8; layout.region_bytes(l.width, l.height) as usize];
+            let _ = source.read_blocks(region, &mut dest, layout.row_bytes(l.width));
+            continue;
+        }
+        for ty in 0..l.tiles_y {
+            for tx in 0..l.tiles_x {
+                let region = layout.tile_region(level, tx, ty);
+                let _ = source.read_blocks(region, &mut tile, layout.row_bytes(layout.tile_width));
+            }
+        }
+    }
 }
 
 /// A PNG, JPEG, Radiance HDR, BMP or Targa file: level 0 decoded once, mips generated,

@@ -12,9 +12,11 @@
 //!
 //! Served formats ([`DdsEncoding::served_format`]): BC1, BC2, BC3 and BC7 as 8-bit RGBA,
 //! BC4 / BC5 as 8-bit R / RG (float when signed), BC6H as half RGBA, plain texels as
-//! stored (three channels widened to four, BGR(A/X) reordered). The texture budget holds
-//! the decoded texels: on the CPU a BC1 texture takes the memory of 8-bit RGBA (see
-//! `docs/FORMATS.md`). sRGB-flagged formats are served as stored, like 8-bit PNG.
+//! stored (three channels widened to four, BGR(A/X) reordered). A file storing blocks at
+//! every level also serves them as stored ([`ImageSource::block_codec`],
+//! [`ImageSource::read_blocks`]): a loader keeping blocks holds those in its pages, 4× to
+//! 8× the texels of decoded 8-bit RGBA (see `docs/FORMATS.md`, "Pages that keep blocks").
+//! sRGB-flagged formats are served as stored, like 8-bit PNG.
 //!
 //! Stored mip levels have demandtex's sizes (DDS rounds down too); levels past the last
 //! stored one — all but level 0 for a DDS without mips — are generated in memory from it
