@@ -6,8 +6,10 @@
 use crate::error::CliError;
 use crate::info::{print_stdout, InfoArgs};
 use crate::table::format_bytes;
-use demandtex::sources::dds::DdsLayout;
+use demandtex::sources::dds::{DdsEncoding, DdsLayout};
 use demandtex::sources::{DdsSource, ImageSource};
+use demandtex::textures::BlockCodec;
+use demandtex::LoaderOptions;
 use std::fmt::Write as _;
 
 /// Describe the DDS file of `args` (text or JSON).
@@ -22,6 +24,14 @@ pub fn print_dds(args: &InfoArgs) -> Result<(), CliError> {
     let on_disk = crate::info::bytes_on_disk(&args.file)?;
     let served_bits = info.format.texel_bytes() as u32 * 8;
     let stored_bits = layout.encoding.bits_per_texel();
+    // What a loader with the default options holds in its pages (CPU and CUDA loaders
+    // both sample blocks).
+    let kept = LoaderOptions::default().kept_block_codec(&source, true);
+    let budget_bits = if kept.is_some() {
+        stored_bits
+    } else {
+        served_bits
+    };
     if args.json {
         let value = serde_json::json!({
             "file": args.file, "format": "DDS", "dds_format": layout.format_name,
@@ -31,6 +41,7 @@ pub fn print_dds(args: &InfoArgs) -> Result<(), CliError> {
             "bytes_on_disk": on_disk, "texel_data_bytes": layout.data_bytes,
             "served_format": info.format.to_string(), "served_levels": info.num_levels,
             "stored_bits_per_texel": stored_bits, "served_bits_per_texel": served_bits,
+            "blocks_kept": kept.is_some(), "budget_bits_per_texel": budget_bits,
         });
         return print_stdout(&format!("{value:#}\n"));
     }
@@ -39,6 +50,7 @@ pub fn print_dds(args: &InfoArgs) -> Result<(), CliError> {
         &layout,
         on_disk,
         info,
+        kept,
     ))
 }
 
@@ -47,6 +59,7 @@ fn render(
     layout: &DdsLayout,
     on_disk: u64,
     info: demandtex::sources::ImageInfo,
+    kept: Option<BlockCodec>,
 ) -> String {
     let mut out = String::new();
     let _ = writeln!(
@@ -86,7 +99,11 @@ fn render(
         out,
         "  served as {} ({} bits a texel in the budget; {} stored), {} level{}{}",
         info.format,
-        info.format.texel_bytes() * 8,
+        if kept.is_some() {
+            layout.encoding.bits_per_texel() as usize
+        } else {
+            info.format.texel_bytes() * 8
+        },
         layout.encoding.bits_per_texel(),
         info.num_levels,
         if info.num_levels == 1 { "" } else { "s" },
@@ -96,5 +113,24 @@ fn render(
             String::new()
         }
     );
+    match kept {
+        Some(codec) => {
+            let (w, h) = codec.tile_extent();
+            let _ = writeln!(
+                out,
+                "  pages keep the {} blocks as stored ({w}x{h} texels a 64 KiB page; decoded \
+                 when sampled on the CPU, by the texture unit on CUDA)",
+                codec.name()
+            );
+        }
+        None if matches!(layout.encoding, DdsEncoding::Blocks(_)) => {
+            let _ = writeln!(
+                out,
+                "  pages hold decoded texels: the file lacks mip levels, whose generated levels \
+                 are texels"
+            );
+        }
+        None => {}
+    }
     out
 }

@@ -245,6 +245,12 @@ fn dds_converted_here_and_from_other_tools_whole_and_truncated() {
     );
     assert_eq!(info["stored_bits_per_texel"], 8);
     assert_eq!(info["served_format"], "RGBA8");
+    // A full chain of blocks: pages keep them, 8 bits a texel in the budget, not 32.
+    assert_eq!(info["blocks_kept"], true);
+    assert_eq!(info["budget_bits_per_texel"], 8);
+    let text = demandtex(&["info", p(&bc7)]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("pages keep the BC7 blocks"), "{text}");
     let v = check_whole(&bc7);
     assert_eq!(v["format"], "DDS");
     assert_eq!(v["check"]["level0_texels"], 300 * 200);

@@ -191,6 +191,20 @@ impl Default for LoaderOptions {
 }
 
 impl LoaderOptions {
+    /// The codec of the blocks a texture read from `source` keeps in its pages
+    /// ([`keep_blocks`](Self::keep_blocks)) on a backend that samples blocks or not
+    /// (`Backend::samples_blocks`): the option is on, the backend samples blocks, and the
+    /// source stores every level in blocks ([`crate::sources::ImageSource::block_codec`]).
+    pub fn kept_block_codec(
+        &self,
+        source: &dyn crate::sources::ImageSource,
+        backend_samples_blocks: bool,
+    ) -> Option<crate::textures::BlockCodec> {
+        (self.keep_blocks && backend_samples_blocks)
+            .then(|| source.block_codec())
+            .flatten()
+    }
+
     /// Whether launches reject requests: `request_rejection`, else on in interactive mode.
     pub fn rejects_requests(&self) -> bool {
         self.request_rejection

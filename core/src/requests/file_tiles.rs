@@ -79,9 +79,8 @@ impl Engine {
     /// The codec of the blocks `source`'s pages keep, if they keep blocks: the option is on,
     /// the backend samples blocks and the source stores every level in blocks.
     pub(crate) fn block_codec(&self, source: &dyn ImageSource) -> Option<BlockCodec> {
-        (self.options.keep_blocks && self.backend.samples_blocks())
-            .then(|| source.block_codec())
-            .flatten()
+        self.options
+            .kept_block_codec(source, self.backend.samples_blocks())
     }
 
     /// The layout of a texture `source` describes as `info`: in blocks
