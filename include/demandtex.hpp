@@ -345,6 +345,10 @@ public:
     /// Whether a texture whose file has tiles smaller than a 64 KiB page gets pages of its
     /// file's tiles (CPU loader and cache; default true; C: `full_pages` is its negation).
     LoaderOptions& pagesOfFileTiles(bool on) noexcept { raw_.full_pages = on ? 0u : 1u; return *this; }
+    /// Whether a texture whose file stores BC blocks at every level (a DDS with its mips)
+    /// keeps them in its pages as stored: 4× to 8× the texels in the budget (default true;
+    /// C: `decode_blocks` is its negation).
+    LoaderOptions& keepBlocks(bool on) noexcept { raw_.decode_blocks = on ? 0u : 1u; return *this; }
     /// The most CPU time fills may take, in cores (0 = no limit, the default): for a CPU
     /// renderer whose shading uses every core, so a burst of fills cannot stall a frame.
     LoaderOptions& fillCpuCores(float cores) noexcept { raw_.fill_cpu_cores = cores; return *this; }
@@ -394,6 +398,8 @@ public:
     bool shareDuplicateTextures() const noexcept { return raw_.share_duplicate_textures != 0; }
     /// Whether textures with smaller file tiles get pages of their file's tiles.
     bool pagesOfFileTiles() const noexcept { return raw_.full_pages == 0; }
+    /// Whether pages keep a file's BC blocks as stored.
+    bool keepBlocks() const noexcept { return raw_.decode_blocks == 0; }
     /// The fills' CPU-time limit in cores (0: none).
     float fillCpuCores() const noexcept { return raw_.fill_cpu_cores; }
     /// Bytes spilled decodes may hold in files at once (0: never spill).

@@ -585,6 +585,9 @@ void testErrors() {
     CHECK(dt::LoaderOptions().pagesOfFileTiles());
     CHECK(!dt::LoaderOptions().pagesOfFileTiles(false).pagesOfFileTiles());
     CHECK(dt::LoaderOptions().pagesOfFileTiles(false).raw().full_pages == 1u);
+    CHECK(dt::LoaderOptions().keepBlocks());
+    CHECK(!dt::LoaderOptions().keepBlocks(false).keepBlocks());
+    CHECK(dt::LoaderOptions().keepBlocks(false).raw().decode_blocks == 1u);
     CHECK(dt::LoaderOptions().fillCpuCores() == 0.0f);
     CHECK(dt::LoaderOptions().fillCpuCores(DTEX_CPU_RENDERER_FILL_CPU_CORES).fillCpuCores() == 0.25f);
     CHECK_THROWS_STATUS(DTEX_STATUS_INVALID_ARGUMENT, (void)dt::Loader(dt::LoaderOptions().fillCpuCores(-1.0f)));
