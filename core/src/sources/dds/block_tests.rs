@@ -109,6 +109,40 @@ fn kept_blocks_sample_as_the_decoded_texels_of_every_codec() {
     }
 }
 
+/// Files NVIDIA Texture Tools and `demandtex convert` wrote (`tests/fixtures/dds`), two of
+/// them of several pages of blocks at level 0: kept blocks sample as decoded texels do,
+/// through a budget of a few pages.
+#[test]
+fn files_other_tools_wrote_sample_the_same_kept_or_decoded() {
+    let at = lookups(3000);
+    for name in [
+        "nv-bc1-tiled",
+        "nv-bc3-tiled",
+        "nv-bc1",
+        "nv-bc1a",
+        "nv-bc2",
+        "nv-bc3",
+        "nv-bc4",
+        "nv-bc5",
+        "dtx-bc7",
+        "dtx-bc4",
+    ] {
+        let path = crate::sources::fixture_refs::fixture("dds", &format!("{name}.dds"));
+        let (kept, decoded) = (cache(true, 6), cache(false, 64));
+        let a = kept.texture_for_path(&path, desc()).unwrap();
+        let b = decoded.texture_for_path(&path, desc()).unwrap();
+        let got = sample_all(&kept, a, &at);
+        let want = sample_all(&decoded, b, &at);
+        assert!(got == want, "{name}");
+        let layout = kept.loader().engine().texture_layout(a).unwrap();
+        assert!(layout.blocks.is_some(), "{name}: a full chain of blocks");
+        if name.ends_with("tiled") {
+            let l0 = layout.levels[0];
+            assert!(l0.tiles_x * l0.tiles_y >= 2, "{name}: {l0:?}");
+        }
+    }
+}
+
 #[test]
 fn a_budget_of_blocks_holds_level_zero_where_decoded_texels_thrash() {
     // A 1024² BC1 texture: level 0 is 512 KiB of blocks (8 pages) but 4 MiB of RGBA8
