@@ -466,6 +466,18 @@ fn channel_rules_hold_for_gray_gray_alpha_and_rgb_files() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The same queries with footprints 8192 times smaller: magnified, at level 0.
+fn at_level_0(queries: Vec<Q>) -> Vec<Q> {
+    queries
+        .into_iter()
+        .map(|q| Q {
+            ddx: [q.ddx[0] / 8192.0, 0.0],
+            ddy: [0.0, q.ddy[1] / 8192.0],
+            ..q
+        })
+        .collect()
+}
+
 #[test]
 fn openimageio_agrees_where_it_is_installed() {
     let has_oiio = Command::new("pkg-config")
@@ -511,14 +523,7 @@ fn openimageio_agrees_where_it_is_installed() {
         alpha.push(name.to_string());
     }
     let refs: Vec<&str> = alpha.iter().map(String::as_str).collect();
-    let level_0: Vec<Q> = spread_queries(alpha.len() as u32, 3000)
-        .into_iter()
-        .map(|q| Q {
-            ddx: [q.ddx[0] / 8192.0, 0.0],
-            ddy: [0.0, q.ddy[1] / 8192.0],
-            ..q
-        })
-        .collect();
+    let level_0 = at_level_0(spread_queries(alpha.len() as u32, 3000));
     std::fs::write(dir.join("alpha.dtxq"), trace_bytes(&refs, &level_0)).unwrap();
     // DDS files NVIDIA Texture Tools wrote (legacy headers, which OIIO 2.4 reads; two of
     // several pages of blocks), their blocks kept in the pages and decoded at lookup: at
@@ -532,14 +537,7 @@ fn openimageio_agrees_where_it_is_installed() {
     for name in dds {
         std::fs::copy(root.join("tests/fixtures/dds").join(name), dir.join(name)).unwrap();
     }
-    let dds_level_0: Vec<Q> = spread_queries(dds.len() as u32, 3000)
-        .into_iter()
-        .map(|q| Q {
-            ddx: [q.ddx[0] / 8192.0, 0.0],
-            ddy: [0.0, q.ddy[1] / 8192.0],
-            ..q
-        })
-        .collect();
+    let dds_level_0 = at_level_0(spread_queries(dds.len() as u32, 3000));
     std::fs::write(dir.join("dds.dtxq"), trace_bytes(&dds, &dds_level_0)).unwrap();
     for kind in ["coherent", "incoherent", "channels", "alpha", "dds"] {
         let trace = dir.join(format!("{kind}.dtxq"));

@@ -10,14 +10,14 @@
 //!   peak against the budget: what holding 4–8× the texels in the budget saves.
 
 use super::coalescing::run_frames;
+use super::lookups::measure;
 use super::{Record, Rng};
 use crate::convert::dds::{write_dds, DdsCompression, DdsWriteOptions};
 use crate::error::CliError;
 use demandtex::sources::{file_source, FloatImage};
 use demandtex::{Loader, LoaderOptions, SampleOptions, TextureDesc, TextureId, TILE_BYTES};
-use std::hint::black_box;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const SIDE: u32 = 2048;
 const TEXTURES: usize = 4;
@@ -150,9 +150,9 @@ fn lookups(
         }
         for &threads in threads_list {
             let rate = |launch: &demandtex::Launch, tex| {
-                rate(threads, time, &coords, |s, t| {
+                measure(threads, time, &coords, |s, t| {
                     let r = launch.tex2d_grad(tex, s, t, ddx, ddy, &SampleOptions::default());
-                    (r.value[0], r.resident)
+                    (r.value, r.resident)
                 })
             };
             let (decoded, _) = rate(&la, resident[0].1);
@@ -174,42 +174,6 @@ fn lookups(
         resident[1].0.process_requests(lb).wait();
     }
     Ok(records)
-}
-
-/// Lookups per second over `threads` threads for `time`, and the non-resident ones.
-fn rate<F>(threads: usize, time: Duration, coords: &[Vec<[f32; 2]>], lookup: F) -> (f64, u64)
-where
-    F: Fn(f32, f32) -> (f32, bool) + Sync,
-{
-    let results: Vec<(u64, f64, u64)> = std::thread::scope(|scope| {
-        let handles: Vec<_> = coords[..threads]
-            .iter()
-            .map(|cs| {
-                let lookup = &lookup;
-                scope.spawn(move || {
-                    let (mut n, mut misses, mut acc) = (0u64, 0u64, 0.0f32);
-                    let start = Instant::now();
-                    while start.elapsed() < time {
-                        for c in cs.chunks(4096).next().into_iter().flatten() {
-                            let (v, ok) = lookup(c[0], c[1]);
-                            acc += v;
-                            misses += u64::from(!ok);
-                        }
-                        n += 4096;
-                    }
-                    black_box(acc);
-                    (n, start.elapsed().as_secs_f64(), misses)
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("benchmark thread"))
-            .collect()
-    });
-    let n: u64 = results.iter().map(|r| r.0).sum();
-    let secs = results.iter().map(|r| r.1).fold(0.0, f64::max);
-    (n as f64 / secs, results.iter().map(|r| r.2).sum())
 }
 
 fn budget(paths: &[PathBuf], compression: DdsCompression) -> Result<Vec<Record>, CliError> {

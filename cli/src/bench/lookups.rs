@@ -50,7 +50,12 @@ fn make_resident(loader: &Loader, tex: TextureId, layout: &TextureLayout) -> Res
 
 /// Lookups per second over `threads` threads for `time`, each thread cycling through its own
 /// coordinates; and the lookups that were not resident.
-fn measure<F>(threads: usize, time: Duration, coords: &[Vec<[f32; 2]>], lookup: F) -> (f64, u64)
+pub(super) fn measure<F>(
+    threads: usize,
+    time: Duration,
+    coords: &[Vec<[f32; 2]>],
+    lookup: F,
+) -> (f64, u64)
 where
     F: Fn(f32, f32) -> ([f32; 4], bool) + Sync,
 {

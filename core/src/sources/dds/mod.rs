@@ -108,6 +108,16 @@ struct StoredRows {
     unit_bytes: usize,
 }
 
+impl Opened {
+    /// The codec, when the file stores blocks at every level.
+    fn block_codec(&self) -> Option<BlockCodec> {
+        match self.layout.encoding {
+            DdsEncoding::Blocks(codec) if self.stored_levels == self.info.num_levels => Some(codec),
+            _ => None,
+        }
+    }
+}
+
 thread_local! {
     /// Each thread's buffer of stored bytes.
     static SCRATCH: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
@@ -392,13 +402,7 @@ impl ImageSource for DdsSource {
     /// The file's codec when it stores blocks for every level (a DDS lacking levels is
     /// served as texels: its generated levels are decoded texels).
     fn block_codec(&self) -> Option<BlockCodec> {
-        let o = self.opened().ok()?;
-        match o.value.layout.encoding {
-            DdsEncoding::Blocks(codec) if o.value.stored_levels == o.value.info.num_levels => {
-                Some(codec)
-            }
-            _ => None,
-        }
+        self.opened().ok()?.value.block_codec()
     }
 
     fn read_blocks(
@@ -409,7 +413,7 @@ impl ImageSource for DdsSource {
     ) -> Result<Readiness, SourceError> {
         let o = self.opened()?;
         let v = &o.value;
-        let Some(codec) = self.block_codec() else {
+        let Some(codec) = v.block_codec() else {
             return Err(self
                 .file
                 .error("blocks asked of a file not stored in blocks at every level"));
