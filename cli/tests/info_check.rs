@@ -281,6 +281,17 @@ fn dds_converted_here_and_from_other_tools_whole_and_truncated() {
             String::from_utf8_lossy(&out.stderr)
         );
         check_whole(&path);
+        // BC1, BC3 and RGBA8 get the legacy header every reader knows; the rest DX10.
+        let info = demandtex(&["info", "--json", p(&path)]);
+        let info: serde_json::Value = serde_json::from_slice(&info.stdout).unwrap();
+        let header = info["dds_format"].as_str().unwrap_or_default().to_string();
+        let want = match format {
+            "dds-bc1" => "FourCC DXT1",
+            "dds-bc3" => "FourCC DXT5",
+            "dds-rgba8" => "D3DFMT_A8B8G8R8",
+            _ => "DXGI_FORMAT_",
+        };
+        assert!(header.starts_with(want), "{format}: {header}");
     }
     let out = demandtex(&["convert", p(&input), "-o", p(&bc7), "--format", "dds-bc2"]);
     assert_eq!(out.status.code(), Some(2));

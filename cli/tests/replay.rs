@@ -528,15 +528,35 @@ fn openimageio_agrees_where_it_is_installed() {
     // DDS files NVIDIA Texture Tools wrote (legacy headers, which OIIO 2.4 reads; two of
     // several pages of blocks), their blocks kept in the pages and decoded at lookup: at
     // level 0 as OIIO's to the decoders' rounding of interpolated colours (one 8-bit step).
-    let dds = [
+    // With them, files `demandtex convert` writes with legacy headers (BC1 as DXT1, BC3 as
+    // DXT5, 8-bit RGBA masks), which OIIO 2.4 reads too.
+    let mut dds: Vec<String> = [
         "nv-bc1-tiled.dds",
         "nv-bc3-tiled.dds",
         "nv-bc1.dds",
         "nv-bc3.dds",
-    ];
-    for name in dds {
+    ]
+    .map(String::from)
+    .to_vec();
+    for name in &dds {
         std::fs::copy(root.join("tests/fixtures/dds").join(name), dir.join(name)).unwrap();
     }
+    for format in ["bc1", "bc3", "rgba8"] {
+        let name = format!("dtx-{format}.dds");
+        ok(
+            demandtex()
+                .arg("convert")
+                .arg(dir.join("rgba8.png"))
+                .arg("-o")
+                .arg(dir.join(&name))
+                .args(["--format", &format!("dds-{format}"), "-q"])
+                .output()
+                .unwrap(),
+            "convert to DDS",
+        );
+        dds.push(name);
+    }
+    let dds: Vec<&str> = dds.iter().map(String::as_str).collect();
     let dds_level_0 = at_level_0(spread_queries(dds.len() as u32, 3000));
     std::fs::write(dir.join("dds.dtxq"), trace_bytes(&dds, &dds_level_0)).unwrap();
     for kind in ["coherent", "incoherent", "channels", "alpha", "dds"] {

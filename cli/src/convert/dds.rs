@@ -1,7 +1,9 @@
 //! DDS in `demandtex convert`: as input, level 0 decoded by core's reader
 //! ([`load_dds`]); as output, the writer behind `--format dds-…`: a mip chain encoded as BC1,
 //! BC3, BC4, BC5, BC6H or BC7 blocks (Intel's ISPC texture compressor, through the
-//! `intel_tex_2` crate) or plain 8-bit RGBA, with a DX10 header, and the quality of level
+//! `intel_tex_2` crate) or plain 8-bit RGBA, with a legacy header where one exists (BC1 as
+//! `DXT1`, BC3 as `DXT5`, RGBA masks: what every reader knows) and a DX10 header for the
+//! others, and the quality of level
 //! 0 against the source (PSNR) decoded with the reader's own decoder (core's
 //! [`BlockCodec`]).
 //!
@@ -96,6 +98,19 @@ impl DdsCompression {
         })
     }
 
+    /// The legacy (pre-DX10) format of the encodings every DDS reader knows — FourCC
+    /// `DXT1`, `DXT5` and 32-bit RGBA masks, as NVIDIA Texture Tools writes them and
+    /// OpenImageIO 2.4 reads them — else `None`: BC4, BC5, BC6H and BC7 need a DX10 header.
+    fn legacy(self) -> Option<ddsfile::D3DFormat> {
+        use ddsfile::D3DFormat as D;
+        match self {
+            DdsCompression::Bc1 => Some(D::DXT1),
+            DdsCompression::Bc3 => Some(D::DXT5),
+            DdsCompression::Rgba8 => Some(D::A8B8G8R8),
+            _ => None,
+        }
+    }
+
     fn dxgi(self) -> ddsfile::DxgiFormat {
         use ddsfile::DxgiFormat as D;
         match self {
@@ -163,7 +178,8 @@ pub struct WrittenDds {
     pub max_error: f64,
 }
 
-/// Write `image` (1 = Y, 2 = Y A, 3 = RGB, 4 = RGBA) as a DDS file with a DX10 header,
+/// Write `image` (1 = Y, 2 = Y A, 3 = RGB, 4 = RGBA) as a DDS file (legacy header for
+/// BC1, BC3 and RGBA8, DX10 for the others),
 /// through `path.tmp` renamed into place. 8-bit encodings clamp to [0, 1]; a single
 /// channel is written as grey (BC4 and BC5 take the first channels as they are).
 pub fn write_dds(path: &Path, image: &FloatImage, options: &DdsWriteOptions) -> Result<WrittenDds> {
@@ -184,19 +200,30 @@ pub fn write_dds(path: &Path, image: &FloatImage, options: &DdsWriteOptions) -> 
         }
         data.extend_from_slice(&encoded);
     }
-    let mut dds = ddsfile::Dds::new_dxgi(ddsfile::NewDxgiParams {
-        height: image.height,
-        width: image.width,
-        depth: None,
-        format: c.dxgi(),
-        mipmap_levels: Some(levels.len() as u32),
-        array_layers: None,
-        caps2: None,
-        is_cubemap: false,
-        resource_dimension: ddsfile::D3D10ResourceDimension::Texture2D,
-        alpha_mode: ddsfile::AlphaMode::Straight,
-    })
-    .map_err(|e| Error::InvalidArgument(format!("DDS header: {e}")))?;
+    let mipmap_levels = Some(levels.len() as u32);
+    let dds = match c.legacy() {
+        Some(format) => ddsfile::Dds::new_d3d(ddsfile::NewD3dParams {
+            height: image.height,
+            width: image.width,
+            depth: None,
+            format,
+            mipmap_levels,
+            caps2: None,
+        }),
+        None => ddsfile::Dds::new_dxgi(ddsfile::NewDxgiParams {
+            height: image.height,
+            width: image.width,
+            depth: None,
+            format: c.dxgi(),
+            mipmap_levels,
+            array_layers: None,
+            caps2: None,
+            is_cubemap: false,
+            resource_dimension: ddsfile::D3D10ResourceDimension::Texture2D,
+            alpha_mode: ddsfile::AlphaMode::Straight,
+        }),
+    };
+    let mut dds = dds.map_err(|e| Error::InvalidArgument(format!("DDS header: {e}")))?;
     dds.data = data;
     let bytes_on_disk = write_via_tmp(path, |tmp| {
         let f = std::fs::File::create(tmp).map_err(|e| e.to_string())?;
