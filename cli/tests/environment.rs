@@ -14,6 +14,9 @@ use demandtex::{LoaderOptions, SampleOptions, TextureCache, TextureDesc, UpAxis}
 use std::path::Path;
 use std::process::Command;
 
+mod common;
+use common::{oiio_program, temp_dir};
+
 /// A smooth gradient with detail at every scale, values above 1.
 fn map() -> FloatImage {
     let (w, h) = (512u32, 256u32);
@@ -119,36 +122,10 @@ fn demandtex_values(file: &Path, up: UpAxis, qs: &[[[f32; 3]; 3]]) -> Vec<[f32; 
 
 #[test]
 fn lat_long_lookups_equal_openimageio_s() {
-    let has_oiio = Command::new("pkg-config")
-        .args(["--exists", "OpenImageIO"])
-        .status()
-        .is_ok_and(|s| s.success());
-    if !has_oiio {
-        eprintln!("note: OpenImageIO not installed (pkg-config OpenImageIO); check skipped");
+    let Some(program) = oiio_program("environment") else {
         return;
-    }
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-    let dir = std::env::temp_dir().join(format!("demandtex-environment-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let program = dir.join("oiio-environment");
-    let cflags = Command::new("pkg-config")
-        .args(["--cflags", "--libs", "OpenImageIO"])
-        .output()
-        .unwrap();
-    let flags = String::from_utf8(cflags.stdout).unwrap();
-    let built = Command::new(std::env::var("CXX").unwrap_or_else(|_| "g++".into()))
-        .args(["-O2", "-std=c++17", "-o"])
-        .arg(&program)
-        .arg(root.join("bench/oiio-replay/environment.cpp"))
-        .args(flags.split_whitespace())
-        .output()
-        .unwrap();
-    assert!(
-        built.status.success(),
-        "building oiio-environment: {}",
-        String::from_utf8_lossy(&built.stderr)
-    );
+    };
+    let dir = temp_dir("environment");
 
     let file = dir.join("latlong.exr");
     let options = WriteOptions {

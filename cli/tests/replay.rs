@@ -8,7 +8,7 @@ use std::process::Command;
 
 mod common;
 
-use common::{demandtex, ok};
+use common::{demandtex, oiio_program, ok};
 
 fn temp_dir(name: &str) -> PathBuf {
     common::temp_dir(&format!("replay-{name}"))
@@ -480,21 +480,10 @@ fn at_level_0(queries: Vec<Q>) -> Vec<Q> {
 
 #[test]
 fn openimageio_agrees_where_it_is_installed() {
-    let has_oiio = Command::new("pkg-config")
-        .args(["--exists", "OpenImageIO"])
-        .status()
-        .is_ok_and(|s| s.success());
-    if !has_oiio {
-        eprintln!("note: OpenImageIO not installed (pkg-config OpenImageIO); OIIO check skipped");
+    let Some(oiio_replay) = oiio_program("replay") else {
         return;
-    }
+    };
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-    ok(
-        Command::new(root.join("scripts/build-oiio-replay.sh"))
-            .output()
-            .unwrap(),
-        "build-oiio-replay.sh",
-    );
     let dir = temp_dir("oiio");
     make_traces(&dir);
     let names = write_channel_textures(&dir);
@@ -564,7 +553,7 @@ fn openimageio_agrees_where_it_is_installed() {
         let (json, _) = replay(&trace, "blocking", 64);
         let oiio_out = dir.join(format!("{kind}-oiio.f32"));
         let stdout = ok(
-            Command::new(root.join("target/oiio-replay/oiio-replay"))
+            Command::new(&oiio_replay)
                 .arg(&trace)
                 .arg("--textures")
                 .arg(&dir)

@@ -1,7 +1,10 @@
-//! Helpers the CLI's integration tests share: the binary, a fresh scratch directory, and
-//! a successful run's output.
+//! Helpers the CLI's integration tests share: the binary, a fresh scratch directory, a
+//! successful run's output, and OpenImageIO's comparison programs.
 
-use std::path::PathBuf;
+// Each test binary includes this module and uses some of it.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// The `demandtex` binary under test.
@@ -26,4 +29,26 @@ pub fn ok(out: Output, what: &str) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8(out.stdout).unwrap()
+}
+
+/// The OpenImageIO comparison program `oiio-NAME` (`scripts/build-oiio-replay.sh` builds
+/// it), or `None` where OpenImageIO is not installed (the caller's check is skipped, saying
+/// so).
+pub fn oiio_program(name: &str) -> Option<PathBuf> {
+    let installed = Command::new("pkg-config")
+        .args(["--exists", "OpenImageIO"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !installed {
+        eprintln!("note: OpenImageIO not installed (pkg-config OpenImageIO); OIIO check skipped");
+        return None;
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    ok(
+        Command::new(root.join("scripts/build-oiio-replay.sh"))
+            .output()
+            .unwrap(),
+        "build-oiio-replay.sh",
+    );
+    Some(root.join("target/oiio-replay").join(format!("oiio-{name}")))
 }
