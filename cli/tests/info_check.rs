@@ -281,13 +281,16 @@ fn dds_converted_here_and_from_other_tools_whole_and_truncated() {
             String::from_utf8_lossy(&out.stderr)
         );
         check_whole(&path);
-        // BC1, BC3 and RGBA8 get the legacy header every reader knows; the rest DX10.
+        // BC1, BC3, BC4, BC5 and RGBA8 get the legacy header every reader knows; BC6H and
+        // BC7 DX10.
         let info = demandtex(&["info", "--json", p(&path)]);
         let info: serde_json::Value = serde_json::from_slice(&info.stdout).unwrap();
         let header = info["dds_format"].as_str().unwrap_or_default().to_string();
         let want = match format {
             "dds-bc1" => "FourCC DXT1",
             "dds-bc3" => "FourCC DXT5",
+            "dds-bc4" => "FourCC ATI1",
+            "dds-bc5" => "FourCC ATI2",
             "dds-rgba8" => "D3DFMT_A8B8G8R8",
             _ => "DXGI_FORMAT_",
         };

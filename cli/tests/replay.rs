@@ -518,7 +518,7 @@ fn openimageio_agrees_where_it_is_installed() {
     // several pages of blocks), their blocks kept in the pages and decoded at lookup: at
     // level 0 as OIIO's to the decoders' rounding of interpolated colours (one 8-bit step).
     // With them, files `demandtex convert` writes with legacy headers (BC1 as DXT1, BC3 as
-    // DXT5, 8-bit RGBA masks), which OIIO 2.4 reads too.
+    // DXT5, BC4 as ATI1, BC5 as ATI2, 8-bit RGBA masks), which OIIO 2.4 reads too.
     let mut dds: Vec<String> = [
         "nv-bc1-tiled.dds",
         "nv-bc3-tiled.dds",
@@ -530,7 +530,7 @@ fn openimageio_agrees_where_it_is_installed() {
     for name in &dds {
         std::fs::copy(root.join("tests/fixtures/dds").join(name), dir.join(name)).unwrap();
     }
-    for format in ["bc1", "bc3", "rgba8"] {
+    for format in ["bc1", "bc3", "bc4", "bc5", "rgba8"] {
         let name = format!("dtx-{format}.dds");
         ok(
             demandtex()

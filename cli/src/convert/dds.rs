@@ -2,8 +2,8 @@
 //! ([`load_dds`]); as output, the writer behind `--format dds-…`: a mip chain encoded as BC1,
 //! BC3, BC4, BC5, BC6H or BC7 blocks (Intel's ISPC texture compressor, through the
 //! `intel_tex_2` crate) or plain 8-bit RGBA, with a legacy header where one exists (BC1 as
-//! `DXT1`, BC3 as `DXT5`, RGBA masks: what every reader knows) and a DX10 header for the
-//! others, and the quality of level
+//! `DXT1`, BC3 as `DXT5`, BC4 as `ATI1`, BC5 as `ATI2`, RGBA masks: what every reader
+//! knows) and a DX10 header for BC6H and BC7, and the quality of level
 //! 0 against the source (PSNR) decoded with the reader's own decoder (core's
 //! [`BlockCodec`]).
 //!
@@ -98,16 +98,21 @@ impl DdsCompression {
         })
     }
 
-    /// The legacy (pre-DX10) format of the encodings every DDS reader knows — FourCC
-    /// `DXT1`, `DXT5` and 32-bit RGBA masks, as NVIDIA Texture Tools writes them and
-    /// OpenImageIO 2.4 reads them — else `None`: BC4, BC5, BC6H and BC7 need a DX10 header.
-    fn legacy(self) -> Option<ddsfile::D3DFormat> {
+    /// The legacy (pre-DX10) header of the encodings every DDS reader knows, as NVIDIA
+    /// Texture Tools writes them and OpenImageIO 2.4 reads them — FourCC `DXT1`, `DXT5`,
+    /// `ATI1` (BC4), `ATI2` (BC5) and 32-bit RGBA masks — else `None`: BC6H and BC7 need
+    /// a DX10 header. `ddsfile` has no format for `ATI1` and `ATI2`, so those come as the
+    /// format of the same block size (`DXT1`, `DXT5`: the header's pitch) and the FourCC
+    /// that replaces its own.
+    fn legacy(self) -> Option<(ddsfile::D3DFormat, Option<&'static [u8; 4]>)> {
         use ddsfile::D3DFormat as D;
         match self {
-            DdsCompression::Bc1 => Some(D::DXT1),
-            DdsCompression::Bc3 => Some(D::DXT5),
-            DdsCompression::Rgba8 => Some(D::A8B8G8R8),
-            _ => None,
+            DdsCompression::Bc1 => Some((D::DXT1, None)),
+            DdsCompression::Bc3 => Some((D::DXT5, None)),
+            DdsCompression::Bc4 => Some((D::DXT1, Some(b"ATI1"))),
+            DdsCompression::Bc5 => Some((D::DXT5, Some(b"ATI2"))),
+            DdsCompression::Rgba8 => Some((D::A8B8G8R8, None)),
+            DdsCompression::Bc6h | DdsCompression::Bc7 => None,
         }
     }
 
@@ -179,7 +184,7 @@ pub struct WrittenDds {
 }
 
 /// Write `image` (1 = Y, 2 = Y A, 3 = RGB, 4 = RGBA) as a DDS file (legacy header for
-/// BC1, BC3 and RGBA8, DX10 for the others),
+/// BC1, BC3, BC4, BC5 and RGBA8, DX10 for BC6H and BC7),
 /// through `path.tmp` renamed into place. 8-bit encodings clamp to [0, 1]; a single
 /// channel is written as grey (BC4 and BC5 take the first channels as they are).
 pub fn write_dds(path: &Path, image: &FloatImage, options: &DdsWriteOptions) -> Result<WrittenDds> {
@@ -202,13 +207,19 @@ pub fn write_dds(path: &Path, image: &FloatImage, options: &DdsWriteOptions) -> 
     }
     let mipmap_levels = Some(levels.len() as u32);
     let dds = match c.legacy() {
-        Some(format) => ddsfile::Dds::new_d3d(ddsfile::NewD3dParams {
+        Some((format, fourcc)) => ddsfile::Dds::new_d3d(ddsfile::NewD3dParams {
             height: image.height,
             width: image.width,
             depth: None,
             format,
             mipmap_levels,
             caps2: None,
+        })
+        .map(|mut dds| {
+            if let Some(code) = fourcc {
+                dds.header.spf.fourcc = Some(ddsfile::FourCC(u32::from_le_bytes(*code)));
+            }
+            dds
         }),
         None => ddsfile::Dds::new_dxgi(ddsfile::NewDxgiParams {
             height: image.height,
