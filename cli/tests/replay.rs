@@ -515,7 +515,7 @@ fn openimageio_agrees_where_it_is_installed() {
     let level_0 = at_level_0(spread_queries(alpha.len() as u32, 3000));
     std::fs::write(dir.join("alpha.dtxq"), trace_bytes(&refs, &level_0)).unwrap();
     // DDS files NVIDIA Texture Tools wrote (legacy headers, which OIIO 2.4 reads; two of
-    // several pages of blocks), their blocks kept in the pages and decoded at lookup: at
+    // several pages of blocks; one BC1 with transparent texels), their blocks kept in the pages and decoded at lookup: at
     // level 0 as OIIO's to the decoders' rounding of interpolated colours (one 8-bit step).
     // With them, files `demandtex convert` writes with legacy headers (BC1 as DXT1, BC3 as
     // DXT5, BC4 as ATI1, BC5 as ATI2, 8-bit RGBA masks), which OIIO 2.4 reads too.
@@ -523,6 +523,7 @@ fn openimageio_agrees_where_it_is_installed() {
         "nv-bc1-tiled.dds",
         "nv-bc3-tiled.dds",
         "nv-bc1.dds",
+        "nv-bc1a.dds",
         "nv-bc3.dds",
     ]
     .map(String::from)

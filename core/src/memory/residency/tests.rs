@@ -1,5 +1,6 @@
 use super::*;
-use crate::paging::{PageLayout, PageMapping};
+use crate::memory::epoch::Quiescence;
+use crate::paging::{PageLayout, PageMapping, PageTable, StalePage};
 use proptest::prelude::*;
 
 fn table() -> PageTable {
