@@ -3,8 +3,10 @@
 //! full mip chains) from a synthetic painted image (smooth colour fields and 6% noise).
 //!
 //! Two measurements, each with blocks kept and decoded in the same run:
-//! - resident lookups per second (bilinear at level 0, trilinear at lod 1.5), everything
-//!   resident, on each thread count: what decoding the texels a lookup reads costs;
+//! - resident lookups per second (bilinear at level 0, trilinear at lod 1.5; random
+//!   coordinates, and rows of coordinates 0.8 texels apart as a camera makes them),
+//!   everything resident, on each thread count: what decoding the texels a lookup reads
+//!   costs;
 //! - three multi-pass frames of the same 64K level-0 lookups over four textures in a
 //!   budget of a quarter of their decoded level 0: launches, bytes read, evictions and the
 //!   peak against the budget: what holding 4–8× the texels in the budget saves.
@@ -122,7 +124,7 @@ fn lookups(
         resident.push((l, tex));
     }
     let max_threads = threads_list.iter().copied().max().unwrap_or(1);
-    let coords: Vec<Vec<[f32; 2]>> = (0..max_threads)
+    let random: Vec<Vec<[f32; 2]>> = (0..max_threads)
         .map(|i| {
             let mut rng = Rng::new(i as u64 + 11);
             (0..COORDS)
@@ -130,11 +132,28 @@ fn lookups(
                 .collect()
         })
         .collect();
+    // A camera's order: rows of 256 lookups 0.8 level-0 texels apart, in a window of its
+    // own for each thread.
+    let coherent: Vec<Vec<[f32; 2]>> = (0..max_threads)
+        .map(|i| {
+            let step = 0.8 / SIDE as f32;
+            let origin = (i as f32 * 0.37 + 0.1).fract();
+            (0..COORDS)
+                .map(|k| {
+                    let (x, y) = ((k % 256) as f32, (k / 256) as f32);
+                    [origin + x * step, origin + y * step]
+                })
+                .collect()
+        })
+        .collect();
     let mut records = Vec::new();
-    for (filter, g) in [
+    for ((filter, g), (order, coords)) in [
         ("bilinear", 0.5 / SIDE as f32),
         ("trilinear lod 1.5", 2f32.powf(1.5) / SIDE as f32),
-    ] {
+    ]
+    .into_iter()
+    .flat_map(|f| [("random", &random), ("coherent", &coherent)].map(|o| (f, o)))
+    {
         let (ddx, ddy) = ([g, 0.0], [0.0, g]);
         // The two agree exactly: the same blocks through the same decoder.
         let (la, lb) = (
@@ -150,7 +169,7 @@ fn lookups(
         }
         for &threads in threads_list {
             let rate = |launch: &demandtex::Launch, tex| {
-                measure(threads, time, &coords, |s, t| {
+                measure(threads, time, coords, |s, t| {
                     let r = launch.tex2d_grad(tex, s, t, ddx, ddy, &SampleOptions::default());
                     (r.value, r.resident)
                 })
@@ -159,7 +178,7 @@ fn lookups(
             let (kept, misses) = rate(&lb, resident[1].1);
             records.push(Record {
                 bench: "blocks_lookups",
-                case: format!("{filter} {SIDE}² {}", compression.name()),
+                case: format!("{filter} {order} {SIDE}² {}", compression.name()),
                 threads,
                 figures: vec![
                     ("decoded_lookups_per_second", decoded),
