@@ -329,3 +329,50 @@ fn a_file_of_a_kind_not_served_is_not_called_damaged() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(stderr.matches("fax4.tif").count(), 1, "{stderr}");
 }
+
+/// A FIFO named like a texture, a Ptex file or a trace: `info`, `convert` and `bench
+/// replay` refuse it at once, naming it (opening it for reading would wait for a writer).
+#[cfg(unix)]
+#[test]
+fn fifos_are_refused_not_waited_on() {
+    let dir = test_dir("fifo");
+    for name in ["t.exr", "t.png", "t.ptx", "t.dtxq"] {
+        let path = dir.join(name);
+        let _ = std::fs::remove_file(&path);
+        let made = Command::new("mkfifo")
+            .arg(&path)
+            .status()
+            .expect("mkfifo runs");
+        assert!(made.success());
+        let runs: Vec<Vec<&str>> = match name {
+            "t.dtxq" => vec![vec!["bench", "replay", p(&path), "--textures", p(&dir)]],
+            _ => vec![
+                vec!["info", "--check", p(&path)],
+                vec!["convert", p(&path), "-o", "unused.exr"],
+            ],
+        };
+        for args in runs {
+            // A run that waited would never end: the child is killed after 30 s.
+            let mut child = Command::new(env!("CARGO_BIN_EXE_demandtex"))
+                .args(&args)
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            let start = std::time::Instant::now();
+            let status = loop {
+                if let Some(status) = child.try_wait().unwrap() {
+                    break status;
+                }
+                if start.elapsed() > std::time::Duration::from_secs(30) {
+                    let _ = child.kill();
+                    panic!("{args:?}: still waiting on the FIFO after 30 s");
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            };
+            let mut stderr = String::new();
+            std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+            assert!(!status.success(), "{args:?}");
+            assert!(stderr.contains("FIFO"), "{args:?}: {stderr}");
+        }
+    }
+}

@@ -17,6 +17,7 @@
 //! [`Record`]: [`Query`] or [`PtexQuery`]). Face ids of a `.dtxp` are checked by the
 //! replayer against the files.
 
+use demandtex::sources::open_file;
 use std::fmt;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -147,7 +148,7 @@ pub fn magic_of(path: &Path) -> Result<[u8; 4], TraceError> {
         error,
     };
     let mut magic = [0u8; 4];
-    let mut f = std::fs::File::open(path).map_err(io)?;
+    let mut f = open_file(path).map_err(io)?;
     let n = f.read(&mut magic).map_err(io)?;
     if n < 4 {
         // A short file: the full parse reports the truncation.
@@ -386,10 +387,13 @@ impl<Q: Record> Trace<Q> {
 
     /// Read and parse a trace file (one read of the whole file).
     pub fn read(path: &Path) -> Result<Trace<Q>, TraceError> {
-        let bytes = std::fs::read(path).map_err(|error| TraceError::Io {
-            path: path.to_owned(),
-            error,
-        })?;
+        let mut bytes = Vec::new();
+        open_file(path)
+            .and_then(|mut f| std::io::Read::read_to_end(&mut f, &mut bytes))
+            .map_err(|error| TraceError::Io {
+                path: path.to_owned(),
+                error,
+            })?;
         Trace::parse(&bytes)
     }
 

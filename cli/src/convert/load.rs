@@ -12,7 +12,7 @@
 use super::FloatImage;
 use crate::error::CliError;
 use demandtex::sources::exr::describe;
-use demandtex::sources::{ChannelSelection, FileFormat, SizeLimits};
+use demandtex::sources::{open_file, ChannelSelection, FileFormat, SizeLimits};
 use exr::prelude::{FlatSamples, ReadChannels, ReadLayers};
 use rayon::prelude::*;
 use std::io::Read;
@@ -67,7 +67,7 @@ pub enum InputFormat {
 /// Detects the format of `path` from its first bytes, then from its extension.
 pub fn detect_format(path: &Path) -> Result<InputFormat, CliError> {
     let mut head = [0u8; 16];
-    let mut file = std::fs::File::open(path).map_err(|e| open_error(path, e))?;
+    let mut file = open_file(path).map_err(|e| open_error(path, e))?;
     let mut len = 0;
     while len < head.len() {
         match file.read(&mut head[len..]) {
@@ -198,7 +198,7 @@ fn load_image(
         ))
     };
     let reader = || -> Result<_, CliError> {
-        let file = std::fs::File::open(path).map_err(|e| open_error(path, e))?;
+        let file = open_file(path).map_err(|e| open_error(path, e))?;
         Ok(image::ImageReader::with_format(
             std::io::BufReader::new(file),
             format,

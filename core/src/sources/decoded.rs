@@ -25,6 +25,7 @@
 
 use super::associate;
 use super::exr::mips::{self, GenLevel, GeneratedLevels};
+use super::open_file;
 use super::region::{check_read, full_chain_info};
 use super::{ImageInfo, ImageSource, Readiness, SizeLimits, SourceError, WholeDecode};
 use crate::textures::{TexelFormat, TexelType, TileRegion};
@@ -126,8 +127,15 @@ impl DecodedImageSource {
     }
 
     fn reader(&self) -> Result<image::ImageReader<std::io::BufReader<std::fs::File>>, SourceError> {
-        image::ImageReader::open(&self.path)
-            .and_then(|r| r.with_guessed_format())
+        // As `ImageReader::open`: the format from the extension, then from the contents.
+        let file =
+            open_file(&self.path).map_err(|e| self.error(format_args!("cannot open: {e}")))?;
+        let mut reader = image::ImageReader::new(std::io::BufReader::new(file));
+        if let Ok(format) = image::ImageFormat::from_path(&self.path) {
+            reader.set_format(format);
+        }
+        reader
+            .with_guessed_format()
             .map_err(|e| self.error(format_args!("cannot open: {e}")))
     }
 
@@ -159,7 +167,7 @@ impl DecodedImageSource {
     /// The file again, after its decode, for what the decoder does not report (alpha
     /// conventions, sample widths).
     fn reopen(&self) -> Result<std::io::BufReader<std::fs::File>, SourceError> {
-        std::fs::File::open(&self.path)
+        open_file(&self.path)
             .map(std::io::BufReader::new)
             .map_err(|e| self.error(format_args!("cannot open: {e}")))
     }

@@ -118,7 +118,7 @@ impl FileFormat {
 /// its extension. `Ok(None)`: readable, but no format known here (or empty).
 pub fn detect_format(path: &Path) -> std::io::Result<Option<FileFormat>> {
     let mut head = [0u8; 8];
-    let mut file = std::fs::File::open(path)?;
+    let mut file = super::open_file(path)?;
     let mut len = 0;
     while len < head.len() {
         match file.read(&mut head[len..]) {

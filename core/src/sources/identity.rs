@@ -65,7 +65,7 @@ const HASH_CHUNK: usize = 1 << 20;
 fn hash_file(path: &Path) -> Result<(FileIdentity, u128, u64), SourceError> {
     let err =
         |what: &str, e: std::io::Error| SourceError(format!("{}: {what}: {e}", path.display()));
-    let mut file = std::fs::File::open(path).map_err(|e| err("opening to hash", e))?;
+    let mut file = super::open_file(path).map_err(|e| err("opening to hash", e))?;
     let before = FileIdentity::of(&file.metadata().map_err(|e| err("metadata", e))?);
     let mut hasher = xxhash_rust::xxh3::Xxh3::new();
     let mut buf = vec![0u8; HASH_CHUNK];

@@ -10,6 +10,7 @@
 //! whether the file it parsed is still the one it reads: a file rewritten in place changes
 //! its length or modification time, a file replaced by a rename is another inode.
 
+use crate::sources::open_file;
 use crate::sources::positioned::PositionedFile;
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -43,7 +44,7 @@ impl OpenFile {
 
     /// Open `path` outside any [`FileHandles`] set (closed when dropped).
     pub(crate) fn open(path: &Path) -> io::Result<OpenFile> {
-        Ok(OpenFile::new(File::open(path)?))
+        Ok(OpenFile::new(open_file(path)?))
     }
 
     /// Whether the set has closed (dropped) this file.
@@ -280,7 +281,7 @@ impl FileHandles {
             self.touch(&f);
             return Ok(f);
         }
-        let opened = Arc::new(OpenFile::new(File::open(path)?));
+        let opened = Arc::new(OpenFile::new(open_file(path)?));
         self.touch(&opened);
         let (file, closed) = {
             let mut open = self.open.lock();

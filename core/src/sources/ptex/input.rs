@@ -8,10 +8,10 @@
 
 use super::error::{Fail, PtexErrorKind, R};
 use crate::sources::exr::handles::{FileHandles, FileIdentity};
+use crate::sources::open_file;
 use crate::sources::positioned::PositionedFile;
 use flate2::{Decompress, FlushDecompress, Status};
 use std::fmt::Display;
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -51,7 +51,7 @@ impl Input {
     pub fn open(path: &Path) -> R<Input> {
         let io =
             |what: &str, e: std::io::Error| Fail::new(PtexErrorKind::Io, format!("{what}: {e}"));
-        let file = File::open(path).map_err(|e| io("cannot open", e))?;
+        let file = open_file(path).map_err(|e| io("cannot open", e))?;
         let meta = file
             .metadata()
             .map_err(|e| io("cannot read the file's size", e))?;
