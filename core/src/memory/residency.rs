@@ -52,6 +52,7 @@ use super::tile_buffer::TileBuffer;
 use crate::ids::PageId;
 #[cfg(test)]
 use crate::ids::TILE_BYTES;
+use crate::paging::PageTable;
 use crate::textures::TextureSampler;
 use std::collections::{BTreeMap, VecDeque};
 
@@ -424,6 +425,16 @@ impl Residency {
             .sum();
         (self.counts.filling + self.shared.len() as u64) * TILE + own + retired
     }
+}
+
+/// Withdraw `withdrawn` from readers: clear their residence bits, then take the stamp
+/// (readers pinned after it cannot see them). That order is what lets a slot stamped so be
+/// reused once no reader pinned at or before the stamp remains.
+fn withdraw(pages: &PageTable, epochs: &Epochs, withdrawn: &[u32]) -> u64 {
+    for &page in withdrawn {
+        pages.invalidate(page);
+    }
+    epochs.retire_stamp()
 }
 
 impl std::fmt::Debug for Residency {

@@ -44,20 +44,26 @@ fn kind(meta: &Metadata) -> &'static str {
 }
 
 #[cfg(all(test, unix))]
-pub(crate) mod tests {
+mod tests {
     use super::*;
+    use crate::sources::ImageSource;
     use std::path::PathBuf;
 
-    /// A FIFO at a fresh path in the temporary directory, named `name`.
-    pub(crate) fn fifo(name: &str) -> PathBuf {
+    /// A FIFO at a fresh path in the temporary directory, named `name` (made by `mkfifo`,
+    /// as the integration tests make theirs).
+    fn fifo(name: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("demandtex-fifo-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join(name);
         let _ = std::fs::remove_file(&path);
-        let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
-        // SAFETY: `c` is a valid NUL-terminated path that outlives the call.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
+        let made = std::process::Command::new("mkfifo").arg(&path).status();
+        assert!(made.unwrap().success(), "mkfifo {}", path.display());
         path
+    }
+
+    /// `source`'s open, its error as text.
+    fn open_source(source: &dyn ImageSource) -> Result<(), String> {
+        source.open().map(drop).map_err(|e| e.to_string())
     }
 
     #[test]
@@ -82,7 +88,9 @@ pub(crate) mod tests {
     /// an error naming it, and none waits for a writer (each runs on a thread given 20 s).
     #[test]
     fn no_texture_route_waits_on_a_fifo() {
-        use crate::sources::{file_source, ptex::PtexFile, ImageSource};
+        use crate::sources::{
+            file_source, ptex::PtexFile, DdsSource, DecodedImageSource, TiffSource,
+        };
         use std::sync::mpsc;
         type Route = fn(&Path) -> Result<(), String>;
         let routes: [(&str, Route); 6] = [
@@ -91,27 +99,10 @@ pub(crate) mod tests {
                     .map(drop)
                     .map_err(|e| e.to_string())
             }),
-            ("source.exr", |p| {
-                file_source(p).open().map(drop).map_err(|e| e.to_string())
-            }),
-            ("source.tx", |p| {
-                crate::sources::TiffSource::new(p)
-                    .open()
-                    .map(drop)
-                    .map_err(|e| e.to_string())
-            }),
-            ("source.dds", |p| {
-                crate::sources::DdsSource::new(p)
-                    .open()
-                    .map(drop)
-                    .map_err(|e| e.to_string())
-            }),
-            ("source.png", |p| {
-                crate::sources::DecodedImageSource::new(p)
-                    .open()
-                    .map(drop)
-                    .map_err(|e| e.to_string())
-            }),
+            ("source.exr", |p| open_source(&*file_source(p))),
+            ("source.tx", |p| open_source(&TiffSource::new(p))),
+            ("source.dds", |p| open_source(&DdsSource::new(p))),
+            ("source.png", |p| open_source(&DecodedImageSource::new(p))),
             ("open.ptx", |p| {
                 PtexFile::open(p).map(drop).map_err(|e| e.to_string())
             }),

@@ -3,7 +3,7 @@
 //! for again, and their slots reused once no pinned reader can see them — the oldest
 //! first — to make room for fills, to sweep with the clock, or to meet a smaller budget.
 
-use super::{Residency, Retired, State, TileEvent};
+use super::{withdraw, Residency, Retired, State, TileEvent};
 use crate::ids::PageId;
 use crate::memory::epoch::{Epochs, Quiescence};
 use crate::memory::TileBuffer;
@@ -26,10 +26,7 @@ impl Residency {
         if victims.is_empty() {
             return 0;
         }
-        for &page in &victims {
-            pages.invalidate(page);
-        }
-        let stamp = epochs.retire_stamp();
+        let stamp = withdraw(pages, epochs, &victims);
         for &page in &victims {
             let seq = self.next_seq;
             self.next_seq += 1;

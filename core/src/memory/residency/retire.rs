@@ -2,7 +2,7 @@
 //! unloaded). Its tiles are withdrawn — residence bits cleared, then stamped — and their
 //! memory, and the contents' mip tail and sampler, handed back once no reader can see them.
 
-use super::{Residency, Retired, State, TileEvent};
+use super::{withdraw, Residency, Retired, State, TileEvent};
 use crate::ids::PageId;
 use crate::memory::epoch::Epochs;
 use crate::memory::raw_box::RawBox;
@@ -19,10 +19,7 @@ impl Residency {
         if withdrawn.is_empty() {
             return 0;
         }
-        for &page in &withdrawn {
-            pages.invalidate(page);
-        }
-        let stamp = epochs.retire_stamp();
+        let stamp = withdraw(pages, epochs, &withdrawn);
         for &page in &withdrawn {
             let Some(tile) = self.tiles.remove(&page) else {
                 continue;
