@@ -50,6 +50,7 @@ mod address;
 pub mod environment;
 mod fetch;
 mod filter;
+mod halves;
 mod lod;
 pub mod ptex;
 mod resolve;

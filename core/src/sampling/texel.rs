@@ -3,6 +3,7 @@
 //! inner loops have no per-component dispatch. Results equal
 //! [`TexelFormat::decode`](crate::textures::TexelFormat::decode) bit for bit.
 
+use super::halves::halves4;
 use crate::textures::BlockCodec;
 use half::f16;
 use std::marker::PhantomData;
@@ -13,6 +14,12 @@ pub(crate) trait Component {
     const BYTES: usize;
     /// Component `i` of the texel at the start of `b`.
     fn get(b: &[u8], i: usize) -> f32;
+
+    /// Components 0 to 3 of the texel at the start of `b`.
+    #[inline(always)]
+    fn get4(b: &[u8]) -> [f32; 4] {
+        std::array::from_fn(|i| Self::get(b, i))
+    }
 }
 
 /// 8-bit unsigned, normalised.
@@ -45,6 +52,11 @@ impl Component for Half {
     #[inline(always)]
     fn get(b: &[u8], i: usize) -> f32 {
         f16::from_le_bytes([b[2 * i], b[2 * i + 1]]).to_f32()
+    }
+
+    #[inline(always)]
+    fn get4(b: &[u8]) -> [f32; 4] {
+        halves4(b[..8].try_into().expect("eight bytes"))
     }
 }
 
@@ -84,7 +96,7 @@ impl<C: Component, const N: usize> Texel for Texels<C, N> {
                 [c, c, c, 1.0]
             }
             2 => [C::get(b, 0), C::get(b, 1), 0.0, 1.0],
-            _ => [C::get(b, 0), C::get(b, 1), C::get(b, 2), C::get(b, 3)],
+            _ => C::get4(b),
         }
     }
 }
