@@ -1,7 +1,8 @@
-//! Four IEEE halves to `f32` at once: one F16C instruction (`vcvtph2ps`, in every x86-64
-//! CPU since 2012 and detected at run time) instead of a feature check and a call per value
-//! (the `half` crate's `to_f32`). The conversion is exact either way, and F16C sets a NaN's
-//! quiet bit as `half` does, so the results are the same bit for bit.
+//! Four IEEE halves to `f32` at once: one F16C instruction (`vcvtph2ps`: x86-64 CPUs since
+//! Intel's Ivy Bridge and AMD's Piledriver; detected at run time) instead of a feature check
+//! and a call per value (the `half` crate's `to_f32`, which the other CPUs keep). The
+//! conversion is exact either way, and F16C sets a NaN's quiet bit as `half` does, so the
+//! results are the same bit for bit.
 
 use half::f16;
 
