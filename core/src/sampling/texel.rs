@@ -54,9 +54,11 @@ impl Component for Half {
         f16::from_le_bytes([b[2 * i], b[2 * i + 1]]).to_f32()
     }
 
+    /// One F16C conversion where the CPU has it ([`halves4`]), else `get` per component.
     #[inline(always)]
     fn get4(b: &[u8]) -> [f32; 4] {
         halves4(b[..8].try_into().expect("eight bytes"))
+            .unwrap_or_else(|| std::array::from_fn(|i| Self::get(b, i)))
     }
 }
 

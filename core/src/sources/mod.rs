@@ -44,7 +44,7 @@ mod low_bits;
 pub mod memory;
 pub mod mips;
 pub(crate) mod oiio_hints;
-pub mod open;
+mod open;
 mod positioned;
 pub mod procedural;
 pub mod ptex;
