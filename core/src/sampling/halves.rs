@@ -7,6 +7,7 @@
 /// The four little-endian halves in `b` as `f32` where the CPU has F16C; `None` elsewhere
 /// (the caller converts them one by one).
 #[inline(always)]
+#[cfg_attr(not(target_arch = "x86_64"), allow(unused_variables))]
 pub(crate) fn halves4(b: &[u8; 8]) -> Option<[f32; 4]> {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("f16c") {
