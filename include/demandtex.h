@@ -1003,6 +1003,20 @@ typedef struct DtexSample {
   uint32_t coarser;
 } DtexSample;
 
+// A lookup with the derivatives of its value with respect to the texture coordinates
+// (OpenImageIO's `dresultds` / `dresultdt`): for bump mapping from a height texture, or a
+// shader's `Dx()` of a lookup, without two more lookups.
+typedef struct DtexSampleDerivatives {
+  // The lookup, exactly as `dtex_launch_tex2d_grad` / `dtex_cache_tex2d_grad` give it.
+  struct DtexSample sample;
+  // d value / d s, per channel (1.0 of s is one texture width). 0 where no filter
+  // produced the value (a miss, the base colour, a stand-in colour) and under point
+  // filtering.
+  float ds[4];
+  // d value / d t, per channel.
+  float dt[4];
+} DtexSampleDerivatives;
+
 // One lookup of a batch: a texture id and (s, t) with their screen-space gradients.
 typedef struct DtexGradQuery {
   // Texture id.
@@ -2059,6 +2073,28 @@ DtexStatus dtex_launch_tex2d_grad(struct DtexLaunch launch,
                                   const struct DtexSampleOptions *options,
                                   struct DtexSample *out);
 
+// `dtex_launch_tex2d_grad` with the derivatives of the value with respect to s and t
+// (see `DtexSampleDerivatives`): the analytic derivative of the bilinear interpolation
+// at each probe and level, weighted as the value is. The texture's own filter is used
+// even when `options` asks for stochastic filtering; otherwise `out->sample` is exactly
+// `dtex_launch_tex2d_grad`'s. On a texel centre the texel of weight 0 beside it is read
+// too (it sets the slope), so the lookup may request one more tile.
+//
+// Errors, Ownership, Thread-safety: as `dtex_launch_tex2d`.
+//
+// # Safety
+// As `dtex_launch_tex2d` (`out` points to a `DtexSampleDerivatives`).
+DtexStatus dtex_launch_tex2d_grad_derivatives(struct DtexLaunch launch,
+                                              uint32_t texture,
+                                              float s,
+                                              float t,
+                                              float dsdx,
+                                              float dtdx,
+                                              float dsdy,
+                                              float dtdy,
+                                              const struct DtexSampleOptions *options,
+                                              struct DtexSampleDerivatives *out);
+
 // Sample lat-long environment map `texture` in direction `r` (any length) with the
 // direction's screen-space differentials `drdx`, `drdy` — OpenImageIO's
 // `TextureSystem::environment` with bilinear interpolation: its mapping (`up_axis`:
@@ -2176,6 +2212,27 @@ DtexStatus dtex_cache_tex2d_grad(struct DtexCache cache,
                                  float dtdy,
                                  const struct DtexSampleOptions *options,
                                  struct DtexSample *out);
+
+// `dtex_cache_tex2d_grad` with the derivatives of the value with respect to s and t, as
+// OpenImageIO's `dresultds` / `dresultdt` (see `DtexSampleDerivatives` and
+// `dtex_launch_tex2d_grad_derivatives`). When the footprint could not be made resident
+// and a coarser level stood in, the derivatives are that level's.
+//
+// Errors, Ownership, Thread-safety: as `dtex_cache_tex2d_grad`.
+//
+// # Safety
+// `options` is NULL or points to a `DtexSampleOptions`; `out` is NULL or points to a
+// writable `DtexSampleDerivatives`.
+DtexStatus dtex_cache_tex2d_grad_derivatives(struct DtexCache cache,
+                                             uint32_t texture,
+                                             float s,
+                                             float t,
+                                             float dsdx,
+                                             float dtdx,
+                                             float dsdy,
+                                             float dtdy,
+                                             const struct DtexSampleOptions *options,
+                                             struct DtexSampleDerivatives *out);
 
 // `dtex_launch_environment` as a blocking lookup: a lat-long environment map sampled in
 // direction `r` with its differentials, every tile it needs read before it returns.

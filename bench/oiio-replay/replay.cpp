@@ -3,7 +3,7 @@
 // set beside `demandtex bench replay` on the same files.
 //
 //   oiio-replay TRACE --textures DIR [--threads T] [--cache-mb N] [--out FILE] [--json]
-//               [--lod exact|native]
+//               [--lod exact|native] [--derivatives FILE]
 //
 // Build: scripts/build-oiio-replay.sh, i.e.
 //   g++ -O2 -std=c++17 -pthread replay.cpp $(pkg-config --cflags --libs OpenImageIO)
@@ -27,6 +27,10 @@
 // 1); Y when there is no R G B (a `Y A` file is served as Y, its alpha dropped); otherwise
 // the first channels. Then QUERIES.md's rule: 1 channel gives (c, c, c, 1), 2 channels
 // (c0, c1, c0, 1). OIIO is asked for 4 channels and its answer is rearranged to match.
+//
+// --derivatives FILE: also ask texture() for dresultds and dresultdt and write them, mapped
+// to the channels as the results are (a constant alpha's derivatives are 0), 8 floats per
+// query (d/ds RGBA, then d/dt RGBA), as `demandtex bench replay --derivatives` writes them.
 //
 // Figures (one JSON line with --json): lookups, seconds (the replay itself: thread start,
 // handles, lazy opens, lookups), lookups_per_s, tiles_read (stat:tiles_created),
@@ -242,7 +246,7 @@ inline void exact_derivs(const TexInfo& ti, const Query& q, float& dsdx, float& 
 }
 
 struct Args {
-    std::string trace, dir, out;
+    std::string trace, dir, out, derivs;
     int threads    = 2;
     double cache   = 1024.0;
     bool json      = false;
@@ -267,6 +271,8 @@ Args parse_args(int argc, char** argv)
             a.cache = std::atof(value(i).c_str());
         else if (s == "--out")
             a.out = value(i);
+        else if (s == "--derivatives")
+            a.derivs = value(i);
         else if (s == "--json")
             a.json = true;
         else if (s == "--lod") {
@@ -276,7 +282,8 @@ Args parse_args(int argc, char** argv)
             a.exact_lod = v == "exact";
         } else if (s == "-h" || s == "--help") {
             std::printf("usage: oiio-replay TRACE --textures DIR [--threads T] "
-                        "[--cache-mb N] [--out FILE] [--json] [--lod exact|native]\n");
+                        "[--cache-mb N] [--out FILE] [--json] [--lod exact|native] "
+                        "[--derivatives FILE]\n");
             std::exit(0);
         } else if (!s.empty() && s[0] == '-')
             die("unknown option " + s, 2);
@@ -287,7 +294,7 @@ Args parse_args(int argc, char** argv)
     }
     if (a.trace.empty() || a.dir.empty())
         die("usage: oiio-replay TRACE --textures DIR [--threads T] [--cache-mb N] "
-            "[--out FILE] [--json] [--lod exact|native]",
+            "[--out FILE] [--json] [--lod exact|native] [--derivatives FILE]",
             2);
     if (a.threads < 1 || a.threads > 1024)
         die("--threads " + std::to_string(a.threads) + " (1..=1024)", 2);
@@ -322,6 +329,8 @@ int main(int argc, char** argv)
     base.fill       = 1.0f;
 
     std::vector<float> results(nq * 4);
+    const bool want_derivs = !args.derivs.empty();
+    std::vector<float> derivs(want_derivs ? nq * 8 : 0);
     std::atomic<size_t> next_chunk{ 0 };
     std::atomic<uint64_t> failures{ 0 };
     std::mutex err_mutex;
@@ -369,18 +378,27 @@ int main(int argc, char** argv)
                     exact_derivs(ti, q, dsdx, dtdx, dsdy, dtdy);
                 TextureOpt opt = base;  // texture() rewrites the wrap modes it is given
                 float* r       = &results[i * 4];
+                float* ds      = want_derivs ? &derivs[i * 8] : nullptr;
+                float* dt      = want_derivs ? &derivs[i * 8 + 4] : nullptr;
                 if (!ts->texture(handles[tex], pt, opt, q.s, q.t, dsdx, dtdx, dsdy, dtdy, 4,
-                                 r)) {
+                                 r, ds, dt)) {
                     if (failures.fetch_add(1) == 0) {
                         std::lock_guard<std::mutex> lock(err_mutex);
                         first_error = ts->geterror();
                     }
                 }
-                switch (ti.map) {
-                case Map::Rgba: break;
-                case Map::Rgb: r[3] = 1.0f; break;
-                case Map::Two: r[2] = r[0], r[3] = 1.0f; break;
-                case Map::Gray: r[0] = r[1] = r[2] = r[ti.gray], r[3] = 1.0f; break;
+                auto map = [&](float* v, float one) {
+                    switch (ti.map) {
+                    case Map::Rgba: break;
+                    case Map::Rgb: v[3] = one; break;
+                    case Map::Two: v[2] = v[0], v[3] = one; break;
+                    case Map::Gray: v[0] = v[1] = v[2] = v[ti.gray], v[3] = one; break;
+                    }
+                };
+                map(r, 1.0f);
+                if (want_derivs) {
+                    map(ds, 0.0f);
+                    map(dt, 0.0f);
                 }
             }
         }
@@ -420,6 +438,12 @@ int main(int argc, char** argv)
                       != results.size()
             || std::fclose(f) != 0)
             die(args.out + ": cannot write the results: " + std::strerror(errno));
+    }
+    if (want_derivs) {
+        std::FILE* f = std::fopen(args.derivs.c_str(), "wb");
+        if (!f || std::fwrite(derivs.data(), sizeof(float), derivs.size(), f) != derivs.size()
+            || std::fclose(f) != 0)
+            die(args.derivs + ": cannot write the derivatives: " + std::strerror(errno));
     }
     if (failures.load() > 0)
         std::fprintf(stderr, "oiio-replay: %llu lookups failed; the first: %s\n",

@@ -5,7 +5,9 @@ use crate::boundary::{c_str, entry, optional_in, slice_in, slice_out, versioned_
 use crate::handles::{into_unique, DtexCache, Registry};
 use crate::options::{DtexLoaderOptions, DtexTextureDesc};
 use crate::ptex::PtexTable;
-use crate::sampling::{sample_options, DtexGradQuery, DtexSample, DtexSampleOptions};
+use crate::sampling::{
+    sample_options, DtexGradQuery, DtexSample, DtexSampleDerivatives, DtexSampleOptions,
+};
 use crate::stats::DtexStats;
 use crate::status::{ApiResult, DtexStatus};
 use engine::sampling::Sample;
@@ -145,6 +147,41 @@ pub unsafe extern "C" fn dtex_cache_tex2d_grad(
         let (out, o) = unsafe { (Out::new(out, "out")?, sample_options(options)?) };
         let c = get(cache)?;
         let v = c.tex2d_grad(TextureId(texture), s, t, [dsdx, dtdx], [dsdy, dtdy], &o);
+        out.write(v.into());
+        Ok(())
+    })
+}
+
+/// `dtex_cache_tex2d_grad` with the derivatives of the value with respect to s and t, as
+/// OpenImageIO's `dresultds` / `dresultdt` (see `DtexSampleDerivatives` and
+/// `dtex_launch_tex2d_grad_derivatives`). When the footprint could not be made resident
+/// and a coarser level stood in, the derivatives are that level's.
+///
+/// Errors, Ownership, Thread-safety: as `dtex_cache_tex2d_grad`.
+///
+/// # Safety
+/// `options` is NULL or points to a `DtexSampleOptions`; `out` is NULL or points to a
+/// writable `DtexSampleDerivatives`.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn dtex_cache_tex2d_grad_derivatives(
+    cache: DtexCache,
+    texture: u32,
+    s: f32,
+    t: f32,
+    dsdx: f32,
+    dtdx: f32,
+    dsdy: f32,
+    dtdy: f32,
+    options: *const DtexSampleOptions,
+    out: *mut DtexSampleDerivatives,
+) -> DtexStatus {
+    entry(|| {
+        // SAFETY: the caller's contract.
+        let (out, o) = unsafe { (Out::new(out, "out")?, sample_options(options)?) };
+        let c = get(cache)?;
+        let (ddx, ddy) = ([dsdx, dtdx], [dsdy, dtdy]);
+        let v = c.tex2d_grad_with_derivatives(TextureId(texture), s, t, ddx, ddy, &o);
         out.write(v.into());
         Ok(())
     })

@@ -92,6 +92,33 @@ impl From<Sample> for DtexSample {
     }
 }
 
+/// A lookup with the derivatives of its value with respect to the texture coordinates
+/// (OpenImageIO's `dresultds` / `dresultdt`): for bump mapping from a height texture, or a
+/// shader's `Dx()` of a lookup, without two more lookups.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct DtexSampleDerivatives {
+    /// The lookup, exactly as `dtex_launch_tex2d_grad` / `dtex_cache_tex2d_grad` give it.
+    pub sample: DtexSample,
+    /// d value / d s, per channel (1.0 of s is one texture width). 0 where no filter
+    /// produced the value (a miss, the base colour, a stand-in colour) and under point
+    /// filtering.
+    pub ds: [f32; 4],
+    /// d value / d t, per channel.
+    pub dt: [f32; 4],
+}
+
+impl From<engine::SampleDerivatives> for DtexSampleDerivatives {
+    #[inline]
+    fn from(d: engine::SampleDerivatives) -> DtexSampleDerivatives {
+        DtexSampleDerivatives {
+            sample: d.sample.into(),
+            ds: d.ds,
+            dt: d.dt,
+        }
+    }
+}
+
 /// One lookup of a batch: a texture id and (s, t) with their screen-space gradients.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -213,6 +240,48 @@ pub unsafe extern "C" fn dtex_launch_tex2d_grad(
         let v = l
             .launch
             .tex2d_grad(TextureId(texture), s, t, [dsdx, dtdx], [dsdy, dtdy], &o);
+        out.write(v.into());
+        Ok(())
+    })
+}
+
+/// `dtex_launch_tex2d_grad` with the derivatives of the value with respect to s and t
+/// (see `DtexSampleDerivatives`): the analytic derivative of the bilinear interpolation
+/// at each probe and level, weighted as the value is. The texture's own filter is used
+/// even when `options` asks for stochastic filtering; otherwise `out->sample` is exactly
+/// `dtex_launch_tex2d_grad`'s. On a texel centre the texel of weight 0 beside it is read
+/// too (it sets the slope), so the lookup may request one more tile.
+///
+/// Errors, Ownership, Thread-safety: as `dtex_launch_tex2d`.
+///
+/// # Safety
+/// As `dtex_launch_tex2d` (`out` points to a `DtexSampleDerivatives`).
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn dtex_launch_tex2d_grad_derivatives(
+    launch: DtexLaunch,
+    texture: u32,
+    s: f32,
+    t: f32,
+    dsdx: f32,
+    dtdx: f32,
+    dsdy: f32,
+    dtdy: f32,
+    options: *const DtexSampleOptions,
+    out: *mut DtexSampleDerivatives,
+) -> DtexStatus {
+    entry(|| {
+        // SAFETY: the caller's contract.
+        let (out, o) = unsafe { (Out::new(out, "out")?, sample_options(options)?) };
+        let l = launch::get(launch)?;
+        let v = l.launch.tex2d_grad_with_derivatives(
+            TextureId(texture),
+            s,
+            t,
+            [dsdx, dtdx],
+            [dsdy, dtdy],
+            &o,
+        );
         out.write(v.into());
         Ok(())
     })

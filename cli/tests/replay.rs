@@ -8,39 +8,10 @@ use std::process::Command;
 
 mod common;
 
-use common::{demandtex, oiio_program, ok};
+use common::{demandtex, oiio_program, ok, trace_bytes, Q};
 
 fn temp_dir(name: &str) -> PathBuf {
     common::temp_dir(&format!("replay-{name}"))
-}
-
-/// One query record, as QUERIES.md lays it out.
-#[derive(Clone, Copy, Debug)]
-struct Q {
-    texture: u32,
-    s: f32,
-    t: f32,
-    ddx: [f32; 2],
-    ddy: [f32; 2],
-}
-
-/// A trace's bytes, written here independently of the CLI's writer.
-fn trace_bytes(textures: &[&str], queries: &[Q]) -> Vec<u8> {
-    let mut b = b"DTXQ".to_vec();
-    b.extend_from_slice(&1u32.to_le_bytes());
-    b.extend_from_slice(&(textures.len() as u32).to_le_bytes());
-    for t in textures {
-        b.extend_from_slice(&(t.len() as u32).to_le_bytes());
-        b.extend_from_slice(t.as_bytes());
-    }
-    b.extend_from_slice(&(queries.len() as u64).to_le_bytes());
-    for q in queries {
-        b.extend_from_slice(&q.texture.to_le_bytes());
-        for v in [q.s, q.t, q.ddx[0], q.ddx[1], q.ddy[0], q.ddy[1]] {
-            b.extend_from_slice(&v.to_le_bytes());
-        }
-    }
-    b
 }
 
 /// A trace read back with the same independent parser (textures, queries).

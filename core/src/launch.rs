@@ -113,6 +113,21 @@ impl Launch {
         crate::sampling::tex2d_grad(self.view(), texture, s, t, ddx, ddy, options)
     }
 
+    /// [`tex2d_grad`](Self::tex2d_grad) with the derivatives of the value with respect to
+    /// s and t ([`crate::sampling::tex2d_grad_with_derivatives`]).
+    #[inline]
+    pub fn tex2d_grad_with_derivatives(
+        &self,
+        texture: TextureId,
+        s: f32,
+        t: f32,
+        ddx: [f32; 2],
+        ddy: [f32; 2],
+        options: &SampleOptions,
+    ) -> crate::SampleDerivatives {
+        crate::sampling::tex2d_grad_with_derivatives(self.view(), texture, s, t, ddx, ddy, options)
+    }
+
     /// Sample lat-long environment map `texture` in direction `r` with its screen-space
     /// differentials `drdx`, `drdy` ([`crate::sampling::environment`]: OpenImageIO's mapping
     /// and filter, periodic in s and clamped in t).

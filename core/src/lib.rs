@@ -73,6 +73,6 @@ pub use options::{LoaderOptions, StreamingMode, CPU_RENDERER_FILL_CPU_CORES, MIN
 pub use requests::{Engine, LaunchPin, Ticket};
 pub use resources::{ResourceCallback, ResourceFill};
 pub use sampling::environment::UpAxis;
-pub use sampling::{MissList, Sample, SampleOptions};
+pub use sampling::{MissList, Sample, SampleDerivatives, SampleOptions};
 pub use stats::Stats;
 pub use textures::TextureDesc;

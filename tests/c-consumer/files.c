@@ -3,7 +3,8 @@
  * wrote, through the installed library's blocking cache, against their reference decodes.
  *   - dtx-bc7.dds (a BC7 DDS) against Pillow's decode of level 0, texel for texel;
  *   - rgb8_zip.tx (OIIO maketx: 64x64 tiles, so the cache fills its 128x128 pages file tile
- *     by file tile, in place) against OIIO's decode of every level.
+ *     by file tile, in place) against OIIO's decode of every level;
+ *   - derivative lookups on rgb8_zip.tx: on a texel centre, the slopes to the next texels.
  */
 #include <demandtex.h>
 
@@ -154,8 +155,47 @@ static void test_tx_pages(uint32_t full_pages) {
   EXPECT_OK(dtex_cache_destroy(cache));
 }
 
+/* Bilinear lookups with derivatives: on the centre of texel (x, y) of level 0 the value is
+ * the texel, d/ds is width x (texel (x+1, y) - texel (x, y)) and d/dt height x (texel
+ * (x, y+1) - texel (x, y)); the value equals dtex_cache_tex2d_grad's. */
+static void test_derivatives(void) {
+  char path[1024];
+  fixture(path, sizeof path, "tx/rgb8_zip.tx");
+  DtexCache cache = create_cache(16u << 20);
+  DtexTextureDesc desc;
+  dtex_texture_desc_default(&desc);
+  uint32_t tex = DTEX_NO_TEXTURE;
+  EXPECT_OK(dtex_cache_texture_for_path(cache, path, &desc, &tex));
+  const int w = 200, h = 136;
+  const float g = 0.25f / (float)w;
+  for (int k = 0; k < 12; k++) {
+    int x = (k * 37 + 5) % (w - 1), y = (k * 23 + 3) % (h - 1);
+    float s = ((float)x + 0.5f) / (float)w, t = ((float)y + 0.5f) / (float)h;
+    DtexSampleDerivatives d;
+    memset(&d, 0, sizeof d);
+    EXPECT_OK(dtex_cache_tex2d_grad_derivatives(cache, tex, s, t, g, 0.0f, 0.0f, g, NULL, &d));
+    DtexSample here, right, below;
+    EXPECT_OK(dtex_cache_tex2d_grad(cache, tex, s, t, g, 0.0f, 0.0f, g, NULL, &here));
+    EXPECT_OK(dtex_cache_tex2d_grad(cache, tex, s + 1.0f / (float)w, t, g, 0.0f, 0.0f, g, NULL,
+                                    &right));
+    EXPECT_OK(dtex_cache_tex2d_grad(cache, tex, s, t + 1.0f / (float)h, g, 0.0f, 0.0f, g, NULL,
+                                    &below));
+    CHECK(d.sample.resident && memcmp(d.sample.value, here.value, sizeof here.value) == 0,
+          "derivative lookup at texel (%d, %d): value differs from dtex_cache_tex2d_grad", x, y);
+    for (int c = 0; c < 4; c++) {
+      float ds = (float)w * (right.value[c] - here.value[c]);
+      float dt = (float)h * (below.value[c] - here.value[c]);
+      CHECK(fabsf(d.ds[c] - ds) < 1e-3f && fabsf(d.dt[c] - dt) < 1e-3f,
+            "texel (%d, %d) channel %d: d/ds %g (want %g), d/dt %g (want %g)", x, y, c, d.ds[c],
+            ds, d.dt[c], dt);
+    }
+  }
+  EXPECT_OK(dtex_cache_destroy(cache));
+}
+
 void test_files(void) {
   test_dds();
+  test_derivatives();
   test_tx_pages(0);
   test_tx_pages(1);
 }

@@ -4,6 +4,7 @@
 use super::util::*;
 use crate::cache::*;
 use crate::handles::DtexCache;
+use crate::launch::dtex_launch_discard;
 use crate::options::*;
 use crate::sampling::*;
 use crate::stats::*;
@@ -525,4 +526,115 @@ fn environment_lookups_through_the_c_abi_equal_the_cache_s_and_check_their_argum
         call(null(), DTEX_UP_AXIS_Y, &mut out),
         DTEX_STATUS_INVALID_ARGUMENT
     );
+}
+
+/// `dtex_cache_tex2d_grad_derivatives` of `q`.
+fn derivatives_of(cache: &Cache, q: &DtexGradQuery) -> DtexSampleDerivatives {
+    let mut out = DtexSampleDerivatives::default();
+    // SAFETY: valid pointers.
+    ok(unsafe {
+        dtex_cache_tex2d_grad_derivatives(
+            cache.0,
+            q.texture,
+            q.s,
+            q.t,
+            q.dsdx,
+            q.dtdx,
+            q.dsdy,
+            q.dtdy,
+            null(),
+            &mut out,
+        )
+    });
+    out
+}
+
+#[test]
+fn derivative_lookups_give_the_slopes_of_a_file_ramp_blocking_and_multi_pass() {
+    // Red is x / 97 and green y / 61: one unit per texture width and height.
+    let dir = TempDir::new("derivatives");
+    let path = dir.path().join("pattern.exr");
+    write_exr(&path, 97, 61, texel);
+    let cache = Cache::new();
+    let tex = cache.texture(&path);
+    let q = DtexGradQuery {
+        texture: tex,
+        s: 0.4321,
+        t: 0.5678,
+        dsdx: 0.5 / 97.0,
+        dtdx: 0.0,
+        dsdy: 0.0,
+        dtdy: 0.5 / 61.0,
+    };
+    let d = derivatives_of(&cache, &q);
+    assert_eq!(
+        d.sample,
+        cache.lookup(&q),
+        "the value is dtex_cache_tex2d_grad's"
+    );
+    assert!(
+        (d.ds[0] - 1.0).abs() < 1e-4 && d.ds[1].abs() < 1e-4,
+        "{:?}",
+        d.ds
+    );
+    assert!(
+        (d.dt[1] - 1.0).abs() < 1e-4 && d.dt[0].abs() < 1e-4,
+        "{:?}",
+        d.dt
+    );
+    assert_eq!((d.ds[3], d.dt[3]), (0.0, 0.0), "alpha is 1 everywhere");
+
+    // The multi-pass lookup converges to the same value and derivatives.
+    let loader = TestLoader::new();
+    let mut ltex = DTEX_NO_TEXTURE;
+    // SAFETY: valid pointers.
+    ok(unsafe {
+        dtex_texture_create_from_file(loader.0, cpath(&path).as_ptr(), null(), &mut ltex)
+    });
+    let mut converged = None;
+    for _ in 0..10 {
+        let launch = loader.launch();
+        let mut m = DtexSampleDerivatives::default();
+        // SAFETY: valid pointers.
+        ok(unsafe {
+            dtex_launch_tex2d_grad_derivatives(
+                launch,
+                ltex,
+                q.s,
+                q.t,
+                q.dsdx,
+                q.dtdx,
+                q.dsdy,
+                q.dtdy,
+                null(),
+                &mut m,
+            )
+        });
+        if m.sample.resident == 1 {
+            ok(dtex_launch_discard(launch));
+            converged = Some(m);
+            break;
+        }
+        assert_eq!((m.ds, m.dt), ([0.0; 4], [0.0; 4]), "a miss has no slope");
+        process_and_wait(launch);
+    }
+    assert_eq!(converged, Some(d));
+
+    // NULL out: an error, nothing written.
+    // SAFETY: `out` NULL is the error under test.
+    let status = unsafe {
+        dtex_cache_tex2d_grad_derivatives(
+            cache.0,
+            tex,
+            0.5,
+            0.5,
+            0.0,
+            0.0,
+            0.0,
+            0.0,
+            null(),
+            null_mut(),
+        )
+    };
+    assert!(fails(status, DTEX_STATUS_INVALID_ARGUMENT).contains("out"));
 }

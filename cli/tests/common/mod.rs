@@ -1,5 +1,5 @@
 //! Helpers the CLI's integration tests share: the binary, a fresh scratch directory, a
-//! successful run's output, and OpenImageIO's comparison programs.
+//! successful run's output, OpenImageIO's comparison programs, and `.dtxq` traces.
 
 // Each test binary includes this module and uses some of it.
 #![allow(dead_code)]
@@ -51,4 +51,33 @@ pub fn oiio_program(name: &str) -> Option<PathBuf> {
         "build-oiio-replay.sh",
     );
     Some(root.join("target/oiio-replay").join(format!("oiio-{name}")))
+}
+
+/// One query record, as QUERIES.md lays it out.
+#[derive(Clone, Copy, Debug)]
+pub struct Q {
+    pub texture: u32,
+    pub s: f32,
+    pub t: f32,
+    pub ddx: [f32; 2],
+    pub ddy: [f32; 2],
+}
+
+/// A trace's bytes, written here independently of the CLI's writer.
+pub fn trace_bytes(textures: &[&str], queries: &[Q]) -> Vec<u8> {
+    let mut b = b"DTXQ".to_vec();
+    b.extend_from_slice(&1u32.to_le_bytes());
+    b.extend_from_slice(&(textures.len() as u32).to_le_bytes());
+    for t in textures {
+        b.extend_from_slice(&(t.len() as u32).to_le_bytes());
+        b.extend_from_slice(t.as_bytes());
+    }
+    b.extend_from_slice(&(queries.len() as u64).to_le_bytes());
+    for q in queries {
+        b.extend_from_slice(&q.texture.to_le_bytes());
+        for v in [q.s, q.t, q.ddx[0], q.ddx[1], q.ddy[0], q.ddy[1]] {
+            b.extend_from_slice(&v.to_le_bytes());
+        }
+    }
+    b
 }

@@ -9,7 +9,7 @@
 use crate::loader::Loader;
 use crate::memory::epoch::ThreadPin;
 use crate::requests::blocking;
-use crate::sampling::{CpuView, MissList, Sample, SampleOptions};
+use crate::sampling::{CpuView, MissList, Sample, SampleDerivatives, SampleOptions};
 use parking_lot::RwLockWriteGuard;
 use std::cell::RefCell;
 
@@ -97,17 +97,17 @@ fn sample_pinned<R>(
 }
 
 /// A blocking lookup: `sample` is the sampler call (tex2d_grad and friends) on a view.
-pub(crate) fn blocking_lookup(
+pub(crate) fn blocking_lookup<R: LookupResult>(
     loader: &Loader,
     options: &SampleOptions,
-    sample: impl Fn(CpuView<'_>, &SampleOptions) -> Sample,
-) -> Sample {
+    sample: impl Fn(CpuView<'_>, &SampleOptions) -> R,
+) -> R {
     let misses = MissList::new();
     let mut turn = None;
     for round in 0..MAX_ROUNDS {
         misses.clear();
         let result = sample_pinned(loader, &misses, options, &sample);
-        if result.resident || misses.is_empty() {
+        if result.resident() || misses.is_empty() {
             return result;
         }
         fill_in_turn(loader, &misses, round, &mut turn);
@@ -116,10 +116,42 @@ pub(crate) fn blocking_lookup(
     // colour, reported non-resident.
     let coarser = fallback(loader, options);
     misses.clear();
-    let result = sample_pinned(loader, &misses, &coarser, &sample);
-    Sample {
-        resident: false,
-        ..result
+    sample_pinned(loader, &misses, &coarser, &sample).not_resident()
+}
+
+/// What a blocking lookup returns: a [`Sample`], or one with more beside it.
+pub(crate) trait LookupResult {
+    /// Whether the lookup's footprint was resident.
+    fn resident(&self) -> bool;
+    /// The same result reported non-resident (the best approximation).
+    fn not_resident(self) -> Self;
+}
+
+impl LookupResult for Sample {
+    #[inline]
+    fn resident(&self) -> bool {
+        self.resident
+    }
+
+    fn not_resident(self) -> Sample {
+        Sample {
+            resident: false,
+            ..self
+        }
+    }
+}
+
+impl LookupResult for SampleDerivatives {
+    #[inline]
+    fn resident(&self) -> bool {
+        self.sample.resident
+    }
+
+    fn not_resident(self) -> SampleDerivatives {
+        SampleDerivatives {
+            sample: self.sample.not_resident(),
+            ..self
+        }
     }
 }
 

@@ -59,7 +59,7 @@ use crate::ids::{TextureId, UdimId};
 use crate::loader::Loader;
 use crate::options::LoaderOptions;
 use crate::requests::Engine;
-use crate::sampling::{self, Sample, SampleOptions};
+use crate::sampling::{self, Sample, SampleDerivatives, SampleOptions};
 use crate::sources::file_source;
 use crate::textures::{TextureDesc, DEFAULT_FALLBACK_COLOR};
 use crate::udim;
@@ -174,6 +174,26 @@ impl TextureCache {
     ) -> Sample {
         self.lookup(options, |view, o| {
             sampling::tex2d_grad(view, texture, s, t, ddx, ddy, o)
+        })
+    }
+
+    /// [`tex2d_grad`](Self::tex2d_grad) with the derivatives of the value with respect to
+    /// s and t, as OpenImageIO's `dresultds` / `dresultdt` (blocking;
+    /// [`crate::sampling::tex2d_grad_with_derivatives`]). The derivatives are those of the
+    /// value returned: when the footprint could not be made resident and a coarser level
+    /// stood in, they are that level's.
+    #[allow(clippy::too_many_arguments)]
+    pub fn tex2d_grad_with_derivatives(
+        &self,
+        texture: TextureId,
+        s: f32,
+        t: f32,
+        ddx: [f32; 2],
+        ddy: [f32; 2],
+        options: &SampleOptions,
+    ) -> SampleDerivatives {
+        self.lookup(options, |view, o| {
+            sampling::tex2d_grad_with_derivatives(view, texture, s, t, ddx, ddy, o)
         })
     }
 
@@ -295,11 +315,11 @@ impl TextureCache {
 
     /// A blocking lookup through `sample`.
     #[inline]
-    fn lookup(
+    fn lookup<R: lookup::LookupResult>(
         &self,
         options: &SampleOptions,
-        sample: impl Fn(sampling::CpuView<'_>, &SampleOptions) -> Sample,
-    ) -> Sample {
+        sample: impl Fn(sampling::CpuView<'_>, &SampleOptions) -> R,
+    ) -> R {
         lookup::blocking_lookup(&self.loader, options, sample)
     }
 

@@ -340,3 +340,48 @@ fn udim_lookups_block_until_their_tile_is_loaded() {
     assert_eq!(hole.value, [0.0; 4]);
     assert!(hole.resident);
 }
+
+#[test]
+fn derivatives_of_a_ramp_are_its_slopes_through_levels_and_anisotropy() {
+    // R = s, G = t, B = 2s − t at texel centres: every mip level (a box of a ramp) is the
+    // same ramp, so wherever the footprint stays inside, ∂/∂s = (1, 0, 2, 0) and
+    // ∂/∂t = (0, 1, −1, 0) whatever the level, blend or probes.
+    let (w, h) = (512u32, 256u32);
+    let pixels: Vec<[f32; 4]> = (0..w * h)
+        .map(|i| {
+            let s = ((i % w) as f32 + 0.5) / w as f32;
+            let t = ((i / w) as f32 + 0.5) / h as f32;
+            [s, t, 2.0 * s - t, 1.0]
+        })
+        .collect();
+    let src =
+        crate::sources::InMemoryImage::from_rgba_f32(w, h, TexelFormat::RGBA32F, &pixels, true)
+            .unwrap();
+    let cache = TextureCache::new(options(64 << 20)).unwrap();
+    let desc = TextureDesc {
+        max_anisotropy: 8,
+        ..TextureDesc::default()
+    };
+    let tex = cache.create_texture(Arc::new(src), desc).unwrap();
+    let o = SampleOptions::default();
+    for i in 0..400u32 {
+        let (s, t, _, _) = query(i);
+        let (s, t) = (0.3 + 0.4 * s, 0.3 + 0.4 * t);
+        let scale = 2f32.powi((i % 6) as i32) / 1024.0;
+        let stretch = 1.0 + (i % 5) as f32 * 1.7;
+        let (ddx, ddy) = ([scale * stretch, scale * 0.3], [-scale * 0.2, scale]);
+        let d = cache.tex2d_grad_with_derivatives(tex, s, t, ddx, ddy, &o);
+        let plain = cache.tex2d_grad(tex, s, t, ddx, ddy, &o);
+        assert!(d.sample.resident);
+        assert_eq!(d.sample, plain, "the value is tex2d_grad's");
+        let what = format!("({s}, {t}) ddx {ddx:?} ddy {ddy:?}");
+        for (got, want) in [(d.ds, [1.0, 0.0, 2.0, 0.0]), (d.dt, [0.0, 1.0, -1.0, 0.0])] {
+            for k in 0..4 {
+                assert!(
+                    (got[k] - want[k]).abs() < 1e-3,
+                    "{what}: {got:?}, want {want:?}"
+                );
+            }
+        }
+    }
+}

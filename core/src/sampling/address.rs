@@ -115,6 +115,53 @@ pub(crate) fn axis(coord: f32, size: u32, filter: AxisFilter, mode: AddressMode)
     }
 }
 
+/// One axis of a lookup that also gives the derivative of its value along the axis: the
+/// texels to read (`reach`: weight 1 for every texel of the bilinear pair that lies in
+/// the texture, even where its filter weight is 0, as on a texel centre), their filter
+/// weights (`weights`: exactly [`axis`]'s), and the derivative of each weight with
+/// respect to the normalised coordinate (`slopes`: `∓size` for the pair, 0 for a texel
+/// outside a border or under point filtering, whose value is piecewise constant).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct SlopedAxis {
+    /// The texels read, with weight 1 (0: outside a border, not read).
+    pub reach: Axis,
+    /// The filter weights, as [`axis`] gives them.
+    pub weights: Axis,
+    /// ∂weight/∂coord of each texel.
+    pub slopes: [f32; 2],
+}
+
+/// [`axis`] with the slopes of its weights ([`SlopedAxis`]); jitter is not taken (a
+/// derivative lookup filters with the texture's own filter).
+#[inline(always)]
+pub(crate) fn sloped_axis(coord: f32, size: u32, linear: bool, mode: AddressMode) -> SlopedAxis {
+    if !linear {
+        let weights = axis(coord, size, AxisFilter::Point, mode);
+        return SlopedAxis {
+            reach: weights,
+            weights,
+            slopes: [0.0; 2],
+        };
+    }
+    let (i0, frac) = floor_split(sanitise(coord * size as f32 - 0.5));
+    let (a, b) = (address(i0, size, mode), address(i0 + 1, size, mode));
+    let index = [a.unwrap_or(0), b.unwrap_or(0)];
+    let inside = [a.is_some(), b.is_some()];
+    let pick = |i: usize, v: f32| if inside[i] { v } else { 0.0 };
+    let n = size as f32;
+    SlopedAxis {
+        reach: Axis {
+            index,
+            weight: [pick(0, 1.0), pick(1, 1.0)],
+        },
+        weights: Axis {
+            index,
+            weight: [pick(0, 1.0 - frac), pick(1, frac)],
+        },
+        slopes: [pick(0, -n), pick(1, n)],
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -217,5 +264,44 @@ mod tests {
         // A border texel outside reads nothing.
         let b = axis(0.2 / 8.0, 8, AxisFilter::Jitter(0.0), Border);
         assert_eq!(b.weight, [0.0, 0.0]);
+    }
+
+    #[test]
+    fn sloped_axes_weigh_as_axis_and_reach_both_texels_in_range() {
+        let mut next = crate::test_rng::xorshift32(7);
+        for mode in [Wrap, Clamp, Mirror, Border] {
+            for size in [1u32, 2, 5, 64] {
+                for _ in 0..500 {
+                    let c = (next() >> 8) as f32 / (1 << 24) as f32 * 3.0 - 1.0;
+                    for linear in [false, true] {
+                        let filter = if linear {
+                            AxisFilter::Linear
+                        } else {
+                            AxisFilter::Point
+                        };
+                        let want = axis(c, size, filter, mode);
+                        let got = sloped_axis(c, size, linear, mode);
+                        assert_eq!(got.weights.weight, want.weight, "{c} {size} {mode:?}");
+                        for i in 0..2 {
+                            if want.weight[i] != 0.0 {
+                                assert_eq!(got.weights.index[i], want.index[i]);
+                                assert_eq!(got.reach.weight[i], 1.0);
+                            }
+                        }
+                        if !linear {
+                            assert_eq!(got.slopes, [0.0; 2]);
+                        }
+                    }
+                }
+            }
+        }
+        // On a texel centre the second texel has weight 0 but is reached, with its slope.
+        let a = sloped_axis(0.125, 4, true, Clamp);
+        assert_eq!(a.weights.weight, [1.0, 0.0]);
+        assert_eq!((a.reach.index, a.reach.weight), ([0, 1], [1.0, 1.0]));
+        assert_eq!(a.slopes, [-4.0, 4.0]);
+        // Outside a border: neither reached nor sloped.
+        let a = sloped_axis(0.0, 4, true, Border);
+        assert_eq!((a.reach.weight, a.slopes), ([0.0, 1.0], [0.0, 4.0]));
     }
 }

@@ -3,7 +3,9 @@
 //! distinct page once, and adds the weighted texels to an accumulator only if every page
 //! is resident. Missing tiles are never read.
 
-use super::address::{axis, maps_every_coordinate, sanitise_jitter, Axis, AxisFilter};
+use super::address::{
+    axis, maps_every_coordinate, sanitise_jitter, sloped_axis, Axis, AxisFilter, SlopedAxis,
+};
 use super::texel::Texel;
 use super::CpuView;
 use crate::backend::cpu::TileDirectory;
@@ -43,6 +45,103 @@ impl Accum {
         Accum {
             value: [0.0; 4],
             resident: true,
+        }
+    }
+}
+
+/// The derivatives of a filtered value with respect to s and t, being summed beside its
+/// [`Accum`] (meaningful only while that stays resident).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Slopes {
+    /// ∂value/∂s.
+    pub ds: [f32; 4],
+    /// ∂value/∂t.
+    pub dt: [f32; 4],
+}
+
+/// What a footprint's resident texels are summed into: the lookup's [`Accum`], whose
+/// `resident` a miss clears, and what else the lookup sums beside it.
+pub(crate) trait Combine {
+    /// The lookup's accumulator.
+    fn acc(&mut self) -> &mut Accum;
+    /// Add this footprint's contribution, given `texel(i, j)` (column i, row j of the 2×2
+    /// footprint; readable wherever the reach axes passed with it weigh non-zero).
+    fn combine(self, texel: impl Fn(usize, usize) -> [f32; 4]);
+}
+
+/// The plain lookup's contribution: `weight × Σ wx·wy·texel` into `value`.
+struct Weighted<'v> {
+    ax: &'v Axis,
+    ay: &'v Axis,
+    weight: f32,
+    acc: &'v mut Accum,
+}
+
+impl Combine for Weighted<'_> {
+    #[inline(always)]
+    fn acc(&mut self) -> &mut Accum {
+        self.acc
+    }
+
+    #[inline(always)]
+    fn combine(self, texel: impl Fn(usize, usize) -> [f32; 4]) {
+        blend(
+            &mut self.acc.value,
+            weighted_sum(self.ax, self.ay, texel),
+            self.weight,
+        );
+    }
+}
+
+/// A derivative lookup's contribution: the value as [`Weighted`] sums it (the same terms
+/// in the same order), and `weight × Σ ∂(wx·wy)/∂s · texel` (likewise t) into the slopes.
+struct WithSlopes<'v> {
+    sx: SlopedAxis,
+    sy: SlopedAxis,
+    weight: f32,
+    acc: &'v mut Accum,
+    slopes: &'v mut Slopes,
+}
+
+impl Combine for WithSlopes<'_> {
+    #[inline(always)]
+    fn acc(&mut self) -> &mut Accum {
+        self.acc
+    }
+
+    #[inline(always)]
+    fn combine(self, texel: impl Fn(usize, usize) -> [f32; 4]) {
+        let (sx, sy) = (&self.sx, &self.sy);
+        // The 2×2 texels, each read once (0 outside a border).
+        let mut t = [[[0.0f32; 4]; 2]; 2];
+        for (j, row) in t.iter_mut().enumerate() {
+            if sy.reach.weight[j] != 0.0 {
+                for (i, texel_ij) in row.iter_mut().enumerate() {
+                    if sx.reach.weight[i] != 0.0 {
+                        *texel_ij = texel(i, j);
+                    }
+                }
+            }
+        }
+        let value = weighted_sum(&sx.weights, &sy.weights, |i, j| t[j][i]);
+        blend(&mut self.acc.value, value, self.weight);
+        // Each derivative sums the pairs' slopes along its axis first, then weighs them
+        // along the other, so a constant channel's derivative is exactly 0.
+        let pair = |a: &[f32; 4], b: &[f32; 4], slopes: [f32; 2]| {
+            let mut out = [0.0f32; 4];
+            for (k, o) in out.iter_mut().enumerate() {
+                *o = a[k] * slopes[0] + b[k] * slopes[1];
+            }
+            out
+        };
+        for (row, wy) in t.iter().zip(sy.weights.weight) {
+            let along_s = pair(&row[0], &row[1], sx.slopes);
+            blend(&mut self.slopes.ds, along_s, self.weight * wy);
+        }
+        let [top, bottom] = &t;
+        for ((a, b), wx) in top.iter().zip(bottom).zip(sx.weights.weight) {
+            let along_t = pair(a, b, sy.slopes);
+            blend(&mut self.slopes.dt, along_t, self.weight * wx);
         }
     }
 }
@@ -121,13 +220,60 @@ impl<'a, D: Texel> Fetch<'a, D> {
         }
         let ax = axis(s, lv.width, self.filter[0], self.address[0]);
         let ay = axis(t, lv.height, self.filter[1], self.address[1]);
+        let combine = Weighted {
+            ax: &ax,
+            ay: &ay,
+            weight,
+            acc,
+        };
+        self.add_footprint(level, &ax, &ay, combine);
+    }
+
+    /// [`add`](Self::add), also adding `weight` × the derivatives of the level's filtered
+    /// value with respect to s and t to `slopes`. Filters with the texture's own filter
+    /// (bilinear or point; point's derivatives are 0), whatever the jitter; the value
+    /// added is exactly `add`'s. On a texel centre or a tile edge it also reads (and
+    /// touches) the bilinear pair's texel of weight 0, whose value the slope needs.
+    #[inline(always)]
+    pub fn add_with_slopes(
+        &self,
+        level: u32,
+        s: f32,
+        t: f32,
+        weight: f32,
+        acc: &mut Accum,
+        slopes: &mut Slopes,
+    ) {
+        let lv = &self.sampler.levels[level as usize];
+        if lv.width == 0 || lv.height == 0 {
+            return;
+        }
+        let linear = self.sampler.filter == FilterMode::Linear as u32;
+        let sx = sloped_axis(s, lv.width, linear, self.address[0]);
+        let sy = sloped_axis(t, lv.height, linear, self.address[1]);
+        let combine = WithSlopes {
+            sx,
+            sy,
+            weight,
+            acc,
+            slopes,
+        };
+        self.add_footprint(level, &sx.reach, &sy.reach, combine);
+    }
+
+    /// Touch the pages of the footprint whose texels `ax`, `ay` reach (weight non-zero),
+    /// and hand its texels to `combine` if they are all resident and its accumulator is
+    /// still resident; on a missing page mark the accumulator non-resident instead.
+    #[inline(always)]
+    fn add_footprint(&self, level: u32, ax: &Axis, ay: &Axis, combine: impl Combine) {
         if ax.weight == [0.0; 2] || ay.weight == [0.0; 2] {
             return; // all outside a border: transparent black, no page
         }
         if level < self.sampler.mip_tail_first_level {
-            self.add_tiled(lv, &ax, &ay, weight, acc);
+            let lv = &self.sampler.levels[level as usize];
+            self.add_tiled(lv, ax, ay, combine);
         } else {
-            self.add_tail(level, &ax, &ay, weight, acc);
+            self.add_tail(level, ax, ay, combine);
         }
     }
 
@@ -233,7 +379,7 @@ impl<'a, D: Texel> Fetch<'a, D> {
     }
 
     #[inline(always)]
-    fn add_tiled(&self, lv: &SamplerLevel, ax: &Axis, ay: &Axis, weight: f32, acc: &mut Accum) {
+    fn add_tiled(&self, lv: &SamplerLevel, ax: &Axis, ay: &Axis, mut combine: impl Combine) {
         let [sx, sy] = self.tile_shift;
         let (mask_x, mask_y) = (self.sampler.tile_width - 1, self.sampler.tile_height - 1);
         // Texel (column i, row j) within its tile: the byte offset of its unit (texel or
@@ -262,16 +408,15 @@ impl<'a, D: Texel> Fetch<'a, D> {
         if num_cols == 1 && num_rows == 1 {
             // The common case: one tile.
             let Some((tile, partial)) = self.tile(page(0, 0)) else {
-                acc.resident = false;
+                combine.acc().resident = false;
                 return;
             };
-            if acc.resident {
+            if combine.acc().resident {
                 if partial && !self.texels_written(page(0, 0), tile, ax, ay, |_, _| true) {
-                    acc.resident = false;
+                    combine.acc().resident = false;
                     return;
                 }
-                let sum = weighted_sum(ax, ay, |i, j| texel(i, j, tile));
-                blend(&mut acc.value, sum, weight);
+                combine.combine(|i, j| texel(i, j, tile));
             }
             return;
         }
@@ -287,39 +432,37 @@ impl<'a, D: Texel> Fetch<'a, D> {
             }
         }
         if !all_resident {
-            acc.resident = false;
-        } else if acc.resident {
+            combine.acc().resident = false;
+        } else if combine.acc().resident {
             for r in 0..num_rows {
                 for c in 0..num_cols {
                     let mine = |i: usize, j: usize| row_of[j] == r && col_of[i] == c;
                     if partial[r * 2 + c]
                         && !self.texels_written(page(r, c), data[r * 2 + c], ax, ay, mine)
                     {
-                        acc.resident = false;
+                        combine.acc().resident = false;
                         return;
                     }
                 }
             }
-            let sum = weighted_sum(ax, ay, |i, j| texel(i, j, data[row_of[j] * 2 + col_of[i]]));
-            blend(&mut acc.value, sum, weight);
+            combine.combine(|i, j| texel(i, j, data[row_of[j] * 2 + col_of[i]]));
         }
     }
 
-    fn add_tail(&self, level: u32, ax: &Axis, ay: &Axis, weight: f32, acc: &mut Accum) {
+    fn add_tail(&self, level: u32, ax: &Axis, ay: &Axis, mut combine: impl Combine) {
         let Some(texels) = self.tail_level(level) else {
-            acc.resident = false;
+            combine.acc().resident = false;
             return;
         };
-        if acc.resident {
+        if combine.acc().resident {
             let unit = D::UNIT_SHIFT;
             let inner = (1usize << unit) - 1;
             let width = units::<D>(self.sampler.levels[level as usize].width);
-            let sum = weighted_sum(ax, ay, |i, j| {
+            combine.combine(|i, j| {
                 let (x, y) = (ax.index[i] as usize, ay.index[j] as usize);
                 let at = ((y >> unit) * width + (x >> unit)) * D::BYTES;
                 D::decode(&texels[at..], x & inner, y & inner)
             });
-            blend(&mut acc.value, sum, weight);
         }
     }
 

@@ -43,8 +43,18 @@
 //!    recording requests) stands in, reported resident. Otherwise — or if there is none —
 //!    the value is the base colour if its page is resident, else zeros, non-resident.
 //!
+//! [`tex2d_grad_with_derivatives`] adds the derivatives of the value with respect to s and
+//! t (OpenImageIO's `dresultds` / `dresultdt`): at each probe and level, the analytic
+//! derivative of the bilinear interpolation (`∓width` times the texel pairs' differences,
+//! weighted along the other axis), summed with the value's weights. It reads the texels
+//! the slopes need even where their filter weight is 0 (on a texel centre), filters with
+//! the texture's own filter (not stochastically), and gives 0 where no filter produced the
+//! value (steps 1–3; a miss, unless a coarser level stands in) or the filter is point.
+//! CPU only: the device API has no derivative lookup.
+//!
 //! The hot path allocates nothing, takes no lock and makes no dynamic call per texel: one
-//! dispatch on the texel format per lookup selects a filter specialised for it.
+//! dispatch on the texel format per lookup selects a filter specialised for it (and, for
+//! derivative lookups, a second specialisation of the same filter).
 
 mod address;
 pub mod environment;
@@ -399,28 +409,118 @@ pub fn tex2d_grad(
     ddy: [f32; 2],
     options: &SampleOptions,
 ) -> Sample {
+    match grad_footprint(view, texture, s, t, ddx, ddy, options) {
+        GradLookup::Answered(sample) => sample,
+        GradLookup::Filter(view, sampler, footprint) => {
+            filter::sample(view, texture, sampler, s, t, &footprint, options)
+        }
+    }
+}
+
+/// A lookup's value with its derivatives with respect to the texture coordinates, as
+/// OpenImageIO's `dresultds` / `dresultdt` give them: what a shader needs to
+/// differentiate a texture result (bump mapping from a height texture, `Dx()` of a
+/// lookup) without two more lookups.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SampleDerivatives {
+    /// The lookup, exactly as [`tex2d_grad`] gives it.
+    pub sample: Sample,
+    /// ∂value/∂s, per channel (1.0 of s is one texture width).
+    pub ds: [f32; 4],
+    /// ∂value/∂t, per channel.
+    pub dt: [f32; 4],
+}
+
+/// [`tex2d_grad`] with the derivatives of the filtered value with respect to s and t:
+/// the analytic derivative of the bilinear interpolation at each probe and level,
+/// weighted as the value is (the footprint's own extent is held fixed). Point filtering
+/// gives 0 (its value is piecewise constant), as do values no filter produced: a miss,
+/// the base colour, a stand-in colour. With `fallback_to_coarser` they are the coarser
+/// level's. The texture's own filter is used even when `options.stochastic` is set (a
+/// single jittered texel has no useful derivative); otherwise the value is exactly
+/// `tex2d_grad`'s. On a texel centre the bilinear pair's texel of weight 0 is read too
+/// (its value sets the slope), so the footprint may touch one more tile than
+/// `tex2d_grad`'s.
+#[inline]
+pub fn tex2d_grad_with_derivatives(
+    view: CpuView<'_>,
+    texture: TextureId,
+    s: f32,
+    t: f32,
+    ddx: [f32; 2],
+    ddy: [f32; 2],
+    options: &SampleOptions,
+) -> SampleDerivatives {
+    let options = SampleOptions {
+        stochastic: None,
+        ..*options
+    };
+    let mut slopes = fetch::Slopes::default();
+    let sample = match grad_footprint(view, texture, s, t, ddx, ddy, &options) {
+        GradLookup::Answered(sample) => sample,
+        GradLookup::Filter(view, sampler, fp) => {
+            let lookup = filter::Lookup {
+                view,
+                texture,
+                sampler,
+                s,
+                t,
+                fp: &fp,
+                options: &options,
+            };
+            filter::sample_as::<true>(&lookup, &mut slopes)
+        }
+    };
+    SampleDerivatives {
+        sample,
+        ds: slopes.ds,
+        dt: slopes.dt,
+    }
+}
+
+/// Where a gradient lookup goes before filtering.
+enum GradLookup<'a> {
+    /// Answered without a filter (unknown texture, bad input, the base colour, a sampler
+    /// miss or stand-in).
+    Answered(Sample),
+    /// To be filtered: the keyed view, the texture's sampler and the footprint.
+    Filter(CpuView<'a>, &'a crate::textures::TextureSampler, Footprint),
+}
+
+/// The steps of [`tex2d_grad`] before filtering (the module documentation's 1 to 4).
+#[inline(always)]
+fn grad_footprint<'a>(
+    view: CpuView<'a>,
+    texture: TextureId,
+    s: f32,
+    t: f32,
+    ddx: [f32; 2],
+    ddy: [f32; 2],
+    options: &SampleOptions,
+) -> GradLookup<'a> {
+    use GradLookup::Answered;
     if texture.0 >= view.pages().layout().max_textures {
-        return UNKNOWN_TEXTURE;
+        return Answered(UNKNOWN_TEXTURE);
     }
     let view = view.keyed(options.request_key);
     if ![s, t, ddx[0], ddx[1], ddy[0], ddy[1]]
         .iter()
         .all(|v| v.is_finite())
     {
-        return non_finite(view, texture);
+        return Answered(non_finite(view, texture));
     }
     let len2 = |g: [f32; 2]| g[0] * g[0] + g[1] * g[1];
     let whole_texture = len2(ddx).min(len2(ddy)) >= 1.0;
     if whole_texture {
         match resolve::base_color(view, texture) {
-            BaseColor::Color(value) => return Sample::new(value, true),
-            BaseColor::NotResident => return Sample::new([0.0; 4], false),
+            BaseColor::Color(value) => return Answered(Sample::new(value, true)),
+            BaseColor::NotResident => return Answered(Sample::new([0.0; 4], false)),
             BaseColor::Absent => {}
         }
     }
     let sampler = match resolve::sampler(view, texture) {
         Ok(sampler) => sampler,
-        Err(sample) => return sample,
+        Err(sample) => return Answered(sample),
     };
     let footprint = if whole_texture {
         Footprint::isotropic(f32::INFINITY) // the coarsest level
@@ -432,7 +532,7 @@ pub fn tex2d_grad(
         };
         Footprint::from_gradients(ddx, ddy, sampler.width, sampler.height, max_anisotropy)
     };
-    filter::sample(view, texture, sampler, s, t, &footprint, options)
+    GradLookup::Filter(view, sampler, footprint)
 }
 
 /// A lookup with a NaN or infinite input: the base colour, else the sampler's fallback.

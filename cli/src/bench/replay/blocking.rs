@@ -73,7 +73,20 @@ pub(crate) fn replay(
         .iter()
         .map(|p| cache.texture_for_path(p, TextureDesc::default()))
         .collect::<Result<Vec<TextureId>, _>>()?;
-    let non_resident = if args.one_by_one {
+    let derivatives = args
+        .derivatives
+        .as_ref()
+        .map(|_| Results::new(2 * queries.len()));
+    let non_resident = if let Some(slopes) = &derivatives {
+        run_lookups(queries.len(), threads, &results, |i| {
+            let q = &queries[i];
+            let id = ids[q.texture as usize];
+            let d = cache.tex2d_grad_with_derivatives(id, q.s, q.t, q.ddx, q.ddy, &options);
+            slopes.set(2 * i, d.ds);
+            slopes.set(2 * i + 1, d.dt);
+            (d.sample.value, d.sample.resident)
+        })
+    } else if args.one_by_one {
         run_lookups(queries.len(), threads, &results, |i| {
             let q = &queries[i];
             let s = cache.tex2d_grad(ids[q.texture as usize], q.s, q.t, q.ddx, q.ddy, &options);
@@ -105,5 +118,20 @@ pub(crate) fn replay(
     let report = Report::from_stats(queries.len(), seconds, &cache.stats(), non_resident, 1);
     super::report_texture_errors(cache.loader(), &ids, &prepared.paths);
     let two = super::two_channel(cache.loader(), &ids);
+    if let (Some(path), Some(slopes)) = (&args.derivatives, derivatives) {
+        let mut slopes = slopes.into_floats();
+        let pairs: Vec<[f32; 8]> = slopes
+            .chunks_exact_mut(2)
+            .zip(queries)
+            .map(|(d, q)| {
+                if two[q.texture as usize] {
+                    d[0][2] = d[0][0];
+                    d[1][2] = d[1][0];
+                }
+                std::array::from_fn(|k| d[k / 4][k % 4])
+            })
+            .collect();
+        super::write_results(path, &pairs)?;
+    }
     Ok((report, results.into_floats(), two))
 }

@@ -96,6 +96,12 @@ pub struct ReplayArgs {
     /// comparison.
     #[arg(long)]
     pub one_by_one: bool,
+    /// Blocking `.dtxq` replay: one `tex2d_grad_with_derivatives` call per query (instead
+    /// of a batch) and write the derivatives of every result with respect to s, then t
+    /// (8 × f32, little-endian; two-channel textures' third channel repeats the first, as
+    /// in the results) to this file, in query order.
+    #[arg(long)]
+    pub derivatives: Option<PathBuf>,
     /// Ptex: the most MiB the decode cache (the sources of reductions) holds
     /// (`set_decode_cache_bytes`; default: the library's, 64), at most an eighth of
     /// `--cache-mb`, taken from it. For comparison.
@@ -167,7 +173,7 @@ pub(crate) type Replayed = (Report, Vec<[f32; 4]>, Vec<bool>);
 pub(crate) struct Results(Vec<[AtomicU32; 4]>);
 
 impl Results {
-    fn new(n: usize) -> Results {
+    pub(crate) fn new(n: usize) -> Results {
         Results((0..n).map(|_| Default::default()).collect())
     }
 
@@ -180,7 +186,7 @@ impl Results {
         }
     }
 
-    fn into_floats(self) -> Vec<[f32; 4]> {
+    pub(crate) fn into_floats(self) -> Vec<[f32; 4]> {
         self.0
             .into_iter()
             .map(|r| r.map(|c| f32::from_bits(c.into_inner())))
@@ -304,9 +310,9 @@ pub fn checksum(results: &[[f32; 4]]) -> f64 {
         .sum()
 }
 
-/// Write results as 4 × f32 little-endian per query.
-pub fn write_results(path: &Path, results: &[[f32; 4]]) -> Result<(), CliError> {
-    let mut bytes = Vec::with_capacity(results.len() * 16);
+/// Write results as 4 × f32 little-endian per query (or as many as a record has).
+pub fn write_results<const N: usize>(path: &Path, results: &[[f32; N]]) -> Result<(), CliError> {
+    let mut bytes = Vec::with_capacity(results.len() * N * 4);
     for r in results {
         for c in r {
             bytes.extend_from_slice(&c.to_le_bytes());
@@ -363,6 +369,7 @@ impl Report {
             "whole_pages": args.whole_pages,
             "full_pages": args.full_pages,
             "one_by_one": args.one_by_one,
+            "derivatives": args.derivatives.is_some(),
             "lookups": self.lookups,
             "seconds": self.seconds,
             "lookups_per_s": self.lookups_per_s(),
@@ -426,6 +433,12 @@ pub fn run(args: &ReplayArgs) -> Result<(), CliError> {
     let budget = args.cache_mb << 20;
     let threads = args.threads as usize;
     let (mut report, results) = if magic_of(&args.trace)? == PtexQuery::MAGIC {
+        if args.derivatives.is_some() {
+            return Err(CliError::Usage(format!(
+                "--derivatives applies to texture query traces; {} is a Ptex trace",
+                args.trace.display()
+            )));
+        }
         let prepared = prepare::<PtexQuery>(args)?;
         let filter = args.filter.unwrap_or(ptex::PtexTraceFilter::Box);
         ptex::replay(&prepared, args, threads, budget, filter)?
@@ -436,6 +449,11 @@ pub fn run(args: &ReplayArgs) -> Result<(), CliError> {
                  (trilinear)",
                 args.trace.display()
             )));
+        }
+        if args.derivatives.is_some() && args.mode != Mode::Blocking {
+            return Err(CliError::Usage(
+                "--derivatives applies to the blocking mode".to_string(),
+            ));
         }
         let prepared = prepare::<Query>(args)?;
         let (report, mut results, two) = match args.mode {

@@ -300,6 +300,27 @@ impl Texture {
         v.map(|c| c as f32)
     }
 
+    /// Reference derivatives of [`bilinear`](Self::bilinear) with respect to s and t, in
+    /// f64: `width × Σ wy·(right − left)` and `height × Σ wx·(below − above)` of the 2×2
+    /// texels around the point (the right or lower pair where the point is on a centre).
+    pub fn bilinear_slopes(&self, level: u32, s: f32, t: f32) -> ([f32; 4], [f32; 4]) {
+        let l = self.layout.levels[level as usize];
+        let x = s as f64 * l.width as f64 - 0.5;
+        let y = t as f64 * l.height as f64 - 0.5;
+        let (x0, y0) = (x.floor(), y.floor());
+        let (fx, fy) = (x - x0, y - y0);
+        let (x0, y0) = (x0 as i64, y0 as i64);
+        let at = |dx: i64, dy: i64| self.texel_or_border(level, x0 + dx, y0 + dy);
+        let (mut ds, mut dt) = ([0.0f64; 4], [0.0f64; 4]);
+        for k in 0..4 {
+            ds[k] = l.width as f64
+                * ((1.0 - fy) * (at(1, 0)[k] - at(0, 0)[k]) + fy * (at(1, 1)[k] - at(0, 1)[k]));
+            dt[k] = l.height as f64
+                * ((1.0 - fx) * (at(0, 1)[k] - at(0, 0)[k]) + fx * (at(1, 1)[k] - at(1, 0)[k]));
+        }
+        (ds.map(|c| c as f32), dt.map(|c| c as f32))
+    }
+
     /// Reference point lookup of one level (same f32 arithmetic as CUDA's `floor(s·w)`).
     pub fn point(&self, level: u32, s: f32, t: f32) -> [f32; 4] {
         let l = self.layout.levels[level as usize];

@@ -2,6 +2,7 @@
 
 mod fixture;
 
+mod derivatives;
 mod fallbacks;
 mod filtering;
 mod formats;
