@@ -223,6 +223,24 @@ struct Sample {
     }
 };
 
+/// A lookup with the derivatives of its value with respect to s and t (OpenImageIO's
+/// `dresultds` / `dresultdt`; `DtexSampleDerivatives`).
+struct SampleDerivatives {
+    /// The lookup, as `tex2DGrad` gives it.
+    Sample sample;
+    /// d value / d s, per channel (1.0 of s is one texture width).
+    std::array<float, 4> ds{};
+    /// d value / d t, per channel.
+    std::array<float, 4> dt{};
+
+    /// The C++ form of the C struct.
+    static SampleDerivatives fromC(const DtexSampleDerivatives& d) noexcept {
+        return SampleDerivatives{Sample::fromC(d.sample),
+                                 {d.ds[0], d.ds[1], d.ds[2], d.ds[3]},
+                                 {d.dt[0], d.dt[1], d.dt[2], d.dt[3]}};
+    }
+};
+
 /// A statistics snapshot: the C struct `DtexStats` (same field names as core's `Stats`)
 /// with its `struct_size` filled in. Plain value; cheap to copy.
 struct Stats : DtexStats {
@@ -1079,6 +1097,18 @@ public:
         return Sample::fromC(out);
     }
 
+    /// `tex2DGrad` with the derivatives of the value with respect to s and t
+    /// (`dtex_launch_tex2d_grad_derivatives`).
+    SampleDerivatives tex2DGradDerivatives(TextureId texture, float s, float t, float dsdx, float dtdx,
+                                           float dsdy, float dtdy,
+                                           const SampleOptions& options = {}) const {
+        const DtexSampleOptions o = options.toC();
+        DtexSampleDerivatives out{};
+        check(dtex_launch_tex2d_grad_derivatives(h_.get(), texture, s, t, dsdx, dtdx, dsdy, dtdy, &o,
+                                                 &out));
+        return SampleDerivatives::fromC(out);
+    }
+
     /// Sample lat-long environment map `texture` in direction `r` with its screen-space
     /// differentials `drdx`, `drdy`: OpenImageIO's `TextureSystem::environment` with bilinear
     /// interpolation (`dtex_launch_environment`).
@@ -1530,6 +1560,18 @@ public:
         DtexSample out{};
         check(dtex_cache_tex2d_grad(h_.get(), texture, s, t, dsdx, dtdx, dsdy, dtdy, &o, &out));
         return Sample::fromC(out);
+    }
+
+    /// Blocking `tex2DGrad` with the derivatives of the value with respect to s and t, as
+    /// OpenImageIO's `dresultds` / `dresultdt` (`dtex_cache_tex2d_grad_derivatives`).
+    SampleDerivatives tex2DGradDerivatives(TextureId texture, float s, float t, float dsdx, float dtdx,
+                                           float dsdy, float dtdy,
+                                           const SampleOptions& options = {}) const {
+        const DtexSampleOptions o = options.toC();
+        DtexSampleDerivatives out{};
+        check(dtex_cache_tex2d_grad_derivatives(h_.get(), texture, s, t, dsdx, dtdx, dsdy, dtdy, &o,
+                                                &out));
+        return SampleDerivatives::fromC(out);
     }
 
     /// Blocking lookup of lat-long environment map `texture` in direction `r` with its

@@ -435,6 +435,18 @@ void testCache() {
         CHECK(cache.tex2DGradBatch(queries.data(), queries.size(), batch.data()) == queries.size());
         for (std::size_t i = 0; i < queries.size(); ++i) CHECK(sameColor(batch[i].value, wants[i]));
 
+        // Derivatives of a bilinear lookup of the same ramp (a copy: one description per
+        // path): red is x and green y in texels, so d red/ds = w and d green/dt = h.
+        const std::string linearPath = (dir / "grid-linear.exr").string();
+        fs::copy_file(path, linearPath);
+        const dt::TextureId linear = cache.textureForPath(linearPath, dt::TextureDesc().address(dt::AddressMode::Clamp));
+        const dt::SampleDerivatives d = cache.tex2DGradDerivatives(linear, 0.4321f, 0.5678f, 0.5f / w, 0.0f, 0.0f, 0.5f / h);
+        const dt::Sample plain = cache.tex2DGrad(linear, 0.4321f, 0.5678f, 0.5f / w, 0.0f, 0.0f, 0.5f / h);
+        CHECK_MSG(d.sample.resident && d.sample.value == plain.value, show(d.sample.value) + " want " + show(plain.value));
+        CHECK_MSG(std::fabs(d.ds[0] - w) < 1e-2f && std::fabs(d.ds[1]) < 1e-2f && std::fabs(d.dt[1] - h) < 1e-2f &&
+                      std::fabs(d.dt[0]) < 1e-2f && d.ds[3] == 0.0f && d.dt[3] == 0.0f,
+                  "d/ds " + show(d.ds) + ", d/dt " + show(d.dt));
+
         // Lat-long lookups (y up) towards texel centres: the texel itself (point filtering).
         for (int i = 0; i < 8; ++i) {
             const int x = (i * 53 + 11) % w, y = 20 + (i * 17) % (h - 40);
