@@ -2213,6 +2213,31 @@ DtexStatus dtex_cache_tex2d_grad(struct DtexCache cache,
                                  const struct DtexSampleOptions *options,
                                  struct DtexSample *out);
 
+// A texture's description, opening its file in this thread if no lookup has yet
+// (blocking, as OpenImageIO's `get_texture_info` answers `resolution`, `channels`,
+// `miplevels` and `averagecolor`): level-0 size, served texel type (`DTEX_TEXEL_*`),
+// served channels (1, 2 or 4: three-channel files are served as RGBA) and mip levels into
+// `*out_info`; if `out_average_color` is not NULL, the texture's average colour into its
+// four floats, as a lookup of the whole texture gives it (one channel: (c, c, c, 1)): the
+// file's hint where it has one (maketx's `oiio:AverageColor` or constant colour), else
+// its 1×1 level, in half precision; four NaNs if that lookup could not be made resident
+// (a budget smaller than the lookups in flight).
+//
+// Errors: INVALID_HANDLE; INVALID_ARGUMENT (NULL `out_info`); UNKNOWN_TEXTURE (an id
+// this cache never handed out, or an unloaded texture); the texture's failure
+// (SOURCE_ERROR / IO_ERROR / UNSUPPORTED / ..., with the file's message) if its file is
+// missing or cannot be served.
+// Nothing is written on error. Ownership: the outputs are the caller's. Thread-safety:
+// any number of threads at once.
+//
+// # Safety
+// `out_info` is NULL or writable as a `DtexImageInfo`; `out_average_color` is NULL or
+// points to four writable floats.
+DtexStatus dtex_cache_get_texture_info(struct DtexCache cache,
+                                       uint32_t texture,
+                                       struct DtexImageInfo *out_info,
+                                       float *out_average_color);
+
 // `dtex_cache_tex2d_grad` with the derivatives of the value with respect to s and t, as
 // OpenImageIO's `dresultds` / `dresultdt` (see `DtexSampleDerivatives` and
 // `dtex_launch_tex2d_grad_derivatives`). When the footprint could not be made resident

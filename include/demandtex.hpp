@@ -1553,6 +1553,17 @@ public:
         return id;
     }
 
+    /// A texture's description, opening its file if no lookup has yet
+    /// (`dtex_cache_get_texture_info`); throws the texture's failure (a missing file, ...).
+    /// `averageColor`, if not null, gets the texture's average colour (four floats).
+    ImageInfo textureInfo(TextureId texture, std::array<float, 4>* averageColor = nullptr) const {
+        DtexImageInfo info{};
+        check(dtex_cache_get_texture_info(h_.get(), texture, &info,
+                                          averageColor ? averageColor->data() : nullptr));
+        return ImageInfo{info.width, info.height, static_cast<TexelType>(info.texel_type), info.channels,
+                         info.num_levels};
+    }
+
     /// Blocking lookup of the footprint of gradients (dsdx, dtdx), (dsdy, dtdy) at (s, t).
     Sample tex2DGrad(TextureId texture, float s, float t, float dsdx, float dtdx, float dsdy, float dtdy,
                      const SampleOptions& options = {}) const {

@@ -10,6 +10,7 @@ use crate::sampling::{
 };
 use crate::stats::DtexStats;
 use crate::status::{ApiResult, DtexStatus};
+use crate::textures::{texel_type_code, DtexImageInfo};
 use engine::sampling::Sample;
 use engine::{GradLookup, TextureCache, TextureId};
 use std::ffi::c_char;
@@ -148,6 +149,56 @@ pub unsafe extern "C" fn dtex_cache_tex2d_grad(
         let c = get(cache)?;
         let v = c.tex2d_grad(TextureId(texture), s, t, [dsdx, dtdx], [dsdy, dtdy], &o);
         out.write(v.into());
+        Ok(())
+    })
+}
+
+/// A texture's description, opening its file in this thread if no lookup has yet
+/// (blocking, as OpenImageIO's `get_texture_info` answers `resolution`, `channels`,
+/// `miplevels` and `averagecolor`): level-0 size, served texel type (`DTEX_TEXEL_*`),
+/// served channels (1, 2 or 4: three-channel files are served as RGBA) and mip levels into
+/// `*out_info`; if `out_average_color` is not NULL, the texture's average colour into its
+/// four floats, as a lookup of the whole texture gives it (one channel: (c, c, c, 1)): the
+/// file's hint where it has one (maketx's `oiio:AverageColor` or constant colour), else
+/// its 1×1 level, in half precision; four NaNs if that lookup could not be made resident
+/// (a budget smaller than the lookups in flight).
+///
+/// Errors: INVALID_HANDLE; INVALID_ARGUMENT (NULL `out_info`); UNKNOWN_TEXTURE (an id
+/// this cache never handed out, or an unloaded texture); the texture's failure
+/// (SOURCE_ERROR / IO_ERROR / UNSUPPORTED / ..., with the file's message) if its file is
+/// missing or cannot be served.
+/// Nothing is written on error. Ownership: the outputs are the caller's. Thread-safety:
+/// any number of threads at once.
+///
+/// # Safety
+/// `out_info` is NULL or writable as a `DtexImageInfo`; `out_average_color` is NULL or
+/// points to four writable floats.
+#[no_mangle]
+pub unsafe extern "C" fn dtex_cache_get_texture_info(
+    cache: DtexCache,
+    texture: u32,
+    out_info: *mut DtexImageInfo,
+    out_average_color: *mut f32,
+) -> DtexStatus {
+    entry(|| {
+        // SAFETY: the caller's contract (both pointers; the colour is four floats).
+        let (out, average) = unsafe {
+            (
+                Out::new(out_info, "out_info")?,
+                Out::optional(out_average_color.cast::<[f32; 4]>()),
+            )
+        };
+        let info = get(cache)?.texture_info(TextureId(texture))?;
+        out.write(DtexImageInfo {
+            width: info.width,
+            height: info.height,
+            texel_type: texel_type_code(info.texel_type),
+            channels: info.channels,
+            num_levels: info.num_levels,
+        });
+        if let Some(average) = average {
+            average.write(info.average_color.unwrap_or([f32::NAN; 4]));
+        }
         Ok(())
     })
 }

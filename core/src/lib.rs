@@ -64,7 +64,7 @@ mod loom_models;
 pub mod textures;
 pub mod udim;
 
-pub use cache::{GradLookup, TextureCache};
+pub use cache::{GradLookup, TextureCache, TextureInfo};
 pub use error::{Error, Result};
 pub use ids::{PageId, TextureId, TILE_BYTES};
 pub use launch::Launch;

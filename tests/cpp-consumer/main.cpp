@@ -435,6 +435,14 @@ void testCache() {
         CHECK(cache.tex2DGradBatch(queries.data(), queries.size(), batch.data()) == queries.size());
         for (std::size_t i = 0; i < queries.size(); ++i) CHECK(sameColor(batch[i].value, wants[i]));
 
+        // The texture's description (opened already) and its average colour.
+        std::array<float, 4> average{};
+        const dt::ImageInfo info = cache.textureInfo(tex, &average);
+        CHECK(info.width == static_cast<std::uint32_t>(w) && info.height == static_cast<std::uint32_t>(h) &&
+              info.channels == 4 && info.texelType == dt::TexelType::F32 && info.numLevels == 8);
+        CHECK_MSG(std::fabs(average[2] - 0.5f) < 1e-3f && average[3] == 1.0f, show(average));
+        CHECK_THROWS_STATUS(DTEX_STATUS_SOURCE_ERROR, cache.textureInfo(missing));
+
         // Derivatives of a bilinear lookup of the same ramp (a copy: one description per
         // path): red is x and green y in texels, so d red/ds = w and d green/dt = h.
         const std::string linearPath = (dir / "grid-linear.exr").string();

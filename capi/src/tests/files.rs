@@ -638,3 +638,42 @@ fn derivative_lookups_give_the_slopes_of_a_file_ramp_blocking_and_multi_pass() {
     };
     assert!(fails(status, DTEX_STATUS_INVALID_ARGUMENT).contains("out"));
 }
+
+#[test]
+fn texture_info_opens_a_maketx_file_and_fails_with_the_files_error() {
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/tx");
+    let cache = Cache::new();
+    let tex = cache.texture(&fixtures.join("gray_float.tx"));
+    let mut info = DtexImageInfo::default();
+    let mut average = [0.0f32; 4];
+    // SAFETY: valid pointers (the colour is four floats).
+    ok(unsafe { dtex_cache_get_texture_info(cache.0, tex, &mut info, average.as_mut_ptr()) });
+    assert_eq!(
+        (
+            info.width,
+            info.height,
+            info.texel_type,
+            info.channels,
+            info.num_levels
+        ),
+        (130, 70, DTEX_TEXEL_F32, 1, 8)
+    );
+    // maketx's `oiio:AverageColor` "1.425", in half precision: 1459 / 1024.
+    let a = 1459.0 / 1024.0;
+    assert_eq!(average, [a, a, a, 1.0]);
+    // SAFETY: as above; no colour wanted.
+    ok(unsafe { dtex_cache_get_texture_info(cache.0, tex, &mut info, null_mut()) });
+
+    let missing = cache.texture(&fixtures.join("no-such-file.tx"));
+    let before = info;
+    // SAFETY: valid pointers.
+    let status = unsafe { dtex_cache_get_texture_info(cache.0, missing, &mut info, null_mut()) };
+    assert!(fails(status, DTEX_STATUS_SOURCE_ERROR).contains("no-such-file.tx"));
+    assert_eq!(info, before, "nothing written on error");
+    // SAFETY: valid pointers.
+    let status = unsafe { dtex_cache_get_texture_info(cache.0, 4000, &mut info, null_mut()) };
+    fails(status, DTEX_STATUS_UNKNOWN_TEXTURE);
+    // SAFETY: NULL `out_info` is the error under test.
+    let status = unsafe { dtex_cache_get_texture_info(cache.0, tex, null_mut(), null_mut()) };
+    assert!(fails(status, DTEX_STATUS_INVALID_ARGUMENT).contains("out_info"));
+}

@@ -71,6 +71,26 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+/// What [`TextureCache::texture_info`] says of an opened texture.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TextureInfo {
+    /// Level-0 width in texels.
+    pub width: u32,
+    /// Level-0 height in texels.
+    pub height: u32,
+    /// Channels served: 1, 2 or 4 (three-channel files are served as RGBA, alpha 1).
+    pub channels: u32,
+    /// The texel type served (8- and 16-bit unsigned are normalised by lookups).
+    pub texel_type: crate::textures::TexelType,
+    /// Mip levels, stored or generated.
+    pub num_levels: u32,
+    /// The texture's average colour as lookups of the whole texture give it (one channel:
+    /// (c, c, c, 1)): the file's hint where it has one (maketx's `oiio:AverageColor` or
+    /// constant colour), else its 1×1 level, in half precision. `None` if the lookup
+    /// could not be made resident (a budget smaller than the lookups in flight).
+    pub average_color: Option<[f32; 4]>,
+}
+
 /// A blocking texture cache. `Send + Sync`; clones share the cache.
 #[derive(Clone)]
 pub struct TextureCache {
@@ -139,6 +159,49 @@ impl TextureCache {
         let id = self.loader.create_texture(file_source(path), desc)?;
         ids.insert(path.to_path_buf(), id);
         Ok(id)
+    }
+
+    /// A texture's description, opening it in this thread if no lookup has yet (blocking,
+    /// as OpenImageIO's `get_texture_info` answers `resolution`, `channels`, `miplevels`
+    /// and `averagecolor`).
+    ///
+    /// Errors: [`Error::UnknownTexture`](crate::Error::UnknownTexture) for an id this
+    /// cache never handed out; the texture's own error ([`Engine::texture_error`]) if its
+    /// file is missing or cannot be served (it samples its fallback colour) or it was
+    /// unloaded.
+    pub fn texture_info(&self, texture: TextureId) -> Result<TextureInfo> {
+        if u64::from(texture.0) >= self.texture_count() {
+            return Err(crate::Error::UnknownTexture(texture));
+        }
+        // The whole texture's footprint: the base colour, whose page the open fills.
+        let whole = ([1.0, 0.0], [0.0, 1.0]);
+        let base = self.tex2d_grad(
+            texture,
+            0.5,
+            0.5,
+            whole.0,
+            whole.1,
+            &SampleOptions::default(),
+        );
+        if let Some(e) = self.texture_error(texture) {
+            return Err(e);
+        }
+        let Some(layout) = self.texture_layout(texture) else {
+            // Opening publishes the layout before the lookup can be resident, and a failed
+            // open leaves an error: not expected.
+            return Err(crate::Error::Internal(format!(
+                "texture {} did not open for its blocking lookup",
+                texture.0
+            )));
+        };
+        Ok(TextureInfo {
+            width: layout.width,
+            height: layout.height,
+            channels: layout.format.channels,
+            texel_type: layout.format.texel_type,
+            num_levels: layout.num_levels(),
+            average_color: base.resident.then_some(base.value),
+        })
     }
 
     /// Sample level 0 (blocking).

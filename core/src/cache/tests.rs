@@ -5,7 +5,7 @@
 use super::*;
 use crate::sources::ImageSource;
 use crate::sources::{ImageInfo, Noise, Readiness, SourceError};
-use crate::textures::{AddressMode, TexelFormat, TileRegion};
+use crate::textures::{AddressMode, TexelFormat, TexelType, TileRegion};
 use crate::udim::UdimGrid;
 use std::collections::HashMap as Map;
 use std::sync::atomic::AtomicUsize;
@@ -384,4 +384,66 @@ fn derivatives_of_a_ramp_are_its_slopes_through_levels_and_anisotropy() {
             }
         }
     }
+}
+
+#[test]
+fn texture_info_opens_the_file_and_says_what_openimageio_s_get_texture_info_says() {
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/tx");
+    let cache = TextureCache::new(options(16 << 20)).unwrap();
+    let o = SampleOptions::default();
+    // maketx files: (name, width, height, channels served, texel type, levels), and their
+    // `oiio:AverageColor` as `iinfo -v` prints it (kept in halfs).
+    let cases = [
+        (
+            ("rgb8_zip.tx", 200, 136, 4, TexelType::U8, 8),
+            [0.699765, 0.649882, 0.6, 1.0],
+        ),
+        (
+            ("gray_float.tx", 130, 70, 1, TexelType::F32, 8),
+            [1.425, 1.425, 1.425, 1.0],
+        ),
+        (
+            ("const.tx", 64, 64, 4, TexelType::U8, 7),
+            [0.25, 0.5, 0.75, 1.0],
+        ),
+    ];
+    for (want, average) in cases {
+        let name = want.0;
+        let tex = cache
+            .texture_for_path(fixtures.join(name), TextureDesc::default())
+            .unwrap();
+        assert_eq!(cache.texture_layout(tex), None, "{name}: not opened before");
+        let info = cache.texture_info(tex).unwrap();
+        let got = (name, info.width, info.height, info.channels);
+        assert_eq!(
+            (got, info.texel_type, info.num_levels),
+            ((want.0, want.1, want.2, want.3), want.4, want.5)
+        );
+        let got = info.average_color.unwrap();
+        for k in 0..4 {
+            assert!(
+                (got[k] - average[k]).abs() < 2e-3,
+                "{name}: {got:?}, want {average:?}"
+            );
+        }
+        // Opened now: a lookup needs no open.
+        assert!(cache.tex2d(tex, 0.5, 0.5, &o).resident);
+    }
+    let missing = cache
+        .texture_for_path(fixtures.join("no-such-file.tx"), TextureDesc::default())
+        .unwrap();
+    let e = cache.texture_info(missing).unwrap_err();
+    assert!(e.to_string().contains("no-such-file.tx"), "{e}");
+    assert!(matches!(
+        cache.texture_info(TextureId(999)),
+        Err(crate::Error::UnknownTexture(TextureId(999)))
+    ));
+    let tex = cache
+        .texture_for_path(fixtures.join("rgb8_zip.tx"), TextureDesc::default())
+        .unwrap();
+    cache.unload_texture(tex).unwrap();
+    assert!(
+        cache.texture_info(tex).is_err(),
+        "an unloaded texture has no info"
+    );
 }
