@@ -2134,6 +2134,26 @@ DtexStatus dtex_launch_tex2d_grad_udim(struct DtexLaunch launch,
                                        const struct DtexSampleOptions *options,
                                        struct DtexSample *out);
 
+// `dtex_launch_tex2d_grad_udim` with the derivatives of the value with respect to the
+// UDIM coordinates s and t (see `DtexSampleDerivatives`): those of the tile's lookup, or
+// of the base texture's divided by the grid's width and height (the base spans the
+// grid); zero for an unknown id, and for holes and the outside without a base texture.
+//
+// Errors, Ownership, Thread-safety: as `dtex_launch_tex2d`.
+//
+// # Safety
+// As `dtex_launch_tex2d` (`out` points to a `DtexSampleDerivatives`).
+DtexStatus dtex_launch_tex2d_grad_udim_derivatives(struct DtexLaunch launch,
+                                                   uint32_t udim,
+                                                   float s,
+                                                   float t,
+                                                   float dsdx,
+                                                   float dtdx,
+                                                   float dsdy,
+                                                   float dtdy,
+                                                   const struct DtexSampleOptions *options,
+                                                   struct DtexSampleDerivatives *out);
+
 // Sample `count` queries (each with its own texture) in one call:
 // `out_samples[i]` is what `dtex_launch_tex2d_grad` gives for `queries[i]`. If
 // `out_resident_count` is not NULL it receives how many samples were resident.

@@ -1130,6 +1130,18 @@ public:
         return Sample::fromC(out);
     }
 
+    /// `tex2DGradUdim` with the derivatives of the value with respect to the UDIM
+    /// coordinates (`dtex_launch_tex2d_grad_udim_derivatives`).
+    SampleDerivatives tex2DGradUdimDerivatives(UdimId udim, float s, float t, float dsdx, float dtdx,
+                                               float dsdy, float dtdy,
+                                               const SampleOptions& options = {}) const {
+        const DtexSampleOptions o = options.toC();
+        DtexSampleDerivatives out{};
+        check(dtex_launch_tex2d_grad_udim_derivatives(h_.get(), udim, s, t, dsdx, dtdx, dsdy, dtdy, &o,
+                                                      &out));
+        return SampleDerivatives::fromC(out);
+    }
+
     /// `count` lookups in one call, results in `out[0..count)`; returns how many were
     /// resident. Zero-copy: the arrays go to the library as they are.
     std::size_t tex2DGradBatchRaw(const GradQuery* queries, std::size_t count, DtexSample* out,

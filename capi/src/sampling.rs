@@ -427,6 +427,42 @@ pub unsafe extern "C" fn dtex_launch_tex2d_grad_udim(
     })
 }
 
+/// `dtex_launch_tex2d_grad_udim` with the derivatives of the value with respect to the
+/// UDIM coordinates s and t (see `DtexSampleDerivatives`): those of the tile's lookup, or
+/// of the base texture's divided by the grid's width and height (the base spans the
+/// grid); zero for an unknown id, and for holes and the outside without a base texture.
+///
+/// Errors, Ownership, Thread-safety: as `dtex_launch_tex2d`.
+///
+/// # Safety
+/// As `dtex_launch_tex2d` (`out` points to a `DtexSampleDerivatives`).
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn dtex_launch_tex2d_grad_udim_derivatives(
+    launch: DtexLaunch,
+    udim: u32,
+    s: f32,
+    t: f32,
+    dsdx: f32,
+    dtdx: f32,
+    dsdy: f32,
+    dtdy: f32,
+    options: *const DtexSampleOptions,
+    out: *mut DtexSampleDerivatives,
+) -> DtexStatus {
+    entry(|| {
+        // SAFETY: the caller's contract.
+        let (out, o) = unsafe { (Out::new(out, "out")?, sample_options(options)?) };
+        let l = launch::get(launch)?;
+        let (ddx, ddy) = ([dsdx, dtdx], [dsdy, dtdy]);
+        let v = l
+            .launch
+            .tex2d_grad_udim_with_derivatives(UdimId(udim), s, t, ddx, ddy, &o);
+        out.write(v.into());
+        Ok(())
+    })
+}
+
 /// Sample `count` queries (each with its own texture) in one call:
 /// `out_samples[i]` is what `dtex_launch_tex2d_grad` gives for `queries[i]`. If
 /// `out_resident_count` is not NULL it receives how many samples were resident.

@@ -158,6 +158,22 @@ impl Launch {
     ) -> Sample {
         crate::udim::tex2d_grad_udim(self.view(), udim, s, t, ddx, ddy, options)
     }
+
+    /// [`tex2d_grad_udim`](Self::tex2d_grad_udim) with the derivatives of the value with
+    /// respect to the UDIM coordinates ([`crate::udim::tex2d_grad_udim_with_derivatives`]).
+    #[inline]
+    pub fn tex2d_grad_udim_with_derivatives(
+        &self,
+        udim: crate::udim::UdimId,
+        s: f32,
+        t: f32,
+        ddx: [f32; 2],
+        ddy: [f32; 2],
+        options: &SampleOptions,
+    ) -> crate::SampleDerivatives {
+        let view = self.view();
+        crate::udim::tex2d_grad_udim_with_derivatives(view, udim, s, t, ddx, ddy, options)
+    }
 }
 
 impl std::fmt::Debug for Launch {

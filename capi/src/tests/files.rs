@@ -677,3 +677,46 @@ fn texture_info_opens_a_maketx_file_and_fails_with_the_files_error() {
     let status = unsafe { dtex_cache_get_texture_info(cache.0, tex, null_mut(), null_mut()) };
     assert!(fails(status, DTEX_STATUS_INVALID_ARGUMENT).contains("out_info"));
 }
+
+#[test]
+fn udim_derivative_lookups_give_the_tiles_slopes() {
+    // Two tiles whose red ramps across the tile: one per UDIM unit.
+    let dir = TempDir::new("udim-derivatives");
+    for n in [1001, 1002] {
+        write_exr(&dir.path().join(format!("ramp.{n}.exr")), 32, 32, |x, _| {
+            [(x as f32 + 0.5) / 32.0, 0.25, 0.5, 1.0]
+        });
+    }
+    let loader = TestLoader::new();
+    let pattern = cpath(&dir.path().join("ramp.<UDIM>.exr"));
+    let mut udim = DTEX_NO_TEXTURE;
+    // SAFETY: valid pointers.
+    ok(unsafe {
+        dtex_udim_create_from_pattern(loader.0, pattern.as_ptr(), null(), null(), &mut udim)
+    });
+    let slopes = std::cell::Cell::new(DtexSampleDerivatives::default());
+    let samples = converge_with(&loader, |launch| {
+        let mut out = DtexSampleDerivatives::default();
+        // SAFETY: valid pointers.
+        ok(unsafe {
+            dtex_launch_tex2d_grad_udim_derivatives(
+                launch,
+                udim,
+                1.3,
+                0.4,
+                1e-3,
+                0.0,
+                0.0,
+                1e-3,
+                null(),
+                &mut out,
+            )
+        });
+        slopes.set(out);
+        vec![out.sample]
+    });
+    let slopes = slopes.get();
+    assert!((samples[0].value[0] - 0.3).abs() < 1e-3, "{:?}", samples[0]);
+    assert!((slopes.ds[0] - 1.0).abs() < 1e-3, "{:?}", slopes.ds);
+    assert_eq!((slopes.ds[1], slopes.dt), (0.0, [0.0; 4]));
+}

@@ -359,6 +359,24 @@ impl TextureCache {
         })
     }
 
+    /// [`tex2d_grad_udim`](Self::tex2d_grad_udim) with the derivatives of the value with
+    /// respect to the UDIM coordinates (blocking;
+    /// [`crate::udim::tex2d_grad_udim_with_derivatives`]).
+    #[allow(clippy::too_many_arguments)]
+    pub fn tex2d_grad_udim_with_derivatives(
+        &self,
+        udim: UdimId,
+        s: f32,
+        t: f32,
+        ddx: [f32; 2],
+        ddy: [f32; 2],
+        options: &SampleOptions,
+    ) -> SampleDerivatives {
+        self.lookup(options, |view, o| {
+            udim::tex2d_grad_udim_with_derivatives(view, udim, s, t, ddx, ddy, o)
+        })
+    }
+
     /// The entry of an entry page (a user resource's, say), blocking: if it is not
     /// resident, its callback runs in the calling thread now and the entry is published
     /// at once. `None` if the callback answered "not yet" (ask again later) or failed

@@ -39,6 +39,8 @@
 //! column `floor(s)`, row `floor(t)` (UDIM number `1001 + col + 10 · row`), and the tile is
 //! sampled at `(s − col, t − row)` with the same gradients. See [`sample`] for the rules
 //! (distant lookups, holes, the outside of the grid, bad input).
+//! [`tex2d_grad_udim_with_derivatives`] adds the derivatives of the value with respect to
+//! the UDIM coordinates.
 
 mod create;
 pub mod pattern;
@@ -47,7 +49,7 @@ pub mod sample;
 mod tests;
 
 pub use pattern::{expand_pattern, find_tiles, UdimFiles, UdimTileFile};
-pub use sample::tex2d_grad_udim;
+pub use sample::{tex2d_grad_udim, tex2d_grad_udim_with_derivatives};
 
 use crate::error::{Error, Result};
 use crate::ids::TextureId;

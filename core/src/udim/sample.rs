@@ -36,7 +36,9 @@ use super::create::read_entry;
 use super::{UdimEntry, UdimId};
 use crate::ids::TextureId;
 use crate::paging::HOLE_BASE_COLOR;
-use crate::sampling::{tex2d_grad, CpuView, Sample, SampleOptions};
+use crate::sampling::{
+    tex2d_grad, tex2d_grad_with_derivatives, CpuView, Sample, SampleDerivatives, SampleOptions,
+};
 use crate::textures::{TextureSampler, DEFAULT_FALLBACK_COLOR};
 
 /// The answer for an id that names no UDIM texture.
@@ -57,21 +59,119 @@ pub fn tex2d_grad_udim(
     ddy: [f32; 2],
     options: &SampleOptions,
 ) -> Sample {
+    udim_lookup(view, udim, s, t, ddx, ddy, options, tex2d_grad)
+}
+
+/// [`tex2d_grad_udim`] with the derivatives of the value with respect to the UDIM
+/// coordinates s and t ([`tex2d_grad_with_derivatives`] of the tile or base texture it
+/// resolves to; a base texture's, spanning the grid, are divided by the grid's size). The
+/// answers no texture gives (unknown id, holes and the outside without a base) have zero
+/// derivatives.
+#[inline]
+pub fn tex2d_grad_udim_with_derivatives(
+    view: CpuView<'_>,
+    udim: UdimId,
+    s: f32,
+    t: f32,
+    ddx: [f32; 2],
+    ddy: [f32; 2],
+    options: &SampleOptions,
+) -> SampleDerivatives {
+    udim_lookup(
+        view,
+        udim,
+        s,
+        t,
+        ddx,
+        ddy,
+        options,
+        tex2d_grad_with_derivatives,
+    )
+}
+
+/// What a UDIM lookup returns: a [`Sample`], or one with its derivatives.
+trait UdimResult: Copy {
+    /// A sample no texture filtered (zero derivatives).
+    fn unfiltered(sample: Sample) -> Self;
+    /// The sample.
+    fn sample(&self) -> Sample;
+    /// The same result with its sample replaced (derivatives kept).
+    fn with_sample(self, sample: Sample) -> Self;
+    /// A base texture's result, whose coordinates are the UDIM ones divided by the
+    /// grid's `(gw, gh)`, as a function of the UDIM coordinates.
+    fn of_base(self, gw: f32, gh: f32) -> Self;
+}
+
+impl UdimResult for Sample {
+    #[inline]
+    fn unfiltered(sample: Sample) -> Sample {
+        sample
+    }
+    #[inline]
+    fn sample(&self) -> Sample {
+        *self
+    }
+    #[inline]
+    fn with_sample(self, sample: Sample) -> Sample {
+        sample
+    }
+    #[inline]
+    fn of_base(self, _: f32, _: f32) -> Sample {
+        self
+    }
+}
+
+impl UdimResult for SampleDerivatives {
+    fn unfiltered(sample: Sample) -> SampleDerivatives {
+        SampleDerivatives {
+            sample,
+            ds: [0.0; 4],
+            dt: [0.0; 4],
+        }
+    }
+    fn sample(&self) -> Sample {
+        self.sample
+    }
+    fn with_sample(self, sample: Sample) -> SampleDerivatives {
+        SampleDerivatives { sample, ..self }
+    }
+    fn of_base(self, gw: f32, gh: f32) -> SampleDerivatives {
+        SampleDerivatives {
+            ds: self.ds.map(|d| d / gw),
+            dt: self.dt.map(|d| d / gh),
+            ..self
+        }
+    }
+}
+
+/// [`tex2d_grad_udim`] with `lookup` as the lookup of one texture.
+#[inline]
+#[allow(clippy::too_many_arguments)]
+fn udim_lookup<R: UdimResult>(
+    view: CpuView<'_>,
+    udim: UdimId,
+    s: f32,
+    t: f32,
+    ddx: [f32; 2],
+    ddy: [f32; 2],
+    options: &SampleOptions,
+    lookup: impl Fn(CpuView<'_>, TextureId, f32, f32, [f32; 2], [f32; 2], &SampleOptions) -> R,
+) -> R {
     let Some(grid) = read_entry(view.pages(), udim) else {
-        return UNKNOWN_UDIM;
+        return R::unfiltered(UNKNOWN_UDIM);
     };
     if ![s, t, ddx[0], ddx[1], ddy[0], ddy[1]]
         .iter()
         .all(|v| v.is_finite())
     {
         return match grid.base {
-            Some(base) => tex2d_grad(view, base, s, t, ddx, ddy, options),
-            None => EMPTY,
+            Some(base) => lookup(view, base, s, t, ddx, ddy, options),
+            None => R::unfiltered(EMPTY),
         };
     }
     let base_lookup = |base: TextureId| {
         let (gw, gh) = (grid.width as f32, grid.height as f32);
-        tex2d_grad(
+        lookup(
             view,
             base,
             s / gw,
@@ -80,6 +180,7 @@ pub fn tex2d_grad_udim(
             [ddy[0] / gw, ddy[1] / gh],
             options,
         )
+        .of_base(gw, gh)
     };
 
     let mut base_size_unknown = false;
@@ -97,28 +198,29 @@ pub fn tex2d_grad_udim(
 
     let tile = tile_at(view, &grid, s, t);
     let Some((texture, col, row)) = tile else {
-        return grid.base.map_or(EMPTY, base_lookup);
+        return grid.base.map_or(R::unfiltered(EMPTY), base_lookup);
     };
-    let sample = tex2d_grad(view, texture, s - col, t - row, ddx, ddy, options);
+    let result = lookup(view, texture, s - col, t - row, ddx, ddy, options);
+    let sample = result.sample();
     match grid.base {
         Some(base) if base_size_unknown => {
             // Which of the two serves this lookup is known once the base sampler is
             // resident: request it (and the tile's pages, above) and report a miss.
             base_lookup(base);
-            Sample::new(sample.value, false)
+            result.with_sample(Sample::new(sample.value, false))
         }
         Some(base) if !sample.resident && options.fallback_to_coarser => {
             let stand_in = base_lookup(base);
-            if stand_in.resident {
-                Sample {
+            if stand_in.sample().resident {
+                stand_in.with_sample(Sample {
                     coarser: true,
-                    ..stand_in
-                }
+                    ..stand_in.sample()
+                })
             } else {
-                sample
+                result
             }
         }
-        _ => sample,
+        _ => result,
     }
 }
 

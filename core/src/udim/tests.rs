@@ -559,3 +559,58 @@ fn every_miss_is_listed_for_a_blocking_cache() {
     }
     assert_eq!(pending, 0, "converged");
 }
+
+#[test]
+fn derivative_lookups_take_the_tiles_slopes_and_the_bases_over_the_grid() {
+    // Green and blue ramp across each tile (∂/∂s of green and ∂/∂t of blue are 1 per
+    // tile, one UDIM unit), and across the base, which spans the 3×1 grid: its green
+    // slope is 1/3 per UDIM unit. The third tile is a hole.
+    let cache = crate::TextureCache::from_loader(&loader());
+    let grid = UdimGrid {
+        width: 3,
+        height: 1,
+        tiles: vec![Some(ramp(0.125, 64)), Some(ramp(0.25, 64)), None],
+        base: Some(ramp(0.5, 128)),
+    };
+    let udim = cache.create_udim_texture(grid, tile_desc()).unwrap();
+    let o = SampleOptions::default();
+    let near = |a: [f32; 4], b: [f32; 4], what: &str| {
+        for k in 0..4 {
+            assert!((a[k] - b[k]).abs() < 1e-3, "{what}: {a:?}, want {b:?}");
+        }
+    };
+    for (g, ds, dt, what) in [
+        (
+            0.1 / 64.0,
+            [0.0, 1.0, 0.0, 0.0],
+            [0.0, 0.0, 1.0, 0.0],
+            "a tile",
+        ),
+        (
+            0.05,
+            [0.0, 1.0 / 3.0, 0.0, 0.0],
+            [0.0, 0.0, 1.0, 0.0],
+            "the base",
+        ),
+    ] {
+        let (ddx, ddy) = ([g, 0.0], [0.0, g]);
+        let d = cache.tex2d_grad_udim_with_derivatives(udim, 1.3, 0.45, ddx, ddy, &o);
+        assert_eq!(
+            d.sample,
+            cache.tex2d_grad_udim(udim, 1.3, 0.45, ddx, ddy, &o),
+            "{what}"
+        );
+        assert!(d.sample.resident, "{what}");
+        near(d.ds, ds, what);
+        near(d.dt, dt, what);
+    }
+    // A hole samples the base; an unknown id answers with no slope.
+    let d = cache.tex2d_grad_udim_with_derivatives(udim, 2.5, 0.45, [1e-3, 0.0], [0.0, 1e-3], &o);
+    near(d.ds, [0.0, 1.0 / 3.0, 0.0, 0.0], "a hole");
+    let unknown = UdimId(udim.0 + 1); // a resource page never handed out
+    let d = cache.tex2d_grad_udim_with_derivatives(unknown, 0.5, 0.5, [1e-3, 0.0], [0.0, 1e-3], &o);
+    assert_eq!(
+        (d.sample.value, d.ds, d.dt),
+        (DEFAULT_FALLBACK_COLOR, [0.0; 4], [0.0; 4])
+    );
+}
