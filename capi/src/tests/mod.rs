@@ -4,6 +4,7 @@ mod abi;
 mod callbacks;
 mod compile;
 mod cuda;
+mod derivatives_and_info;
 mod errors;
 mod files;
 mod header;

@@ -1,15 +1,21 @@
-//! Helpers shared by the tests: status checks, loaders, the multi-pass loop, temp files.
+//! Helpers shared by the tests: status checks, loaders, the multi-pass loop, temp files,
+//! a blocking cache.
 
-use crate::handles::{DtexLaunch, DtexLoader};
+use crate::cache::{
+    dtex_cache_create, dtex_cache_destroy, dtex_cache_tex2d_grad, dtex_cache_texture_for_path,
+};
+use crate::handles::{DtexCache, DtexLaunch, DtexLoader};
 use crate::launch::{dtex_launch_discard, dtex_launch_prepare, dtex_process_requests};
 use crate::launch::{dtex_ticket_destroy, dtex_ticket_wait, DTEX_WAIT_FOREVER};
 use crate::loader::{dtex_loader_create, dtex_loader_destroy};
-use crate::options::DtexLoaderOptions;
+use crate::options::{DtexLoaderOptions, DtexTextureDesc};
 use crate::sampling::{dtex_launch_tex2d_grad_batch, DtexGradQuery, DtexSample};
 use crate::stats::DtexStats;
 use crate::status::{last_error, DtexStatus, DTEX_STATUS_OK};
+use crate::textures::DTEX_NO_TEXTURE;
 use crate::DtexTicket;
 use std::path::{Path, PathBuf};
+use std::ptr::null;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Assert that a call succeeded, showing the last error message if not.
@@ -252,3 +258,64 @@ pub fn lod_points(n: usize, max_lod: u32) -> Vec<(f32, f32, f32)> {
 
 /// A change to a description, for tables of bad cases.
 pub type Change<T> = fn(&mut T);
+
+/// A smooth RGBA pattern: red x / 97, green y / 61 (ramps on a 97 × 61 texture).
+pub fn smooth_texel(x: usize, y: usize) -> [f32; 4] {
+    [
+        x as f32 / 97.0,
+        y as f32 / 61.0,
+        ((x * 7 + y * 3) % 13) as f32 / 13.0,
+        1.0,
+    ]
+}
+
+/// A blocking cache with small options, destroyed on drop.
+pub struct Cache(pub DtexCache);
+
+impl Cache {
+    pub fn new() -> Cache {
+        let mut c = DtexCache::default();
+        let o = small_options();
+        // SAFETY: valid pointers.
+        ok(unsafe { dtex_cache_create(&o, &mut c) });
+        Cache(c)
+    }
+
+    pub fn texture(&self, path: &std::path::Path) -> u32 {
+        self.texture_with(path, null())
+    }
+
+    /// The texture of `path` sampled with `desc` (NULL: the defaults).
+    pub fn texture_with(&self, path: &std::path::Path, desc: *const DtexTextureDesc) -> u32 {
+        let mut tex = DTEX_NO_TEXTURE;
+        // SAFETY: valid pointers.
+        ok(unsafe { dtex_cache_texture_for_path(self.0, cpath(path).as_ptr(), desc, &mut tex) });
+        tex
+    }
+
+    pub fn lookup(&self, q: &DtexGradQuery) -> DtexSample {
+        let mut out = DtexSample::default();
+        // SAFETY: valid pointers.
+        ok(unsafe {
+            dtex_cache_tex2d_grad(
+                self.0,
+                q.texture,
+                q.s,
+                q.t,
+                q.dsdx,
+                q.dtdx,
+                q.dsdy,
+                q.dtdy,
+                null(),
+                &mut out,
+            )
+        });
+        out
+    }
+}
+
+impl Drop for Cache {
+    fn drop(&mut self) {
+        let _ = dtex_cache_destroy(self.0);
+    }
+}
