@@ -232,8 +232,9 @@ impl<'a, D: Texel> Fetch<'a, D> {
     /// [`add`](Self::add), also adding `weight` × the derivatives of the level's filtered
     /// value with respect to s and t to `slopes`. Filters with the texture's own filter
     /// (bilinear or point; point's derivatives are 0), whatever the jitter; the value
-    /// added is exactly `add`'s. On a texel centre or a tile edge it also reads (and
-    /// touches) the bilinear pair's texel of weight 0, whose value the slope needs.
+    /// added is exactly `add`'s. On a texel centre it also reads (and touches) the
+    /// bilinear pair's texel of weight 0, whose value the slope needs, which may be on the
+    /// next tile.
     #[inline(always)]
     pub fn add_with_slopes(
         &self,
