@@ -73,17 +73,18 @@ pub(crate) fn replay(
         .iter()
         .map(|p| cache.texture_for_path(p, TextureDesc::default()))
         .collect::<Result<Vec<TextureId>, _>>()?;
+    // ∂/∂s and ∂/∂t of every result, with `--derivatives`.
     let derivatives = args
         .derivatives
         .as_ref()
-        .map(|_| Results::new(2 * queries.len()));
-    let non_resident = if let Some(slopes) = &derivatives {
+        .map(|_| [Results::new(queries.len()), Results::new(queries.len())]);
+    let non_resident = if let Some([ds, dt]) = &derivatives {
         run_lookups(queries.len(), threads, &results, |i| {
             let q = &queries[i];
             let id = ids[q.texture as usize];
             let d = cache.tex2d_grad_with_derivatives(id, q.s, q.t, q.ddx, q.ddy, &options);
-            slopes.set(2 * i, d.ds);
-            slopes.set(2 * i + 1, d.dt);
+            ds.set(i, d.ds);
+            dt.set(i, d.dt);
             (d.sample.value, d.sample.resident)
         })
     } else if args.one_by_one {
@@ -118,18 +119,17 @@ pub(crate) fn replay(
     let report = Report::from_stats(queries.len(), seconds, &cache.stats(), non_resident, 1);
     super::report_texture_errors(cache.loader(), &ids, &prepared.paths);
     let two = super::two_channel(cache.loader(), &ids);
-    if let (Some(path), Some(slopes)) = (&args.derivatives, derivatives) {
-        let mut slopes = slopes.into_floats();
-        let pairs: Vec<[f32; 8]> = slopes
-            .chunks_exact_mut(2)
-            .zip(queries)
-            .map(|(d, q)| {
-                if two[q.texture as usize] {
-                    d[0][2] = d[0][0];
-                    d[1][2] = d[1][0];
-                }
-                std::array::from_fn(|k| d[k / 4][k % 4])
-            })
+    if let (Some(path), Some(derivatives)) = (&args.derivatives, derivatives) {
+        // The results' channel rule, applied to their derivatives.
+        let [ds, dt] = derivatives.map(|d| {
+            let mut d = d.into_floats();
+            super::apply_channel_rule(&mut d, queries, &two);
+            d
+        });
+        let pairs: Vec<[f32; 8]> = ds
+            .iter()
+            .zip(&dt)
+            .map(|(ds, dt)| std::array::from_fn(|k| if k < 4 { ds[k] } else { dt[k - 4] }))
             .collect();
         super::write_results(path, &pairs)?;
     }
